@@ -1,0 +1,108 @@
+"""The ``rpbench`` command line.
+
+Each command validates its input, runs one flow, and prints where the results
+are. Input errors print one line naming the file, record and field, and exit
+with status 2; there is never a traceback for a user's mistake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from flows.quiet import quiet_prefect_exit, setup_environment
+from tasks.errors import InputError
+
+app = typer.Typer(
+    help="Build and run role-playing benchmarks for language models (FURINA-Builder and friends), on Prefect.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ModelsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--models",
+        help="Models config (TOML or YAML) binding roles (judge, source, base, ...) to model strings. "
+        "Default: every role uses the embedded local model. Env overrides: RPBENCH_<ROLE>_<FIELD>.",
+    ),
+]
+CacheOpt = Annotated[
+    Path | None,
+    typer.Option("--cache", help="SQLite call cache; a rerun repeats no call found here. Default: .rpbench/calls.sqlite"),
+]
+
+
+def _opt(path: Path | None) -> str | None:
+    return str(path) if path is not None else None
+
+
+def _run_flow(flow_fn: Any, **params: Any) -> Any:
+    with quiet_prefect_exit():
+        result = flow_fn(**params)
+        if asyncio.iscoroutine(result):
+            result = asyncio.run(result)
+    return result
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="Folder for the run's tables and manifest.")] = Path("runs/demo"),
+    models: ModelsOpt = None,
+    cache: CacheOpt = None,
+) -> None:
+    """Run the end-to-end demo on the embedded local model (no keys, no network)."""
+    from flows.demo import demo as demo_flow
+    from tasks.reports.summary import run_summary_markdown
+
+    manifest = _run_flow(demo_flow, out=str(out), models=_opt(models), cache=_opt(cache))
+    typer.echo("")
+    typer.echo(run_summary_markdown(manifest, str(out)))
+    typer.echo(f"Tables and manifest: {out}/ (manifest.json)")
+
+
+@app.command("models")
+def show_models(models: ModelsOpt = None) -> None:
+    """Show which model and settings each role resolves to."""
+    from tasks.llm import load_models_config
+
+    config = load_models_config(models)
+    typer.echo(f"default: {config.default.model} (temperature={config.default.temperature})")
+    for role, spec in sorted(config.roles.items()):
+        where = f" at {spec.api_base}" if spec.api_base else ""
+        typer.echo(f"{role}: {spec.model}{where} (temperature={spec.temperature}, max_tokens={spec.max_tokens})")
+
+
+def main() -> None:
+    """Entry point: input errors become one line and exit status 2, never a traceback."""
+    import click
+
+    code = 0
+    setup_environment()
+    try:
+        app(standalone_mode=False)
+    except InputError as exc:
+        typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
+        code = 2
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        typer.echo("interrupted: completed calls are cached; run the same command again to resume", err=True)
+        code = 130
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Prefect's background services may print flush errors at interpreter exit; our work is written, so leave now.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

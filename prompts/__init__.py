@@ -1,0 +1,73 @@
+"""Prompt templates (Jinja2, StrictUndefined) and their rendering.
+
+Templates live beside this file as ``<group>/<name>.<lang>.j2``. A missing
+variable is an error, never an empty string. Every render records the
+template's SHA-256, so a run's manifest says exactly which prompt text made
+its calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateNotFound
+
+TEMPLATE_DIR = Path(__file__).resolve().parent
+FALLBACK_LANGUAGE = "en"
+
+_env = Environment(
+    loader=FileSystemLoader(TEMPLATE_DIR),
+    undefined=StrictUndefined,
+    keep_trailing_newline=False,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    autoescape=False,
+)
+_used: dict[str, str] = {}
+_used_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Rendered:
+    text: str
+    template: str
+    sha256: str
+
+
+def template_name(name: str, language: str) -> str:
+    """``group/name`` in ``language``, falling back to English only when no variant exists at all."""
+    for lang in (language, FALLBACK_LANGUAGE):
+        candidate = f"{name}.{lang}.j2"
+        if (TEMPLATE_DIR / candidate).is_file():
+            return candidate
+    raise TemplateNotFound(f"{name}.{language}.j2")
+
+
+def template_sha256(path: str) -> str:
+    return hashlib.sha256((TEMPLATE_DIR / path).read_bytes()).hexdigest()
+
+
+def render(name: str, language: str = "en", **variables: Any) -> Rendered:
+    path = template_name(name, language)
+    text = _env.get_template(path).render(**variables).strip()
+    digest = template_sha256(path)
+    with _used_lock:
+        _used[path] = digest
+    return Rendered(text=text, template=path, sha256=digest)
+
+
+def used_templates() -> dict[str, str]:
+    """Template path to SHA-256 for every template rendered in this process."""
+    with _used_lock:
+        return dict(sorted(_used.items()))
+
+
+def all_templates() -> dict[str, str]:
+    return {
+        str(p.relative_to(TEMPLATE_DIR)): template_sha256(str(p.relative_to(TEMPLATE_DIR)))
+        for p in sorted(TEMPLATE_DIR.rglob("*.j2"))
+    }

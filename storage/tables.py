@@ -1,0 +1,108 @@
+"""Atomic Parquet writes and validating reads.
+
+Every table rpbench writes carries its name and schema version in the Parquet
+metadata, so a read can tell a stale or foreign file from a good one and say
+so in one line.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from storage.schemas import TableSpec
+from tasks.errors import InputError
+
+META_NAME = b"rpbench.table"
+META_VERSION = b"rpbench.schema_version"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file so that a reader sees either the old content or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def to_arrow(rows: Iterable[Mapping[str, Any]] | pa.Table, spec: TableSpec) -> pa.Table:
+    """Build a table of exactly the spec's schema from rows (missing nullable columns become null)."""
+    if isinstance(rows, pa.Table):
+        table = rows
+    else:
+        rows = list(rows)
+        columns = {f.name: [r.get(f.name) for r in rows] for f in spec.schema}
+        for i, row in enumerate(rows):
+            unknown = set(row) - set(columns)
+            if unknown:
+                raise ValueError(f"table {spec.name}: row {i} has unknown columns {sorted(unknown)}")
+        return pa.Table.from_pydict(columns, schema=spec.schema)
+    missing = [f.name for f in spec.schema if f.name not in table.column_names]
+    if missing:
+        raise ValueError(f"table {spec.name}: missing columns {missing}")
+    return table.select([f.name for f in spec.schema]).cast(spec.schema)
+
+
+def write_table(path: str | Path, rows: Iterable[Mapping[str, Any]] | pa.Table, spec: TableSpec) -> Path:
+    """Validate rows against ``spec`` and write them atomically as Parquet."""
+    path = Path(path)
+    table = to_arrow(rows, spec)
+    meta = dict(table.schema.metadata or {})
+    meta[META_NAME] = spec.name.encode()
+    meta[META_VERSION] = str(spec.version).encode()
+    table = table.replace_schema_metadata(meta)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    atomic_write_bytes(path, sink.getvalue().to_pybytes())
+    return path
+
+
+def read_table(path: str | Path, spec: TableSpec) -> pa.Table:
+    """Read a table and check that it is the table ``spec`` describes, failing with one clear line."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: table '{spec.name}' not found")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+    meta = table.schema.metadata or {}
+    name = meta.get(META_NAME, b"").decode()
+    if name and name != spec.name:
+        raise InputError(f"{path}: holds table '{name}', expected '{spec.name}'")
+    version = meta.get(META_VERSION, b"").decode()
+    if version and int(version) > spec.version:
+        raise InputError(
+            f"{path}: table '{spec.name}' has schema version {version}, newer than this rpbench reads ({spec.version})"
+        )
+    for field in spec.schema:
+        if field.name not in table.column_names:
+            raise InputError(f"{path}: table '{spec.name}' lacks column '{field.name}'")
+        actual = table.schema.field(field.name).type
+        if actual != field.type:
+            try:
+                table = table.set_column(
+                    table.column_names.index(field.name), field.name, table.column(field.name).cast(field.type)
+                )
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                raise InputError(
+                    f"{path}: column '{field.name}' has type {actual}, expected {field.type}"
+                ) from None
+    return table.select([f.name for f in spec.schema])
+
+
+def read_rows(path: str | Path, spec: TableSpec) -> list[dict[str, Any]]:
+    return read_table(path, spec).to_pylist()

@@ -1,0 +1,1 @@
+"""rpbench tasks: pure, typed functions and the thin Prefect tasks that wrap them."""

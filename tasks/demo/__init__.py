@@ -1,0 +1,1 @@
+"""The Foundation demo: characters answer a line, a judge scores each answer."""

@@ -1,0 +1,80 @@
+"""A durable cache of completed LLM calls, keyed by the request's identity.
+
+SQLite in WAL mode: each completed call is one committed row, so a process
+killed at any moment leaves every earlier row intact and no half-written one.
+A rerun looks a request up before sending it and repeats no completed call
+(the idea of lm-evaluation-harness's CachingLM).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    response TEXT NOT NULL,
+    created REAL NOT NULL DEFAULT (julianday('now'))
+)
+"""
+
+
+def request_key(
+    *,
+    model: str,
+    api_base: str | None,
+    messages: list[dict[str, Any]],
+    sampling: dict[str, Any],
+    sample_index: int = 0,
+    attempt: int = 0,
+    response_schema: dict[str, Any] | None = None,
+) -> str:
+    """Hash everything that determines a reply: the same request always maps to the same key."""
+    identity = {
+        "model": model,
+        "api_base": api_base or "",
+        "messages": messages,
+        "sampling": sampling,
+        "sample_index": sample_index,
+        "attempt": attempt,
+        "schema": response_schema,
+    }
+    blob = json.dumps(identity, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class CallCache:
+    """Thread-safe get/put of completed calls in one SQLite file."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode survives a killed process; only a power cut can lose the last commits.
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute(SCHEMA)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._conn.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, response: dict[str, Any]) -> None:
+        blob = json.dumps(response, ensure_ascii=False)
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO calls (key, response) VALUES (?, ?)", (key, blob))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,150 @@
+"""Model roles bound to model strings and sampling settings.
+
+A role (judge, director, source, ...) is only a name. The config file binds
+each name to a litellm model string plus sampling settings, so no code ever
+hard-codes a model. Roles that the file does not mention fall back to
+``[default]``. Keys never live here: a spec may name the environment variable
+that holds its key (``api_key_env``), and the value is read only at call time.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tasks.errors import InputError
+
+LOCAL_MODEL = "local/smollm2-135m"
+DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_models.toml")
+ENV_PREFIX = "RPBENCH_"
+
+StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
+
+
+class ModelSpec(BaseModel):
+    """One model binding: where to send a request and how to sample."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = LOCAL_MODEL
+    api_base: str | None = None
+    api_key_env: str | None = Field(
+        default=None, description="Name of the environment variable holding the key (never the key itself)."
+    )
+    temperature: float = 0.0
+    top_p: float | None = None
+    max_tokens: int = 256
+    seed: int | None = 0
+    timeout: float = 120.0
+    max_concurrency: int = 16
+    rpm: int | None = Field(default=None, description="Requests per minute for this model; None for no limit.")
+    structured: StructuredMode = "auto"
+    extra: dict[str, Any] = Field(default_factory=dict, description="Passed to litellm as-is.")
+
+    def sampling(self) -> dict[str, Any]:
+        """The settings that change what the model says: part of every cache key."""
+        out: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.top_p is not None:
+            out["top_p"] = self.top_p
+        if self.seed is not None:
+            out["seed"] = self.seed
+        out.update(self.extra)
+        return out
+
+    def endpoint(self) -> str:
+        """The identity of the server behind the model, used for limits and cache keys."""
+        return f"{self.model}@{self.api_base or ''}"
+
+
+class RetryPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    transient_attempts: int = 6
+    backoff_initial: float = 0.5
+    backoff_max: float = 30.0
+    parse_attempts: int = 3
+
+
+class ModelsConfig(BaseModel):
+    """The whole model configuration of a run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    default: ModelSpec = Field(default_factory=ModelSpec)
+    roles: dict[str, ModelSpec] = Field(default_factory=dict)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+
+    def for_role(self, role: str) -> ModelSpec:
+        return self.roles.get(role, self.default)
+
+    def redacted(self) -> dict[str, Any]:
+        """A dump safe for manifests: only env-var names, never values, are in here by construction."""
+        return self.model_dump(mode="json")
+
+
+def _coerce(field_type: Any, raw: str) -> Any:
+    if raw.lower() in {"none", "null", ""}:
+        return None
+    if field_type in (int, "int"):
+        return int(raw)
+    if field_type in (float, "float"):
+        return float(raw)
+    return raw
+
+
+def _env_overrides(data: dict[str, Any], environ: dict[str, str]) -> dict[str, Any]:
+    """Apply ``RPBENCH_<ROLE>_<FIELD>`` (and ``RPBENCH_DEFAULT_<FIELD>``) overrides.
+
+    Roles are matched from the names the config knows plus any role named in
+    the environment, so ``RPBENCH_JUDGE_MODEL=openai/gpt-4o`` binds a role the
+    file never mentioned.
+    """
+    fields = {name: f.annotation for name, f in ModelSpec.model_fields.items() if name != "extra"}
+    roles = data.setdefault("roles", {})
+    for key, raw in environ.items():
+        if not key.startswith(ENV_PREFIX):
+            continue
+        rest = key[len(ENV_PREFIX):].lower()
+        for field in sorted(fields, key=len, reverse=True):
+            suffix = "_" + field
+            if rest.endswith(suffix) and len(rest) > len(suffix):
+                role = rest[: -len(suffix)]
+                annotation = fields[field]
+                kind = int if "int" in str(annotation) else float if "float" in str(annotation) else str
+                value = _coerce(kind, raw)
+                if role == "default":
+                    data.setdefault("default", {})[field] = value
+                else:
+                    base = dict(data.get("default", {}))
+                    target = roles.setdefault(role, base)
+                    target[field] = value
+                break
+    return data
+
+
+def load_models_config(path: str | Path | None = None, environ: dict[str, str] | None = None) -> ModelsConfig:
+    """Read a TOML or YAML models file, apply environment overrides, validate."""
+    path = Path(path) if path else DEFAULT_CONFIG_PATH
+    if not path.is_file():
+        raise InputError(f"{path}: models config not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text) if path.suffix in {".yaml", ".yml"} else tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot parse models config: {str(exc).splitlines()[0]}") from None
+    data = data or {}
+    # A role inherits every default it does not set itself.
+    default = data.get("default", {})
+    data["roles"] = {name: {**default, **(spec or {})} for name, spec in (data.get("roles") or {}).items()}
+    data = _env_overrides(data, dict(os.environ if environ is None else environ))
+    try:
+        return ModelsConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise InputError(f"{path}: field '{where}': {err['msg']}") from None

@@ -1,0 +1,295 @@
+"""The one door every LLM call goes through.
+
+``Gateway.complete(role, messages, schema=...)`` resolves the role to a model
+spec, answers from the call cache when it can, otherwise sends the request
+through ``litellm.acompletion`` under the model's concurrency and rate bounds,
+retrying transient errors with exponential backoff and jitter (the only retry
+layer: litellm's own retries are off). When a schema is given, the reply is
+parsed and validated; an unusable reply is shown back to the model with the
+error, a bounded number of times, and then reported as a failure carrying the
+raw text. Nothing is ever replaced by a default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import aiohttp
+import litellm
+from aiolimiter import AsyncLimiter
+from pydantic import BaseModel
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from tasks.llm.cache import CallCache, request_key
+from tasks.llm.config import ModelsConfig, ModelSpec
+from tasks.llm.ledger import CallRecord, Ledger
+from tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
+from tasks.llm.local_provider import register_local_provider
+from tasks.llm.structured import json_schema, parse_reply, repair_messages, schema_instruction
+from tasks.llm.transient import is_transient
+from tasks.secrets import scrub_text
+
+T = TypeVar("T", bound=BaseModel)
+Message = dict[str, Any]
+
+
+@dataclass
+class CallResult(Generic[T]):
+    """What a caller gets back: the text, the parsed object when asked for, and how it went."""
+
+    role: str
+    model: str
+    status: str  # "ok" or "failed"
+    text: str | None
+    parsed: T | None = None
+    error: str | None = None
+    attempts: int = 0
+    cached: bool = False
+    raw_replies: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class Request:
+    """One call for ``Gateway.run_all``."""
+
+    role: str
+    messages: list[Message]
+    schema: type[BaseModel] | None = None
+    sample_index: int = 0
+    tag: str | None = None
+
+
+def tune_litellm() -> None:
+    """Turn off litellm's per-call extras we do not use: they cost CPU on every call under load."""
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    litellm.callbacks = []
+    litellm.success_callback = []
+    litellm.failure_callback = []
+    litellm._async_success_callback = []
+    litellm._async_failure_callback = []
+    litellm.turn_off_message_logging = True
+    litellm.disable_streaming_logging = True
+    litellm.set_verbose = False
+
+
+class _Bounds:
+    """Per-endpoint bounds: at most N requests in flight and at most R requests a minute."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.slots = asyncio.Semaphore(spec.max_concurrency)
+        self.rate = AsyncLimiter(spec.rpm, 60) if spec.rpm else None
+
+    async def __aenter__(self) -> None:
+        await self.slots.acquire()
+        if self.rate is not None:
+            await self.rate.acquire()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.slots.release()
+
+
+class Gateway:
+    """Role-addressed, cached, bounded, retried access to any litellm model."""
+
+    def __init__(self, config: ModelsConfig, cache: CallCache | None = None, ledger: Ledger | None = None) -> None:
+        self.config = config
+        self.cache = cache
+        self.ledger = ledger or Ledger()
+        self._bounds: dict[tuple[int, str], _Bounds] = {}
+        self._sessions: dict[int, aiohttp.ClientSession] = {}
+        tune_litellm()
+        register_local_provider()
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _bounds_for(self, spec: ModelSpec) -> _Bounds:
+        # asyncio primitives belong to one event loop; Prefect may run tasks on different loops.
+        key = (id(asyncio.get_running_loop()), spec.endpoint())
+        if key not in self._bounds:
+            self._bounds[key] = _Bounds(spec)
+        return self._bounds[key]
+
+    def _session(self) -> aiohttp.ClientSession:
+        """One pooled HTTP session per event loop, shared by every call on it."""
+        loop_id = id(asyncio.get_running_loop())
+        session = self._sessions.get(loop_id)
+        if session is None or session.closed:
+            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300))
+            self._sessions[loop_id] = session
+        return session
+
+    async def aclose(self) -> None:
+        loop_id = id(asyncio.get_running_loop())
+        session = self._sessions.pop(loop_id, None)
+        if session is not None:
+            await session.close()
+
+    def _response_format(self, spec: ModelSpec, schema: type[BaseModel] | None) -> dict[str, Any] | None:
+        if schema is None or self._structured_mode(spec) == "prompt":
+            return None
+        if self._structured_mode(spec) == "json_object":
+            return {"type": "json_object"}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": schema.__name__, "schema": json_schema(schema), "strict": False},
+        }
+
+    @staticmethod
+    def _structured_mode(spec: ModelSpec) -> str:
+        if spec.structured != "auto":
+            return spec.structured
+        if spec.model.startswith(LOCAL_PROVIDER + "/"):
+            return "json_schema"
+        try:
+            return "json_schema" if litellm.supports_response_schema(model=spec.model) else "prompt"
+        except Exception:  # unknown models (e.g. a vLLM server) are asked in the prompt
+            return "prompt"
+
+    async def _send(self, spec: ModelSpec, messages: list[Message], response_format: dict | None) -> tuple[dict, int]:
+        """One completed model reply, after as many transient retries as the policy allows."""
+        policy = self.config.retry
+        kwargs: dict[str, Any] = {
+            "model": spec.model,
+            "messages": messages,
+            "timeout": spec.timeout,
+            "num_retries": 0,
+            "drop_params": True,
+            **spec.sampling(),
+        }
+        if spec.api_base:
+            kwargs["api_base"] = spec.api_base
+        if spec.api_key_env:
+            kwargs["api_key"] = os.environ.get(spec.api_key_env, "")
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        if not spec.model.startswith(LOCAL_PROVIDER + "/"):
+            kwargs["shared_session"] = self._session()
+        retries = 0
+        bounds = self._bounds_for(spec)
+        async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(policy.transient_attempts),
+            wait=wait_exponential_jitter(initial=policy.backoff_initial, max=policy.backoff_max),
+            retry=retry_if_exception(is_transient),
+            reraise=True,
+        ):
+            with attempt:
+                retries = attempt.retry_state.attempt_number - 1
+                async with bounds:
+                    started = time.perf_counter()
+                    response = await litellm.acompletion(**kwargs)
+                    latency = time.perf_counter() - started
+        choice = response.choices[0]
+        usage = getattr(response, "usage", None)
+        try:
+            cost = 0.0 if spec.model.startswith(LOCAL_PROVIDER + "/") else litellm.completion_cost(response)
+        except Exception:
+            cost = None  # unknown price: recorded as unknown, not as free
+        return {
+            "text": choice.message.content or "",
+            "finish_reason": choice.finish_reason,
+            "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
+            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
+            "latency_s": latency,
+            "cost_usd": cost,
+        }, retries
+
+    # -- public ---------------------------------------------------------------------------------
+    async def complete(
+        self,
+        role: str,
+        messages: list[Message],
+        *,
+        schema: type[T] | None = None,
+        sample_index: int = 0,
+        tag: str | None = None,
+    ) -> CallResult[T]:
+        """Ask the model bound to ``role``; see the module docstring for the guarantees."""
+        spec = self.config.for_role(role)
+        response_format = self._response_format(spec, schema)
+        convo = list(messages)
+        if schema is not None and response_format is None:
+            convo = [*convo[:-1], {**convo[-1], "content": f"{convo[-1]['content']}\n\n{schema_instruction(schema)}"}]
+        attempts = self.config.retry.parse_attempts
+        result: CallResult[T] = CallResult(role=role, model=spec.model, status="failed", text=None)
+        all_cached = True
+        for attempt in range(attempts):
+            key = request_key(
+                model=spec.model,
+                api_base=spec.api_base,
+                messages=convo,
+                sampling=spec.sampling(),
+                sample_index=sample_index,
+                attempt=attempt,
+                response_schema=response_format,
+            )
+            record = CallRecord(cache_key=key, role=role, model=spec.model, tag=tag, attempt=attempt, cached=True,
+                                outcome="ok")
+            reply = self.cache.get(key) if self.cache is not None else None
+            if reply is None:
+                all_cached = False
+                record.cached = False
+                try:
+                    reply, record.transient_retries = await self._send(spec, convo, response_format)
+                except Exception as exc:  # permanent error, or transient retries exhausted: a failure, not a default
+                    # Some providers echo the key in their error text: mask it before it is stored anywhere.
+                    record.outcome, record.error = "failed", scrub_text(f"{type(exc).__name__}: {exc}")[:500]
+                    self.ledger.add(record)
+                    result.error, result.attempts = record.error, attempt + 1
+                    return result
+                if self.cache is not None:
+                    self.cache.put(key, reply)
+            record.prompt_tokens, record.completion_tokens = reply["prompt_tokens"], reply["completion_tokens"]
+            record.latency_s, record.cost_usd = reply["latency_s"], reply["cost_usd"]
+            text = reply["text"]
+            result.raw_replies.append(text)
+            result.text, result.attempts = text, attempt + 1
+            try:
+                if not text.strip():
+                    raise ValueError("the reply is empty")
+                parsed = parse_reply(text, schema) if schema is not None else None
+            except ValueError as exc:
+                record.outcome, record.error = "parse_error", str(exc)[:500]
+                self.ledger.add(record)
+                result.error = str(exc)
+                convo = repair_messages(convo, text, str(exc))
+                continue
+            self.ledger.add(record)
+            result.status, result.parsed, result.error, result.cached = "ok", parsed, None, all_cached
+            return result
+        result.cached = all_cached
+        return result
+
+    async def run_all(
+        self,
+        requests: Sequence[Request],
+        *,
+        limit: int = 64,
+        on_done: Callable[[int, int], Awaitable[None] | None] | None = None,
+    ) -> list[CallResult]:
+        """Run many calls concurrently (at most ``limit`` at once), results in request order."""
+        gate = asyncio.Semaphore(limit)
+        done = 0
+
+        async def one(req: Request) -> CallResult:
+            nonlocal done
+            async with gate:
+                res = await self.complete(
+                    req.role, req.messages, schema=req.schema, sample_index=req.sample_index, tag=req.tag
+                )
+            done += 1
+            if on_done is not None:
+                maybe = on_done(done, len(requests))
+                if asyncio.iscoroutine(maybe):
+                    await maybe
+            return res
+
+        return list(await asyncio.gather(*(one(r) for r in requests)))

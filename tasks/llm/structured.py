@@ -1,0 +1,67 @@
+"""Turn a model's text into a validated pydantic object, or say exactly why not."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+T = TypeVar("T", bound=BaseModel)
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+def extract_json(text: str) -> Any:
+    """Find the JSON object in a reply: the whole text, a fenced block, or the outermost braces."""
+    candidates = [text.strip()]
+    candidates += [m.strip() for m in _FENCE.findall(text)]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    last_error: Exception | None = None
+    for candidate in candidates:
+        if not candidate:
+            continue
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError as exc:
+            last_error = exc
+    if last_error is None:
+        raise ValueError("the reply is empty")
+    raise ValueError(f"no valid JSON object in the reply ({last_error.msg} at char {last_error.pos})")
+
+
+def parse_reply(text: str, model: type[T]) -> T:
+    """Parse and validate; raises ``ValueError`` with a message fit to show the model in a repair request."""
+    data = extract_json(text)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'object'}: {err['msg']}" for err in exc.errors()[:5]
+        )
+        raise ValueError(f"the JSON does not match the schema ({problems})") from None
+
+
+def schema_instruction(model: type[BaseModel]) -> str:
+    """A plain instruction appended for models that get no native schema support."""
+    schema = json.dumps(json_schema(model), ensure_ascii=False)
+    return f"Answer with one JSON object only, no other text, matching this JSON schema:\n{schema}"
+
+
+def repair_messages(messages: list[dict[str, Any]], bad_reply: str, error: str) -> list[dict[str, Any]]:
+    """The conversation to send after an unparseable reply: show the reply and what was wrong with it."""
+    return [
+        *messages,
+        {"role": "assistant", "content": bad_reply},
+        {
+            "role": "user",
+            "content": f"That reply could not be used: {error}. Reply again with only the corrected JSON object.",
+        },
+    ]

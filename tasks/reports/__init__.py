@@ -1,0 +1,1 @@
+"""Human-readable reports built from run folders."""

@@ -1,0 +1,22 @@
+"""A short Markdown summary of a run, from its manifest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def run_summary_markdown(manifest: dict[str, Any], run_dir: str) -> str:
+    totals = manifest.get("totals", {})
+    lines = [f"# rpbench run `{run_dir}`", "", "| table | rows |", "|---|---|"]
+    lines += [f"| {name} | {n} |" for name, n in manifest.get("row_counts", {}).items()]
+    lines += [
+        "",
+        f"- models: {', '.join(manifest.get('models', [])) or '-'}",
+        f"- calls: {totals.get('calls', 0)} ({totals.get('calls_sent', 0)} sent, "
+        f"{totals.get('calls_cached', 0)} from cache)",
+        f"- parse errors: {totals.get('parse_errors', 0)}, failed calls: {totals.get('failed', 0)}",
+        f"- tokens: {totals.get('prompt_tokens', 0)} prompt, {totals.get('completion_tokens', 0)} completion",
+        f"- cost: ${totals.get('cost_usd', 0.0):.4f}",
+        f"- wall time: {manifest.get('timings', {}).get('wall_s', 0):.1f} s",
+    ]
+    return "\n".join(lines) + "\n"

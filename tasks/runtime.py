@@ -1,0 +1,58 @@
+"""What a flow run shares with its tasks: the run folder and the gateway.
+
+Prefect tasks receive only small, hashable parameters (paths and names); they
+look the live objects up here, built once per process and per run folder.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from storage.runs import RunDir
+from storage.schemas import CALLS
+from storage.tables import read_rows
+from tasks.llm import CallCache, Gateway, load_models_config
+from tasks.llm.ledger import summarize_calls
+from tasks.secrets import install_log_redaction
+
+DEFAULT_CACHE = Path(".rpbench") / "calls.sqlite"
+
+
+@dataclass
+class Runtime:
+    run: RunDir
+    gateway: Gateway
+    models_path: str | None
+
+    def finish(self, **sections: Any) -> dict[str, Any]:
+        """Flush call accounting into the run's ``calls`` table and rewrite the manifest."""
+        import prompts
+
+        self.gateway.ledger.flush(self.run.table(CALLS))
+        totals = summarize_calls(read_rows(self.run.table(CALLS), CALLS))
+        return self.run.write_manifest(
+            config=self.gateway.config.redacted(),
+            models_file=self.models_path,
+            models=totals.pop("models"),
+            prompt_templates=prompts.used_templates(),
+            totals=totals,
+            **sections,
+        )
+
+
+_runtimes: dict[tuple[str, str | None, str | None], Runtime] = {}
+_lock = threading.Lock()
+
+
+def get_runtime(run_dir: str | Path, models: str | None = None, cache: str | None = None) -> Runtime:
+    install_log_redaction()
+    key = (str(Path(run_dir).resolve()), models, cache)
+    with _lock:
+        if key not in _runtimes:
+            config = load_models_config(models)
+            cache_path = Path(cache) if cache else DEFAULT_CACHE
+            _runtimes[key] = Runtime(RunDir(Path(run_dir)), Gateway(config, CallCache(cache_path)), models)
+        return _runtimes[key]

@@ -1,0 +1,47 @@
+"""Shared fixtures: an offline environment, the loopback server, gateways bound to it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+# Offline and quiet before anything imports prefect, litellm or transformers.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_HOME", str(Path(__file__).resolve().parent.parent / ".prefect-test"))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pytest  # noqa: E402
+
+from tasks.llm import CallCache, Gateway  # noqa: E402
+from tasks.llm.loopback_server import LoopbackServer  # noqa: E402
+from tests.helpers import TEST_KEY_ENV, loopback_config  # noqa: E402
+
+@pytest.fixture(scope="session")
+def _server():
+    server = LoopbackServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def loopback(_server):
+    """The session's loopback server, with scripts, faults and request log cleared."""
+    _server.reset()
+    yield _server
+    _server.reset()
+
+
+@pytest.fixture
+def make_gateway(loopback, tmp_path, monkeypatch):
+    """Build a gateway bound to the loopback server, with a call cache under tmp_path."""
+    monkeypatch.setenv(TEST_KEY_ENV, "sk-test-abcdef0123456789")
+
+    def make(cache: bool = True, **overrides) -> Gateway:
+        return Gateway(
+            loopback_config(loopback, **overrides), CallCache(tmp_path / "calls.sqlite") if cache else None
+        )
+
+    return make

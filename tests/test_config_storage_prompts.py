@@ -1,0 +1,163 @@
+"""Model config, Parquet storage, prompt rendering, structured parsing: pure functions."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from jinja2 import UndefinedError
+from pydantic import BaseModel
+
+import prompts
+from storage.runs import RunDir
+from storage.schemas import CALLS, DEMO_REPLIES, TableSpec
+from storage.tables import read_rows, read_table, write_table
+from tasks.errors import InputError
+from tasks.llm.cache import request_key
+from tasks.llm.config import LOCAL_MODEL, load_models_config
+from tasks.llm.structured import extract_json, parse_reply
+
+
+# -- config -------------------------------------------------------------------------------------
+def test_default_config_binds_every_role_to_the_local_model():
+    config = load_models_config(environ={})
+    for role in ("judge", "source", "base", "director", "scene", "checker", "never-mentioned"):
+        assert config.for_role(role).model == LOCAL_MODEL
+    assert config.for_role("source").temperature == 0.7  # set for the role in the file
+    assert config.for_role("judge").temperature == 0.0  # inherited from [default]
+
+
+def test_environment_overrides_a_role_and_binds_new_ones():
+    env = {"RPBENCH_JUDGE_MODEL": "openai/gpt-4.1", "RPBENCH_JUDGE_API_KEY_ENV": "OPENAI_API_KEY",
+           "RPBENCH_CHECKER_TEMPERATURE": "0.3", "RPBENCH_DEFAULT_MAX_TOKENS": "99"}
+    config = load_models_config(environ=env)
+    assert config.for_role("judge").model == "openai/gpt-4.1"
+    assert config.for_role("judge").api_key_env == "OPENAI_API_KEY"
+    assert config.for_role("checker").temperature == 0.3
+    assert config.for_role("checker").model == LOCAL_MODEL
+    assert config.default.max_tokens == 99
+
+
+def test_bad_config_names_the_file_and_field(tmp_path):
+    bad = tmp_path / "models.toml"
+    bad.write_text('[roles.judge]\ntemperature = "hot"\n')
+    with pytest.raises(InputError, match=r"models.toml: field 'roles.judge.temperature'"):
+        load_models_config(bad, environ={})
+    bad.write_text("[roles.judge\n")
+    with pytest.raises(InputError, match="cannot parse"):
+        load_models_config(bad, environ={})
+    with pytest.raises(InputError, match="not found"):
+        load_models_config(tmp_path / "missing.toml", environ={})
+
+
+def test_request_key_changes_with_every_part_of_the_identity():
+    base = dict(model="m", api_base=None, messages=[{"role": "user", "content": "hi"}], sampling={"temperature": 0})
+    keys = {
+        request_key(**base),
+        request_key(**{**base, "model": "m2"}),
+        request_key(**{**base, "messages": [{"role": "user", "content": "hi!"}]}),
+        request_key(**{**base, "sampling": {"temperature": 0.5}}),
+        request_key(**base, sample_index=1),
+        request_key(**base, attempt=1),
+        request_key(**base, response_schema={"type": "object"}),
+    }
+    assert len(keys) == 7
+    assert request_key(**base) == request_key(**base)
+
+
+# -- storage ------------------------------------------------------------------------------------
+def _demo_row(i: int) -> dict:
+    return {"prompt_id": f"p{i}", "character": "A", "prompt": "x", "reply": "y", "judge_status": "ok",
+            "in_character": 4, "judge_reason": "r", "judge_raw": "{}"}
+
+
+def test_write_then_read_round_trips_and_records_the_schema_version(tmp_path):
+    path = write_table(tmp_path / "t.parquet", [_demo_row(i) for i in range(3)], DEMO_REPLIES)
+    assert read_rows(path, DEMO_REPLIES)[2]["prompt_id"] == "p2"
+    meta = pq.read_schema(path).metadata
+    assert meta[b"rpbench.table"] == b"demo_replies" and meta[b"rpbench.schema_version"] == b"1"
+    assert not list(tmp_path.glob(".*tmp"))  # no temp file left behind
+
+
+def test_a_failed_write_leaves_the_old_table_intact(tmp_path):
+    path = write_table(tmp_path / "t.parquet", [_demo_row(0)], DEMO_REPLIES)
+    with pytest.raises(ValueError, match="unknown columns"):
+        write_table(path, [{**_demo_row(1), "bogus": 1}], DEMO_REPLIES)
+    assert [r["prompt_id"] for r in read_rows(path, DEMO_REPLIES)] == ["p0"]
+
+
+def test_reads_fail_with_one_clear_line(tmp_path):
+    with pytest.raises(InputError, match="not found"):
+        read_table(tmp_path / "none.parquet", DEMO_REPLIES)
+    (tmp_path / "junk.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(InputError, match="junk.parquet: not a readable Parquet file"):
+        read_table(tmp_path / "junk.parquet", DEMO_REPLIES)
+    path = write_table(tmp_path / "calls.parquet", [], CALLS)
+    with pytest.raises(InputError, match="holds table 'calls', expected 'demo_replies'"):
+        read_table(path, DEMO_REPLIES)
+    pq.write_table(pa.table({"prompt_id": ["a"]}), tmp_path / "thin.parquet")
+    with pytest.raises(InputError, match="lacks column 'character'"):
+        read_table(tmp_path / "thin.parquet", DEMO_REPLIES)
+    newer = TableSpec(DEMO_REPLIES.name, 99, DEMO_REPLIES.schema)
+    write_table(tmp_path / "new.parquet", [_demo_row(0)], newer)
+    with pytest.raises(InputError, match="schema version 99"):
+        read_table(tmp_path / "new.parquet", DEMO_REPLIES)
+
+
+def test_manifest_holds_versions_counts_and_is_rewritten_atomically(tmp_path):
+    run = RunDir(tmp_path / "run")
+    write_table(run.table(DEMO_REPLIES), [_demo_row(0), _demo_row(1)], DEMO_REPLIES)
+    run.write_manifest(totals={"calls": 2})
+    manifest = json.loads(run.manifest_path.read_text())
+    assert manifest["row_counts"] == {"demo_replies": 2}
+    assert manifest["totals"] == {"calls": 2}
+    assert "pyarrow" in manifest["packages"] and "wall_s" in manifest["timings"]
+    run.write_manifest(extra="x")
+    assert run.read_manifest()["totals"] == {"calls": 2}  # merged, not replaced
+
+
+# -- prompts ------------------------------------------------------------------------------------
+def test_render_is_strict_and_records_the_template_hash():
+    char = {"name": "Alice", "summary": "curious"}
+    out = prompts.render("demo/reply", "en", character=char, speaker="Cat", line="Hello")
+    assert "Alice" in out.text and '"Hello"' in out.text
+    assert prompts.used_templates()["demo/reply.en.j2"] == out.sha256
+    with pytest.raises(UndefinedError):
+        prompts.render("demo/reply", "en", character=char, speaker="Cat")
+
+
+def test_chinese_variant_is_used_for_chinese():
+    out = prompts.render("demo/reply", "zh", character={"name": "孙悟空", "summary": "齐天大圣"}, speaker="唐僧", line="悟空")
+    assert out.template == "demo/reply.zh.j2" and "扮演孙悟空" in out.text
+
+
+def test_every_template_has_english_and_chinese_variants():
+    names = {path.rsplit(".", 2)[0] for path in prompts.all_templates()}
+    for name in names:
+        assert f"{name}.en.j2" in prompts.all_templates(), name
+        assert f"{name}.zh.j2" in prompts.all_templates(), name
+
+
+# -- structured ---------------------------------------------------------------------------------
+class Score(BaseModel):
+    reason: str
+    score: int
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"reason": "a", "score": 2}', 'Sure!\n```json\n{"reason": "a", "score": 2}\n```', 'x {"reason": "a", "score": 2} y'],
+)
+def test_extract_json_finds_the_object(text):
+    assert parse_reply(text, Score) == Score(reason="a", score=2)
+
+
+def test_parse_errors_say_what_is_wrong():
+    with pytest.raises(ValueError, match="no valid JSON"):
+        extract_json('{"reason": "a", ')
+    with pytest.raises(ValueError, match="score"):
+        parse_reply('{"reason": "a"}', Score)
+    with pytest.raises(ValueError, match="empty"):
+        extract_json("   ")

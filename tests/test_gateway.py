@@ -1,0 +1,125 @@
+"""The gateway against the loopback server: faults, parse failures, caching, limits."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+
+from tasks.llm import Request
+
+
+class Verdict(BaseModel):
+    reason: str
+    score: Literal[1, 2, 3, 4, 5]
+
+
+MSG = [{"role": "user", "content": "Rate this line."}]
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "timeout", "malformed", "truncated"])
+async def test_transient_faults_are_retried_and_recovered(make_gateway, loopback, fault):
+    loopback.timeout_sleep = 3.0
+    gateway = make_gateway(timeout=0.5)
+    loopback.inject(fault)
+    result = await gateway.complete("judge", MSG, schema=Verdict)
+    assert result.ok, result.error
+    assert result.parsed == Verdict(reason="scripted", score=3)
+    assert len(loopback.requests) == 2
+    (record,) = gateway.ledger.records()
+    assert record.transient_retries == 1 and record.outcome == "ok"
+
+
+async def test_empty_reply_is_retried_as_a_parse_failure(make_gateway, loopback):
+    gateway = make_gateway()
+    loopback.inject("empty")
+    result = await gateway.complete("scene", MSG)
+    assert result.ok and result.text.startswith("echo:")
+    outcomes = [r.outcome for r in gateway.ledger.records()]
+    assert outcomes == ["parse_error", "ok"]
+    # The retry shows the model its empty reply and asks again.
+    assert loopback.requests[1]["messages"][-1]["content"].startswith("That reply could not be used")
+
+
+async def test_transient_retries_are_bounded(make_gateway, loopback):
+    gateway = make_gateway()
+    loopback.inject("500", times=10)
+    result = await gateway.complete("judge", MSG, schema=Verdict)
+    assert not result.ok and result.parsed is None
+    assert len(loopback.requests) == 4  # the policy's transient_attempts
+    assert gateway.ledger.totals()["failed"] == 1
+
+
+async def test_unparseable_reply_is_retried_then_recorded_as_failure(make_gateway, loopback):
+    gateway = make_gateway()
+    loopback.script("no json here", '{"reason": "x", "score": 9}', "still nothing")
+    result = await gateway.complete("judge", MSG, schema=Verdict)
+    assert result.status == "failed"
+    assert result.parsed is None  # never a default score
+    assert result.text == "still nothing"
+    assert result.raw_replies == ["no json here", '{"reason": "x", "score": 9}', "still nothing"]
+    assert "score" in (gateway.ledger.records()[1].error or "")
+    totals = gateway.ledger.totals()
+    assert totals["parse_errors"] == 3 and totals["calls_sent"] == 3
+
+
+async def test_a_repaired_reply_is_accepted(make_gateway, loopback):
+    gateway = make_gateway()
+    loopback.script("I think it is a 4", '```json\n{"reason": "fine", "score": 4}\n```')
+    result = await gateway.complete("judge", MSG, schema=Verdict)
+    assert result.ok and result.parsed.score == 4 and result.attempts == 2
+
+
+async def test_permanent_error_fails_at_once(make_gateway, loopback):
+    # A 404 (no such route) is not worth retrying: one request, then a recorded failure.
+    gateway = make_gateway(api_base=loopback.base_url + "/nowhere")
+    result = await gateway.complete("judge", MSG)
+    assert not result.ok and result.attempts == 1 and result.text is None
+    assert gateway.ledger.totals()["failed"] == 1
+
+
+async def test_cache_answers_a_repeated_request_without_sending(make_gateway, loopback):
+    gateway = make_gateway()
+    first = await gateway.complete("judge", MSG, schema=Verdict)
+    second = await make_gateway().complete("judge", MSG, schema=Verdict)
+    assert first.parsed == second.parsed and second.cached
+    assert len(loopback.requests) == 1
+    # A different sample index is a different request.
+    await gateway.complete("judge", MSG, schema=Verdict, sample_index=1)
+    assert len(loopback.requests) == 2
+
+
+async def test_concurrency_bound_is_respected(make_gateway, loopback):
+    loopback.latency = 0.05
+    in_flight, peak = 0, 0
+    gateway = make_gateway(max_concurrency=4, cache=False)
+    import tasks.llm.gateway as gw
+
+    real = gw.litellm.acompletion
+
+    async def spy(**kwargs):
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            return await real(**kwargs)
+        finally:
+            in_flight -= 1
+
+    gw.litellm.acompletion = spy
+    try:
+        results = await gateway.run_all([Request("scene", [{"role": "user", "content": f"n{i}"}]) for i in range(12)])
+    finally:
+        gw.litellm.acompletion = real
+    assert all(r.ok for r in results) and peak == 4
+    assert [r.text for r in results] == [f"echo: n{i}" for i in range(12)]
+
+
+async def test_rate_limit_spaces_requests(make_gateway, loopback):
+    gateway = make_gateway(rpm=120, cache=False)  # 2 per second after the initial burst allowance
+    start = asyncio.get_running_loop().time()
+    await gateway.run_all([Request("scene", [{"role": "user", "content": f"r{i}"}]) for i in range(124)])
+    elapsed = asyncio.get_running_loop().time() - start
+    assert elapsed >= 1.5  # 120 fit the bucket, the other 4 wait for it to drain

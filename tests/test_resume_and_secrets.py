@@ -1,0 +1,111 @@
+"""A run killed mid-way repeats no completed call; keys never reach logs or files."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from tests.helpers import TEST_KEY_ENV, loopback_config
+from tasks.llm import CallCache, Gateway, Request
+from tasks.secrets import install_log_redaction, scrub
+
+ROOT = Path(__file__).resolve().parent.parent
+N_CALLS = 40
+
+
+def _requests() -> list[Request]:
+    return [Request("scene", [{"role": "user", "content": f"line {i}"}], tag=f"r{i}") for i in range(N_CALLS)]
+
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    sys.path.insert(0, sys.argv[3])
+    from tests.test_resume_and_secrets import _requests
+    from tests.helpers import loopback_config
+    from tasks.llm import CallCache, Gateway
+    from tasks.llm.loopback_server import LoopbackServer
+
+    server = LoopbackServer(port=int(sys.argv[1]))
+    gateway = Gateway(loopback_config(server, max_concurrency=2), CallCache(sys.argv[2]))
+    asyncio.run(gateway.run_all(_requests(), limit=2))
+    print("finished")
+    """
+)
+
+
+async def test_rerun_after_kill_repeats_no_completed_call(loopback, tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_KEY_ENV, "sk-test-resume")
+    loopback.latency = 0.05
+    cache_path = tmp_path / "calls.sqlite"
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(loopback.port), str(cache_path), str(ROOT)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.time() + 60
+    while len(loopback.requests) < N_CALLS // 2 and time.time() < deadline:
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert len(loopback.requests) < N_CALLS, "the child finished before it could be killed"
+
+    completed_before = len(CallCache(cache_path))
+    assert 0 < completed_before < N_CALLS
+    sent_before = len(loopback.requests)
+    loopback.latency = 0.0
+
+    gateway = Gateway(loopback_config(loopback), CallCache(cache_path))
+    results = await gateway.run_all(_requests())
+    assert [r.text for r in results] == [f"echo: line {i}" for i in range(N_CALLS)]
+    sent_by_rerun = len(loopback.requests) - sent_before
+    assert sent_by_rerun == N_CALLS - completed_before
+    assert sum(r.cached for r in results) == completed_before
+
+    again = Gateway(loopback_config(loopback), CallCache(cache_path))
+    await again.run_all(_requests())
+    assert len(loopback.requests) - sent_before == sent_by_rerun  # the third run sends nothing
+
+
+async def test_api_key_never_reaches_logs_tables_or_manifest(make_gateway, loopback, tmp_path, caplog):
+    from storage.runs import RunDir
+
+    secret = os.environ[TEST_KEY_ENV]
+    install_log_redaction()
+    caplog.set_level(logging.DEBUG)
+    litellm_logger = logging.getLogger("LiteLLM")
+    litellm_logger.setLevel(logging.DEBUG)
+    gateway = make_gateway()
+    loopback.inject("429")
+    loopback.inject("500")
+    await gateway.complete("judge", [{"role": "user", "content": "hello"}])
+    loopback.inject("401")
+    rejected = await gateway.complete("judge", [{"role": "user", "content": "again"}])
+    assert not rejected.ok and "Incorrect API key" in rejected.error
+    logging.getLogger("rpbench.test").warning("about to use key %s", secret)
+    # The key did reach the server, so the test would notice if it were simply not used.
+    assert any(secret in h for h in loopback.auth_headers)
+
+    run = RunDir(tmp_path / "run")
+    gateway.ledger.flush(run.root / "calls.parquet")
+    run.write_manifest(config=gateway.config.redacted(), echo={"api_key": secret, "note": f"k={secret}"})
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "manifest.json" for p in written)
+    for path in written:
+        assert secret.encode() not in path.read_bytes(), path
+    assert secret not in caplog.text
+    assert "about to use key ***" in caplog.text
+    litellm_logger.setLevel(logging.WARNING)
+
+
+def test_scrub_masks_values_and_secret_fields(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-999999")
+    out = scrub({"api_key": "anything", "nested": ["Bearer sk-live-999999"], "n": 3})
+    assert out == {"api_key": "***", "nested": ["Bearer ***"], "n": 3}
