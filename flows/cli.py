@@ -39,6 +39,15 @@ CacheOpt = Annotated[
 ]
 
 
+def run_coroutine(coro: Any) -> Any:
+    """Run on uvloop when installed: litellm's per-call overhead is mostly event-loop work."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
 def _opt(path: Path | None) -> str | None:
     return str(path) if path is not None else None
 
@@ -47,7 +56,7 @@ def _run_flow(flow_fn: Any, **params: Any) -> Any:
     with quiet_prefect_exit():
         result = flow_fn(**params)
         if asyncio.iscoroutine(result):
-            result = asyncio.run(result)
+            result = run_coroutine(result)
     return result
 
 

@@ -15,6 +15,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
     key TEXT PRIMARY KEY,
@@ -44,8 +46,9 @@ def request_key(
         "attempt": attempt,
         "schema": response_schema,
     }
-    blob = json.dumps(identity, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    # orjson: this runs once per call on the hot path, and is ~10x faster than json with sorted keys.
+    blob = orjson.dumps(identity, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    return hashlib.sha256(blob).hexdigest()
 
 
 class CallCache:

@@ -44,6 +44,8 @@ class ModelSpec(BaseModel):
     max_concurrency: int = 16
     rpm: int | None = Field(default=None, description="Requests per minute for this model; None for no limit.")
     structured: StructuredMode = "auto"
+    input_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
+    output_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Passed to litellm as-is.")
 
     def sampling(self) -> dict[str, Any]:

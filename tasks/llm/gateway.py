@@ -13,8 +13,11 @@ raw text. Nothing is ever replaced by a default.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import random
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -69,17 +72,54 @@ class Request:
 
 
 def tune_litellm() -> None:
-    """Turn off litellm's per-call extras we do not use: they cost CPU on every call under load."""
+    """Turn off litellm's per-call logging and cost bookkeeping, which we do not use.
+
+    With no callbacks configured, litellm still builds a logging payload and
+    prices every response twice (about half its per-call CPU here); under load
+    that CPU, not the network, caps throughput. rpbench keeps its own accounting
+    (``ledger``) and prices calls itself (``call_cost``), so those steps are
+    switched off on litellm's logging object. Set RPBENCH_LITELLM_LOGGING=1 to
+    keep litellm's logging (for example to use litellm callbacks).
+    """
     litellm.suppress_debug_info = True
     litellm.telemetry = False
-    litellm.callbacks = []
-    litellm.success_callback = []
-    litellm.failure_callback = []
-    litellm._async_success_callback = []
-    litellm._async_failure_callback = []
-    litellm.turn_off_message_logging = True
-    litellm.disable_streaming_logging = True
     litellm.set_verbose = False
+    if os.environ.get("RPBENCH_LITELLM_LOGGING") == "1":
+        return
+    from litellm.litellm_core_utils.litellm_logging import Logging
+
+    async def _no_async_success(self: Any, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    Logging.response_cost_calculator = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
+    Logging.async_success_handler = _no_async_success  # type: ignore[method-assign]
+    Logging.handle_sync_success_callbacks_for_async_calls = lambda self, *a, **k: None  # type: ignore[method-assign]
+
+
+@functools.lru_cache(maxsize=256)
+def _prices(model: str) -> tuple[float, float] | None:
+    """Per-token input and output prices from litellm's price map, or None when it does not know the model."""
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:
+        return None
+    price_in, price_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if price_in is None or price_out is None:
+        return None
+    return float(price_in), float(price_out)
+
+
+def call_cost(spec: ModelSpec, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """Cost in USD: 0 for the embedded model, the config's prices if given, else litellm's price map, else unknown."""
+    if spec.model.startswith(LOCAL_PROVIDER + "/"):
+        return 0.0
+    if spec.input_cost_per_token is not None and spec.output_cost_per_token is not None:
+        prices: tuple[float, float] | None = (spec.input_cost_per_token, spec.output_cost_per_token)
+    else:
+        prices = _prices(spec.model)
+    if prices is None:
+        return None
+    return prices[0] * prompt_tokens + prices[1] * completion_tokens
 
 
 class _Bounds:
@@ -105,31 +145,35 @@ class Gateway:
         self.config = config
         self.cache = cache
         self.ledger = ledger or Ledger()
-        self._bounds: dict[tuple[int, str], _Bounds] = {}
-        self._sessions: dict[int, aiohttp.ClientSession] = {}
+        # Keyed by event loop (weakly): asyncio objects belong to one loop, and Prefect or
+        # successive asyncio.run() calls may use several; a dead loop's entries go with it.
+        self._bounds: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Bounds]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
+            weakref.WeakKeyDictionary()
+        )
         tune_litellm()
         register_local_provider()
 
     # -- plumbing -------------------------------------------------------------------------------
     def _bounds_for(self, spec: ModelSpec) -> _Bounds:
-        # asyncio primitives belong to one event loop; Prefect may run tasks on different loops.
-        key = (id(asyncio.get_running_loop()), spec.endpoint())
-        if key not in self._bounds:
-            self._bounds[key] = _Bounds(spec)
-        return self._bounds[key]
+        per_loop = self._bounds.setdefault(asyncio.get_running_loop(), {})
+        if spec.endpoint() not in per_loop:
+            per_loop[spec.endpoint()] = _Bounds(spec)
+        return per_loop[spec.endpoint()]
 
     def _session(self) -> aiohttp.ClientSession:
         """One pooled HTTP session per event loop, shared by every call on it."""
-        loop_id = id(asyncio.get_running_loop())
-        session = self._sessions.get(loop_id)
+        loop = asyncio.get_running_loop()
+        session = self._sessions.get(loop)
         if session is None or session.closed:
             session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300))
-            self._sessions[loop_id] = session
+            self._sessions[loop] = session
         return session
 
     async def aclose(self) -> None:
-        loop_id = id(asyncio.get_running_loop())
-        session = self._sessions.pop(loop_id, None)
+        session = self._sessions.pop(asyncio.get_running_loop(), None)
         if session is not None:
             await session.close()
 
@@ -171,35 +215,50 @@ class Gateway:
             kwargs["api_key"] = os.environ.get(spec.api_key_env, "")
         if response_format is not None:
             kwargs["response_format"] = response_format
-        if not spec.model.startswith(LOCAL_PROVIDER + "/"):
+        if spec.model.startswith("aiohttp_openai/"):
+            # This route takes its aiohttp session as `client`; left to itself it keeps one session
+            # for the whole process, bound to the first event loop that used it.
+            kwargs["client"] = self._session()
+        elif not spec.model.startswith(LOCAL_PROVIDER + "/"):
             kwargs["shared_session"] = self._session()
-        retries = 0
         bounds = self._bounds_for(spec)
-        async for attempt in AsyncRetrying(
-            stop=stop_after_attempt(policy.transient_attempts),
-            wait=wait_exponential_jitter(initial=policy.backoff_initial, max=policy.backoff_max),
-            retry=retry_if_exception(is_transient),
-            reraise=True,
-        ):
-            with attempt:
-                retries = attempt.retry_state.attempt_number - 1
-                async with bounds:
-                    started = time.perf_counter()
-                    response = await litellm.acompletion(**kwargs)
-                    latency = time.perf_counter() - started
+
+        async def attempt_once() -> tuple[Any, float]:
+            async with bounds:
+                started = time.perf_counter()
+                response = await litellm.acompletion(**kwargs)
+                return response, time.perf_counter() - started
+
+        retries = 0
+        try:
+            # The common case needs no retry machinery: try once, directly.
+            response, latency = await attempt_once()
+        except Exception as exc:
+            if not is_transient(exc) or policy.transient_attempts <= 1:
+                raise
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(policy.transient_attempts - 1),
+                wait=wait_exponential_jitter(initial=policy.backoff_initial, max=policy.backoff_max),
+                retry=retry_if_exception(is_transient),
+                reraise=True,
+            ):
+                with attempt:
+                    retries = attempt.retry_state.attempt_number
+                    if retries == 1:
+                        # tenacity waits only between its own attempts; wait before the first retry too.
+                        await asyncio.sleep(min(policy.backoff_initial * (1 + random.random()), policy.backoff_max))
+                    response, latency = await attempt_once()
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
-        try:
-            cost = 0.0 if spec.model.startswith(LOCAL_PROVIDER + "/") else litellm.completion_cost(response)
-        except Exception:
-            cost = None  # unknown price: recorded as unknown, not as free
+        n_in, n_out = getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0
         return {
             "text": choice.message.content or "",
             "finish_reason": choice.finish_reason,
-            "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
+            "prompt_tokens": n_in,
+            "completion_tokens": n_out,
             "latency_s": latency,
-            "cost_usd": cost,
+            # None when the price is unknown: recorded as unknown, never as free.
+            "cost_usd": call_cost(spec, n_in, n_out),
         }, retries
 
     # -- public ---------------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import threading
-import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,6 +12,15 @@ from typing import Any
 
 from storage.schemas import CALLS
 from storage.tables import read_rows, write_table
+
+
+_PROCESS_TAG = f"{os.getpid():x}-{os.urandom(4).hex()}"
+_counter = itertools.count()
+
+
+def _next_call_id() -> str:
+    """Unique per call across processes and runs, without a uuid4 on the hot path."""
+    return f"{_PROCESS_TAG}-{next(_counter)}"
 
 
 @dataclass
@@ -29,7 +39,7 @@ class CallRecord:
     cost_usd: float | None = None
     transient_retries: int = 0
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    call_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    call_id: str = field(default_factory=lambda: _next_call_id())
 
 
 class Ledger:

@@ -1,0 +1,171 @@
+"""Gateway throughput and overheads, measured in one run.
+
+(a) calls/s through the gateway against the loopback server at 1 s latency,
+    concurrency 1, 16, 64, each as a ratio of the bound (concurrency / latency);
+(b) at 200 ms latency and concurrency 64, the gateway beside a bare aiohttp
+    client on the same server, as a ratio (the bare client is the ceiling);
+(c) overhead per call answered from the call cache, in ms;
+(d) local-model tokens/s with 8 concurrent requests (dynamic batching) against
+    one request at a time.
+
+Prints key=value lines; the headline figure is last. The server runs in its own
+process so it does not share the client's interpreter lock.
+Usage: .venv/bin/python benchmarks/gateway.py [--skip-local]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("RPBENCH_TEST_API_KEY", "sk-bench")
+
+import aiohttp  # noqa: E402
+
+from tasks.llm import CallCache, Gateway, Request, load_models_config  # noqa: E402
+from tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
+
+
+def say(key: str, value: object) -> None:
+    print(f"{key}={value}", flush=True)
+
+
+@contextmanager
+def server_process(latency: float):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tasks.llm.loopback_server", "--latency", str(latency)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = proc.stdout.readline().strip()
+    port = int(line.split("=", 1)[1])
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def loopback_models(base_url: str, concurrency: int) -> ModelsConfig:
+    # aiohttp_openai/ is litellm's lightest route to an OpenAI-compatible server; a self-hosted server costs 0.
+    spec = ModelSpec(model="aiohttp_openai/loopback", api_base=base_url, api_key_env="RPBENCH_TEST_API_KEY",
+                     max_concurrency=concurrency, timeout=30, input_cost_per_token=0.0, output_cost_per_token=0.0)
+    return ModelsConfig(default=spec)
+
+
+def requests(n: int, prefix: str) -> list[Request]:
+    return [Request("bench", [{"role": "user", "content": f"{prefix} {i}"}]) for i in range(n)]
+
+
+async def gateway_rate(base_url: str, concurrency: int, n: int, prefix: str) -> float:
+    gateway = Gateway(loopback_models(base_url, concurrency), cache=None)
+    await gateway.run_all(requests(min(n, concurrency), f"warm-{prefix}"), limit=concurrency)
+    start = time.perf_counter()
+    results = await gateway.run_all(requests(n, prefix), limit=concurrency)
+    elapsed = time.perf_counter() - start
+    await gateway.aclose()
+    assert all(r.ok for r in results), [r.error for r in results if not r.ok][:3]
+    return n / elapsed
+
+
+async def bare_rate(base_url: str, concurrency: int, n: int) -> float:
+    gate = asyncio.Semaphore(concurrency)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
+        async def one(i: int) -> None:
+            async with gate:
+                body = {"model": "loopback", "messages": [{"role": "user", "content": f"bare {i}"}]}
+                async with session.post(f"{base_url}/chat/completions", json=body) as resp:
+                    data = await resp.json()
+                    assert data["choices"][0]["message"]["content"]
+
+        await asyncio.gather(*(one(i) for i in range(concurrency)))
+        start = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return n / (time.perf_counter() - start)
+
+
+async def cached_overhead_ms(base_url: str, n: int = 2000) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = CallCache(Path(tmp) / "calls.sqlite")
+        gateway = Gateway(loopback_models(base_url, 64), cache=cache)
+        reqs = requests(n, "cached")
+        await gateway.run_all(reqs, limit=64)
+        start = time.perf_counter()
+        for req in reqs:
+            result = await gateway.complete(req.role, req.messages)
+            assert result.cached
+        elapsed = time.perf_counter() - start
+        await gateway.aclose()
+        return 1000 * elapsed / n
+
+
+async def local_tokens_per_s(concurrent: bool, n: int = 8, max_tokens: int = 48) -> float:
+    gateway = Gateway(load_models_config(environ={}), cache=None)
+    gateway.config.default.max_tokens = max_tokens
+    reqs = [
+        Request("bench", [{"role": "user", "content": f"Tell a short story about a fox, number {i}."}])
+        for i in range(n)
+    ]
+    await gateway.complete("bench", [{"role": "user", "content": "warm up"}])  # load the model first
+    start = time.perf_counter()
+    if concurrent:
+        results = await gateway.run_all(reqs, limit=n)
+    else:
+        results = [await gateway.complete(r.role, r.messages) for r in reqs]
+    elapsed = time.perf_counter() - start
+    tokens = sum(r.completion_tokens for r in gateway.ledger.records()[-n:])
+    assert all(r.ok for r in results)
+    return tokens / elapsed
+
+
+async def main(skip_local: bool) -> None:
+    with server_process(1.0) as url:
+        for c, n in ((1, 4), (16, 64), (64, 320)):
+            rate = await gateway_rate(url, c, n, f"a{c}")
+            say(f"latency1s_c{c}_calls_per_s", f"{rate:.2f}")
+            say(f"latency1s_c{c}_ratio_of_bound", f"{rate / c:.3f}")
+    with server_process(0.2) as url:
+        bare = await bare_rate(url, 64, 1280)
+        gw = await gateway_rate(url, 64, 1280, "b")
+        say("latency200ms_c64_bare_aiohttp_calls_per_s", f"{bare:.1f}")
+        say("latency200ms_c64_bare_ratio_of_bound", f"{bare / 320:.3f}")
+        say("latency200ms_c64_gateway_calls_per_s", f"{gw:.1f}")
+        say("latency200ms_c64_gateway_ratio_of_bound", f"{gw / 320:.3f}")
+        say("latency200ms_c64_gateway_vs_bare", f"{gw / bare:.3f}")
+        say("cached_call_overhead_ms", f"{await cached_overhead_ms(url):.3f}")
+    if not skip_local:
+        single = await local_tokens_per_s(concurrent=False)
+        batched = await local_tokens_per_s(concurrent=True)
+        say("local_single_tokens_per_s", f"{single:.1f}")
+        say("local_batched8_tokens_per_s", f"{batched:.1f}")
+        say("local_llamacpp_single_stream_reference_tokens_per_s", "124")
+        say("local_batched_vs_single", f"{batched / single:.2f}")
+    with server_process(1.0) as url:
+        rate = await gateway_rate(url, 64, 320, "headline")
+        say("headline_latency1s_c64_ratio_of_bound", f"{rate / 64:.3f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skip-local", action="store_true", help="skip the local-model measurement (slow)")
+    args = parser.parse_args()
+    # rpbench's CLI runs its flows on uvloop when it is installed; both clients here share that loop type.
+    try:
+        import uvloop
+
+        say("event_loop", "uvloop")
+        uvloop.run(main(args.skip_local))
+    except ImportError:
+        say("event_loop", "asyncio")
+        asyncio.run(main(args.skip_local))
