@@ -7,15 +7,16 @@ with status 2; there is never a traceback for a user's mistake.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from flows.quiet import quiet_prefect_exit, setup_environment
+from flows import cli_pool
+from flows.cli_common import CacheOpt, ModelsOpt, opt, run_flow
+from flows.quiet import setup_environment
 from tasks.errors import InputError
 
 app = typer.Typer(
@@ -24,41 +25,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-ModelsOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--models",
-        help="Models config (TOML or YAML) binding roles (judge, source, base, ...) to model strings. "
-        "Default: every role uses the embedded local model. Env overrides: RPBENCH_<ROLE>_<FIELD>.",
-    ),
-]
-CacheOpt = Annotated[
-    Path | None,
-    typer.Option("--cache", help="SQLite call cache; a rerun repeats no call found here. Default: .rpbench/calls.sqlite"),
-]
-
-
-def run_coroutine(coro: Any) -> Any:
-    """Run on uvloop when installed: litellm's per-call overhead is mostly event-loop work."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coro)
-    return uvloop.run(coro)
-
-
-def _opt(path: Path | None) -> str | None:
-    return str(path) if path is not None else None
-
-
-def _run_flow(flow_fn: Any, **params: Any) -> Any:
-    with quiet_prefect_exit():
-        result = flow_fn(**params)
-        if asyncio.iscoroutine(result):
-            result = run_coroutine(result)
-    return result
-
+app.add_typer(cli_pool.app, name="pool")
 
 @app.command()
 def demo(
@@ -70,7 +37,7 @@ def demo(
     from flows.demo import demo as demo_flow
     from tasks.reports.summary import run_summary_markdown
 
-    manifest = _run_flow(demo_flow, out=str(out), models=_opt(models), cache=_opt(cache))
+    manifest = run_flow(demo_flow, out=str(out), models=opt(models), cache=opt(cache))
     typer.echo("")
     typer.echo(run_summary_markdown(manifest, str(out)))
     typer.echo(f"Tables and manifest: {out}/ (manifest.json)")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from prefect import flow
 
-from tasks.demo_tasks import demo_replies, finish_run
-from tasks.report_tasks import publish_run_summary
+from tasks.demo_tasks import demo_replies
+from tasks.run_tasks import finish_run, publish_run_summary
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 

@@ -62,3 +62,74 @@ DEMO_REPLIES = _spec(
     pa.field("judge_reason", pa.string()),
     pa.field("judge_raw", pa.string()),
 )
+
+# -- the character-scene pool --------------------------------------------------------------------
+BOOKS = _spec(
+    "books",
+    1,
+    pa.field("book_id", pa.string(), nullable=False),
+    pa.field("title", pa.string()),
+    pa.field("language", pa.string()),
+    pa.field("source", pa.string()),
+    pa.field("encoding", pa.string()),
+    pa.field("n_chars", pa.int64()),
+    pa.field("n_headings", pa.int32()),
+    pa.field("n_chunks", pa.int32()),
+)
+
+CHUNKS = _spec(
+    "chunks",
+    1,
+    pa.field("book_id", pa.string(), nullable=False),
+    pa.field("chunk_index", pa.int32(), nullable=False),
+    pa.field("text", pa.string()),
+    pa.field("n_tokens", pa.int64()),
+    pa.field("start_char", pa.int64()),
+    pa.field("end_char", pa.int64()),
+    # What the plot-aware pass did at this chunk's end: moved | kept | not_found | too_far | failed | last | static
+    pa.field("boundary", pa.string()),
+)
+
+ATTRIBUTE = pa.struct([("key", pa.string()), ("value", pa.string()), ("visibility", pa.string())])
+SCENE_CHARACTER = pa.struct(
+    [("name", pa.string()), ("motivation", pa.string()), ("profile", pa.list_(ATTRIBUTE))]
+)
+
+# Scenes keep their characters and dialogue as nested lists: one row is one self-contained scene,
+# which is how every consumer (builder, export, `pool add`) reads them.
+SCENES = _spec(
+    "scenes",
+    1,
+    pa.field("scene_id", pa.string(), nullable=False),
+    pa.field("book_id", pa.string(), nullable=False),
+    pa.field("language", pa.string(), nullable=False),
+    pa.field("summary", pa.string()),
+    pa.field("background", pa.string()),
+    pa.field("situation", pa.string()),
+    pa.field("original_dialogue", pa.list_(TURN)),
+    pa.field("characters", pa.list_(SCENE_CHARACTER)),
+    pa.field("chunk_indices", pa.list_(pa.int32())),
+    pa.field("source", pa.string()),
+)
+
+DROPPED_SCENES = _spec(
+    "dropped_scenes",
+    1,
+    pa.field("book_id", pa.string(), nullable=False),
+    pa.field("chunk_indices", pa.list_(pa.int32())),
+    pa.field("summary", pa.string()),
+    pa.field("n_utterances", pa.int32()),
+    pa.field("reason", pa.string()),
+)
+
+POOL_STATS = _spec(
+    "pool_stats",
+    1,
+    pa.field("language", pa.string(), nullable=False),
+    pa.field("books", pa.int32()),
+    pa.field("chunks", pa.int32()),
+    pa.field("scenes", pa.int32()),
+    pa.field("characters", pa.int32()),
+    pa.field("utterances", pa.int32()),
+    pa.field("dropped_scenes", pa.int32()),
+)

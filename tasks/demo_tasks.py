@@ -18,9 +18,3 @@ async def demo_replies(run_dir: str, lines_path: str, models: str | None = None,
     lines = load_lines(lines_path)
     rows = await run_demo(rt.gateway, lines, progress=lambda name, total: Progress(f"demo {name}", total))
     return str(write_table(rt.run.table(DEMO_REPLIES), rows, DEMO_REPLIES))
-
-
-@task(name="finish-run")
-def finish_run(run_dir: str, models: str | None = None, cache: str | None = None, **sections) -> dict:
-    """Write the run's call accounting and manifest."""
-    return get_runtime(run_dir, models, cache).finish(**sections)

@@ -327,6 +327,10 @@ class Gateway:
         result.cached = all_cached
         return result
 
+    async def run(self, req: Request) -> CallResult:
+        """``complete`` for a prepared ``Request``."""
+        return await self.complete(req.role, req.messages, schema=req.schema, sample_index=req.sample_index, tag=req.tag)
+
     async def run_all(
         self,
         requests: Sequence[Request],
@@ -341,9 +345,7 @@ class Gateway:
         async def one(req: Request) -> CallResult:
             nonlocal done
             async with gate:
-                res = await self.complete(
-                    req.role, req.messages, schema=req.schema, sample_index=req.sample_index, tag=req.tag
-                )
+                res = await self.run(req)
             done += 1
             if on_done is not None:
                 maybe = on_done(done, len(requests))

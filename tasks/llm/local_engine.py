@@ -53,11 +53,12 @@ class GenRequest:
     top_p: float | None
     seed: int | None
     schema: dict[str, Any] | None
+    repetition_penalty: float = 1.0
     future: Future = field(default_factory=Future)
 
     def batch_key(self) -> tuple[Any, ...]:
         # One generate() call takes one sampling setting for all its rows.
-        return (self.temperature > 0, self.temperature, self.top_p)
+        return (self.temperature > 0, self.temperature, self.top_p, self.repetition_penalty)
 
 
 @dataclass
@@ -188,6 +189,7 @@ class LocalEngine:
             "max_new_tokens": max(r.max_tokens for r in batch),
             "do_sample": sample,
             "pad_token_id": self.tokenizer.pad_token_id,
+            "repetition_penalty": first.repetition_penalty,
         }
         if sample:
             kwargs["temperature"] = first.temperature

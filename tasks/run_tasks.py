@@ -1,4 +1,4 @@
-"""Prefect tasks that publish what a run produced to the Prefect UI."""
+"""Prefect tasks that close a run: accounting, manifest, and a summary in the Prefect UI."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from prefect.artifacts import create_markdown_artifact
 
 from storage.runs import RunDir
 from tasks.reports.summary import run_summary_markdown
+from tasks.runtime import get_runtime
 
 
 @task(name="publish-run-summary")
@@ -15,3 +16,9 @@ def publish_run_summary(run_dir: str, key: str) -> str:
     markdown = run_summary_markdown(RunDir(run_dir).read_manifest(), run_dir)
     create_markdown_artifact(markdown=markdown, key=key, description="rpbench run summary")
     return markdown
+
+
+@task(name="finish-run")
+def finish_run(run_dir: str, models: str | None = None, cache: str | None = None, **sections) -> dict:
+    """Write the run's call accounting and manifest."""
+    return get_runtime(run_dir, models, cache).finish(**sections)
