@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from flows import cli_pool
+from flows import cli_characters, cli_pool
 from flows.cli_common import CacheOpt, ModelsOpt, opt, run_flow
 from flows.quiet import setup_environment
 from tasks.errors import InputError
@@ -26,6 +26,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(cli_pool.app, name="pool")
+app.add_typer(cli_characters.app, name="characters")
+
 
 @app.command()
 def demo(

@@ -17,7 +17,6 @@ from litellm import CustomLLM, ModelResponse
 from tasks.llm.local_engine import GenRequest, GenResult, LocalEngine
 
 PROVIDER = "local"
-DEFAULT_REPETITION_PENALTY = 1.2
 
 
 def _schema_of(optional_params: dict[str, Any]) -> dict[str, Any] | None:
@@ -37,8 +36,8 @@ def _request(messages: list[dict[str, Any]], optional_params: dict[str, Any]) ->
         top_p=optional_params.get("top_p"),
         seed=optional_params.get("seed"),
         schema=_schema_of(optional_params),
-        # A 135M model loops easily ("the captain is told that ..." forever); a mild penalty breaks the loops.
-        repetition_penalty=float(optional_params.get("repetition_penalty") or DEFAULT_REPETITION_PENALTY),
+        # Set in the models config (default_models.toml uses 1.2: the 135M model loops without it).
+        repetition_penalty=float(optional_params.get("repetition_penalty") or 1.0),
     )
 
 
