@@ -1,0 +1,95 @@
+"""Character synthesis with a scripted LLM: every step, the refine loop, the originality check."""
+
+from __future__ import annotations
+
+import yaml
+
+from storage.characters import write_characters, write_scene_file
+from tasks.characters.schema import load_characters
+from tasks.characters.synthesis import (
+    Cast,
+    DialogueDraft,
+    OriginalityIndex,
+    Review,
+    SceneDraft,
+    Seeds,
+    SynthesisConfig,
+    Worldview,
+    synthesize,
+)
+from tasks.llm import CallResult
+from tasks.pool.custom import load_custom_scenes
+
+
+def profile(name: str, persona: str = "A quiet cartographer of drowned streets.") -> dict:
+    return {"name": name, "gender": "female", "age": "31", "appearance": "ink-stained hands", "persona": persona,
+            "beliefs": "maps are promises", "memories": "the night the tide took her street",
+            "formative_experiences": "apprenticed to a blind surveyor", "relationships": "rival of Tamsin Oakes",
+            "hobbies": "collecting bells", "speech_pattern": "short, exact sentences",
+            "background_public": "guild mapmaker", "background_private": "forged a map once"}
+
+
+class Scripted:
+    """Answers by the step named in each request's tag; counts review rounds."""
+
+    def __init__(self):
+        self.tags: list[str] = []
+        self.reviews = 0
+
+    async def run(self, req):
+        self.tags.append(req.tag)
+        step = req.tag.split(":")[1]
+        if req.tag.endswith("review0") and step == "world":
+            parsed = Review(problems=["the world copies an existing novel"], passes=False)
+        elif "review" in req.tag:
+            parsed = Review(problems=[], passes=True)
+        elif step == "seeds":
+            parsed = Seeds(themes=["sunken cities", "debt of memory"])
+        elif step == "world":
+            desc = "A drowned archipelago where debts are paid in memories."
+            if "revise" in req.tag:
+                desc = "An archipelago of bell towers above a drowned city, where debts are paid in memories."
+            parsed = Worldview(name="Bellwater", description=desc)
+        elif step.startswith("cast"):
+            if step == "cast0":
+                parsed = Cast(characters=[profile("Sherlok Holmes"), profile("Ysolde Marrow")])
+            else:
+                parsed = Cast(characters=[profile("Tamsin Oakes", "A bell-ringer who hears lies.")])
+        elif step.startswith("profile"):
+            parsed = None  # reviews only, handled above
+        elif step == "scene":
+            parsed = SceneDraft(situation="Night in the bell tower; the debt is due.",
+                                characters=["Ysolde Marrow", "Tamsin Oakes"],
+                                motivations=["I want my map back.", "I want the truth about the forgery."])
+        elif step == "dialogue":
+            parsed = DialogueDraft(lines=[{"speaker": "Ysolde Marrow", "text": "You rang for me."},
+                                          {"speaker": "Tamsin Oakes", "text": "(pulls the rope) I rang for the truth."}])
+        return CallResult(role=req.role, model="fake", status="ok", text="{}", parsed=parsed)
+
+
+async def test_synthesis_runs_every_step_refines_and_rejects_copies(tmp_path):
+    index = OriginalityIndex([("Sherlock Holmes", "consulting detective in London, violin, Baker Street")])
+    gateway = Scripted()
+    cast, scene, report = await synthesize(gateway, SynthesisConfig(n_characters=2), index, run_id="t")
+    assert [c.name for c in cast] == ["Ysolde Marrow", "Tamsin Oakes"]
+    assert report.rejected_as_unoriginal == ["Sherlok Holmes"]  # fuzzy name match with a known character
+    assert report.refine_rounds["worldview"] == 1 and "t:world:revise0" in gateway.tags
+    assert scene.background.startswith("An archipelago of bell towers")  # the revised world was kept
+    assert all(c.type == "synthesized" for c in cast)
+    private = {a.key for a in cast[0].attributes if a.visibility == "private"}
+    assert {"memories", "relationships", "background_private", "speech_pattern"} <= private
+
+    chars_path = write_characters(tmp_path / "synth.yaml", cast)
+    assert load_characters(chars_path) == cast  # `rpbench characters check` accepts it
+    scenes_path = write_scene_file(tmp_path / "synth.scenes.json", [scene])
+    (loaded,) = load_custom_scenes(scenes_path)  # `rpbench pool add` accepts it
+    assert loaded.source == "synthesized" and [c.name for c in loaded.characters] == ["Ysolde Marrow", "Tamsin Oakes"]
+    assert yaml.safe_load(chars_path.read_text())[0]["type"] == "synthesized"
+
+
+def test_bm25_flags_a_profile_that_copies_a_known_one():
+    known = [("Ahab", "captain of the whaler pequod obsessed with the white whale that took his leg"),
+             ("Alice", "a curious girl who fell down a rabbit hole into wonderland")]
+    index = OriginalityIndex(known)
+    assert index.too_close("Captain Brand", "captain of the whaler pequod obsessed with the white whale") == "Ahab"
+    assert index.too_close("Mira Vell", "a glassblower who trades songs for salt in a desert market") is None
