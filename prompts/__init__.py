@@ -51,8 +51,9 @@ def template_sha256(path: str) -> str:
     return hashlib.sha256((TEMPLATE_DIR / path).read_bytes()).hexdigest()
 
 
-def render(name: str, language: str = "en", **variables: Any) -> Rendered:
-    path = template_name(name, language)
+def render(template: str, language: str = "en", /, **variables: Any) -> Rendered:
+    """Render ``template`` (``group/name``) in ``language``; positional-only so any variable name is free."""
+    path = template_name(template, language)
     text = _env.get_template(path).render(**variables).strip()
     digest = template_sha256(path)
     with _used_lock:

@@ -133,3 +133,58 @@ POOL_STATS = _spec(
     pa.field("utterances", pa.int32()),
     pa.field("dropped_scenes", pa.int32()),
 )
+
+# -- the benchmark (builder) ---------------------------------------------------------------------
+DIALOGUES = _spec(
+    "dialogues",
+    1,
+    pa.field("dialogue_id", pa.string(), nullable=False),
+    pa.field("character", pa.string()),
+    pa.field("scene_id", pa.string()),
+    pa.field("turn", pa.int32()),
+    pa.field("speaker", pa.string()),
+    pa.field("text", pa.string()),
+    pa.field("is_test", pa.bool_()),
+    pa.field("target_dimension", pa.string()),
+    pa.field("source_reply", pa.string()),
+    pa.field("base_reply", pa.string()),
+    pa.field("source_model", pa.string()),
+    pa.field("sigma", pa.int32()),
+    pa.field("dimension", pa.string()),
+    pa.field("rationale", pa.string()),
+    pa.field("judge_status", pa.string()),
+    pa.field("director", pa.string()),
+    pa.field("grade", pa.string()),
+)
+
+ITEMS = _spec(
+    "items",
+    1,
+    pa.field("item_id", pa.string(), nullable=False),
+    pa.field("character", pa.string(), nullable=False),
+    pa.field("character_type", pa.string()),
+    pa.field("language", pa.string()),
+    pa.field("scene_id", pa.string()),
+    pa.field("dialogue_id", pa.string()),
+    pa.field("dimension", pa.string(), nullable=False),
+    pa.field("history", pa.list_(TURN)),
+    pa.field("test_utterance", pa.string()),
+    pa.field("base_utterance", pa.string()),
+    pa.field("source_model", pa.string()),
+    pa.field("sigma", pa.int32()),
+    pa.field("flags", pa.list_(pa.string())),
+)
+
+BUILD_STATS = _spec(
+    "stats",
+    1,
+    pa.field("language", pa.string(), nullable=False),
+    pa.field("test_characters", pa.int32()),
+    pa.field("unique_characters", pa.int32()),
+    pa.field("conversations", pa.int32()),
+    pa.field("conversations_kept", pa.int32()),
+    pa.field("mean_conversation_length", pa.float64()),
+    pa.field("items", pa.int32()),
+    pa.field("items_per_conversation", pa.float64()),
+    *[pa.field(f"items_{d}", pa.int32()) for d in ("CR", "FR", "RR", "CA", "PA")],
+)

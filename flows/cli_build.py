@@ -1,0 +1,57 @@
+"""``rpbench build`` and ``rpbench export``: the benchmark builder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flows.cli_common import CacheOpt, ModelsOpt, opt, run_flow
+
+
+def build(
+    characters: Annotated[Path, typer.Option("--characters", help="Test characters file (JSON or YAML).")],
+    pool: Annotated[Path, typer.Option("--pool", help="Pool folder (from `rpbench pool build`).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for dialogues, items, stats and manifest.")],
+    threshold: Annotated[int, typer.Option("--threshold", help="tau: items wanted per dimension per character.")] = 10,
+    source: Annotated[list[str] | None, typer.Option("--source", help="Source role or model string (repeat: round-robin per dialogue).")] = None,
+    min_rounds: Annotated[int, typer.Option(help="The director may not end a scene before this round.")] = 6,
+    max_rounds: Annotated[int, typer.Option(help="A scene ends at this round.")] = 20,
+    budget: Annotated[int, typer.Option("--budget", help="Most dialogues per character.")] = 40,
+    keep_grade: Annotated[list[str] | None, typer.Option("--keep-grade", help="Dialogue grades kept (poor, moderate, high).")] = None,
+    concurrency: Annotated[int, typer.Option(help="Dialogues simulated at once.")] = 8,
+    seed: Annotated[int, typer.Option(help="Seed for scene order and DWRS tie-breaks.")] = 0,
+    models: ModelsOpt = None,
+    cache: CacheOpt = None,
+) -> None:
+    """Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark items."""
+    from flows.build import build_benchmark
+    from tasks.characters.schema import load_characters
+
+    load_characters(characters)  # fail on a bad file before any LLM call
+    manifest = run_flow(build_benchmark, characters=str(characters), pool=str(pool), out=str(out), tau=threshold,
+                        min_rounds=min_rounds, max_rounds=max_rounds, max_dialogues_per_character=budget,
+                        sources=source or None, keep_grades=keep_grade or None, concurrency=concurrency, seed=seed,
+                        models=opt(models), cache=opt(cache))
+    b = manifest.get("build", {})
+    typer.echo(f"{b.get('dialogues', 0)} dialogues, {b.get('items', 0)} items; tau={b.get('tau')}")
+    for name, dims in (b.get("coverage") or {}).items():
+        state = "covered" if name not in b.get("budget_exhausted", []) else "BUDGET SPENT before coverage"
+        typer.echo(f"  {name}: " + " ".join(f"{d}={n}" for d, n in dims.items()) + f"  ({state})")
+    typer.echo(f"tables, chart and manifest: {out}/")
+
+
+def export(
+    bench: Annotated[Path, typer.Argument(help="Benchmark folder (from `rpbench build`).")],
+    fmt: Annotated[str, typer.Option("--format", help="jsonl or parquet.")] = "jsonl",
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: <bench>/export).")] = None,
+) -> None:
+    """Write a shareable dataset (items) with a dataset card (schema, counts, models, config)."""
+    from tasks.builder.export import export_benchmark
+    from tasks.errors import InputError
+
+    if fmt not in ("jsonl", "parquet"):
+        raise InputError(f"--format: unknown format '{fmt}' (use jsonl or parquet)")
+    path = export_benchmark(bench, out or bench / "export", fmt)
+    typer.echo(f"dataset and card in {path}/")

@@ -1,0 +1,1 @@
+"""FURINA-Builder: director-driven group simulation, DWRS, judge selection, post-processing."""

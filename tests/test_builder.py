@@ -1,0 +1,181 @@
+"""The benchmark builder with a scripted LLM: DWRS, director, selection, visibility, coverage, post-filters."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from tasks.builder.build import build_benchmark, build_stats
+from tasks.builder.dwrs import DIMENSIONS, covered, dwrs_choose, dwrs_probabilities, dwrs_weights
+from tasks.builder.rules import rule_flags
+from tasks.builder.simulate import BuildConfig, Dialogue, simulate
+from tasks.builder.turns import DialogueGrade, SelectionVerdict
+from tasks.characters.schema import Character
+from tasks.llm import CallResult, ModelsConfig
+from tasks.pool.models import PoolScene
+
+# -- DWRS ----------------------------------------------------------------------------------------
+
+
+def test_dwrs_reproduces_the_papers_example():
+    assert dwrs_weights([2, 5, 1]) == [4, 1, 5]
+    assert dwrs_probabilities([2, 5, 1]) == pytest.approx([0.4, 0.1, 0.5])
+    assert all(dwrs_choose([2, 5, 1], random.Random(s)) == 2 for s in range(50))
+
+
+def test_dwrs_breaks_ties_uniformly():
+    picks = Counter(dwrs_choose([0, 0, 0, 0, 0], random.Random(seed)) for seed in range(5000))
+    assert set(picks) == set(range(5))
+    assert all(900 <= n <= 1100 for n in picks.values()), picks  # 1000 expected each; 1100 is > 6 sigma away
+    picks = Counter(dwrs_choose([3, 1, 1, 3, 2], random.Random(seed)) for seed in range(2000))
+    assert set(picks) == {1, 2} and abs(picks[1] - picks[2]) < 200
+
+
+@pytest.mark.parametrize("tau", [1, 3, 10])
+def test_algorithm_1_stops_exactly_when_the_minimum_reaches_tau(tau):
+    counts, rng, steps = [0] * 5, random.Random(0), 0
+    while not covered(counts, tau):
+        counts[dwrs_choose(counts, rng)] += 1
+        steps += 1
+    assert min(counts) == tau and steps == 5 * tau  # balanced: every pick goes to a least-used dimension
+
+
+# -- a scripted world ------------------------------------------------------------------------------
+TEST = Character.model_validate({
+    "name": "Zero", "language": "en", "type": "synthesized",
+    "attributes": [{"key": "persona", "value": "Calm and logical.", "visibility": "public"},
+                   {"key": "background_private", "value": "ZERO-SECRET escaped the crèche", "visibility": "private"}],
+})
+SCENE = PoolScene.model_validate({
+    "scene_id": "s1", "book_id": "b", "language": "en", "summary": "A storm.", "background": "A whaler at sea.",
+    "situation": "Night, storm.",
+    "original_dialogue": [{"speaker": "Starbuck", "text": "ORIGINAL-LINE the sea warns us."}],
+    "characters": [
+        {"name": "Starbuck", "motivation": "STARBUCK-MOTIVE I want to turn back.",
+         "profile": [{"key": "persona", "value": "Careful first mate.", "visibility": "public"},
+                     {"key": "hobbies", "value": "STARBUCK-SECRET carving", "visibility": "private"}]},
+        {"name": "Stubb", "motivation": "STUBB-MOTIVE I want a laugh.",
+         "profile": [{"key": "persona", "value": "Jolly second mate.", "visibility": "public"},
+                     {"key": "speech_pattern", "value": "STUBB-SECRET rhymes", "visibility": "private"}]},
+    ],
+})
+
+
+class Scripted:
+    """Answers by the kind of call in each tag; records every prompt."""
+
+    def __init__(self, sigmas=(2,), dims=("CR",), director=None, grade="high", director_fails=False):
+        self.sigmas, self.dims = list(sigmas), list(dims)
+        self.director = director
+        self.grade, self.director_fails = grade, director_fails
+        self.prompts: list[tuple[str, str]] = []
+        self.n = Counter()
+        self.config = ModelsConfig()
+
+    def _ok(self, req, text, parsed=None):
+        return CallResult(role=req.role, model="fake", status="ok", text=text, parsed=parsed)
+
+    async def run(self, req):
+        kind = req.tag.rsplit(":", 1)[1]
+        self.prompts.append((req.tag, req.messages[-1]["content"]))
+        self.n[kind] += 1
+        if kind == "director":
+            if self.director_fails:
+                return CallResult(role=req.role, model="fake", status="failed", text="??", error="unparseable")
+            nxt = self.director(self.n[kind]) if self.director else "Starbuck"
+            return self._ok(req, nxt, req.schema.model_validate({"reason": "r", "next": nxt}))
+        if kind == "scene":
+            return self._ok(req, f"(nods) scene line {self.n[kind]}")
+        if kind in ("source", "base"):
+            return self._ok(req, f"{kind} reply {self.n[kind]}")
+        if kind == "judge":
+            i = self.n[kind] - 1
+            v = SelectionVerdict(reasoning="A is sharper", dimension=self.dims[i % len(self.dims)],
+                                 sigma=self.sigmas[i % len(self.sigmas)])
+            return self._ok(req, v.model_dump_json(), v)
+        if kind == "grade":
+            return self._ok(req, "{}", DialogueGrade(reason="fine", grade=self.grade))
+        raise AssertionError(req.tag)
+
+
+def _cfg(**kw):
+    return BuildConfig(**{"tau": 1, "min_rounds": 4, "max_rounds": 6, "max_test_gap": 2, "concurrency": 2, **kw})
+
+
+async def test_sigma_at_most_3_keeps_the_source_reply_and_above_keeps_base():
+    gw = Scripted(sigmas=(3, 4))
+    d = await simulate(gw, Dialogue("z-d0", TEST, SCENE, "source"), dict.fromkeys(DIMENSIONS, 0), _cfg(),
+                       random.Random(0))
+    tests = [t for t in d.turns if t.is_test]
+    assert len(tests) >= 2
+    assert tests[0].sigma == 3 and tests[0].text == tests[0].source_reply
+    assert tests[1].sigma == 4 and tests[1].text == tests[1].base_reply
+
+
+async def test_no_prompt_leaks_another_characters_private_attributes_motives_or_original():
+    gw = Scripted(director=lambda n: ["Starbuck", "Stubb", "Zero"][n % 3])
+    chars = [TEST]
+    await build_benchmark(gw, chars, [SCENE], _cfg(tau=2, max_dialogues_per_character=2))
+    secrets = {"Zero": ["ZERO-SECRET"], "Starbuck": ["STARBUCK-SECRET", "STARBUCK-MOTIVE"],
+               "Stubb": ["STUBB-SECRET", "STUBB-MOTIVE"]}
+    seen_kinds = Counter()
+    for tag, prompt in gw.prompts:
+        kind = tag.rsplit(":", 1)[1]
+        seen_kinds[kind] += 1
+        if kind in ("source", "base"):  # the test character's prompt
+            me = "Zero"
+            assert "ORIGINAL-LINE" not in prompt  # no original dialogue by default
+        elif kind == "scene":
+            me = "Starbuck" if "You are Starbuck." in prompt else "Stubb"
+        else:
+            continue
+        for owner, values in secrets.items():
+            if owner != me:
+                for v in values:
+                    assert v not in prompt, (tag, owner, v)
+    assert seen_kinds["source"] > 0 and seen_kinds["scene"] > 0
+
+
+async def test_director_failures_and_early_ends_use_a_recorded_fallback():
+    gw = Scripted(director_fails=True)
+    d = await simulate(gw, Dialogue("z-d0", TEST, SCENE, "source"), dict.fromkeys(DIMENSIONS, 0), _cfg(),
+                       random.Random(0))
+    assert d.failures["director"] >= 1 and all(t.director in ("fallback", "forced") for t in d.turns)
+    gw = Scripted(director=lambda n: "END")
+    d = await simulate(gw, Dialogue("z-d1", TEST, SCENE, "source"), dict.fromkeys(DIMENSIONS, 0), _cfg(),
+                       random.Random(0))
+    assert len(d.turns) == 4  # END refused until min_rounds, accepted at round 4
+    assert {t.director for t in d.turns} <= {"fallback", "forced"}
+
+
+async def test_build_stops_when_every_dimension_reaches_tau_and_items_are_source_wins():
+    gw = Scripted(sigmas=(1, 2, 5), dims=DIMENSIONS)
+    result = await build_benchmark(gw, [TEST], [SCENE], _cfg(tau=1, max_dialogues_per_character=10, concurrency=1))
+    assert result.coverage["Zero"] and min(result.coverage["Zero"].values()) >= 1
+    assert result.budget_exhausted == []
+    assert len(result.dialogues) < 10  # stopped by coverage, not by budget
+    assert result.items and all(i["sigma"] < 3 for i in result.items)
+    assert all(i["test_utterance"].startswith("source reply") for i in result.items)
+    stats = build_stats(result, [TEST])
+    assert stats[-1]["language"] == "all" and stats[-1]["items"] == len(result.items)
+
+
+async def test_a_dialogue_not_graded_high_gives_no_items_and_gives_its_counts_back():
+    gw = Scripted(sigmas=(1,), grade="moderate")
+    result = await build_benchmark(gw, [TEST], [SCENE], _cfg(tau=1, max_dialogues_per_character=2))
+    assert result.items == [] and result.budget_exhausted == ["Zero"]
+    assert sum(result.coverage["Zero"].values()) == 0
+
+
+def test_rule_flags():
+    names = ["Zero", "Stubb"]
+    assert rule_flags("Zero: hello there", "Zero", names, "en", []) == ["speaker_prefix"]
+    assert "several_speakers" in rule_flags("hello\nStubb: and me", "Zero", names, "en", [])
+    assert rule_flags("你好，我是零。", "Zero", names, "en", []) == ["wrong_language"]
+    assert rule_flags("As an AI language model I cannot", "Zero", names, "en", []) == ["refusal"]
+    assert rule_flags("(nods slowly. Fine.", "Zero", names, "en", []) == ["unbalanced_brackets"]
+    assert rule_flags("We go on.", "Zero", names, "en", ["We  go on."]) == ["repeats_earlier_line"]
+    assert rule_flags("", "Zero", names, "en", []) == ["empty"]
+    assert rule_flags("(smiles) Fine, let us go.", "Zero", names, "en", []) == []
