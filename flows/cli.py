@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from flows import cli_build, cli_characters, cli_pool
+from flows import cli_build, cli_characters, cli_eval, cli_pool
 from flows.cli_common import CacheOpt, ModelsOpt, opt, run_flow
 from flows.quiet import setup_environment
 from tasks.errors import InputError
@@ -29,6 +29,7 @@ app.add_typer(cli_pool.app, name="pool")
 app.add_typer(cli_characters.app, name="characters")
 app.command("build")(cli_build.build)
 app.command("export")(cli_build.export)
+app.command("eval")(cli_eval.eval_command)
 
 
 @app.command()

@@ -188,3 +188,65 @@ BUILD_STATS = _spec(
     pa.field("items_per_conversation", pa.float64()),
     *[pa.field(f"items_{d}", pa.int32()) for d in ("CR", "FR", "RR", "CA", "PA")],
 )
+
+# -- evaluation ----------------------------------------------------------------------------------
+GENERATIONS = _spec(
+    "generations",
+    1,
+    pa.field("item_id", pa.string(), nullable=False),
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("text", pa.string()),
+    pa.field("status", pa.string()),
+    pa.field("error", pa.string()),
+)
+
+JUDGMENTS = _spec(
+    "judgments",
+    1,
+    pa.field("item_id", pa.string(), nullable=False),
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("order", pa.int32(), nullable=False),
+    pa.field("sigma", pa.int32()),
+    pa.field("rationale", pa.string()),
+    pa.field("status", pa.string()),
+    pa.field("raw", pa.string()),
+    pa.field("error", pa.string()),
+)
+
+CHECKS = _spec(
+    "checks",
+    1,
+    pa.field("item_id", pa.string(), nullable=False),
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("order", pa.int32(), nullable=False),
+    pa.field("answer", pa.string()),
+    pa.field("status", pa.string()),
+)
+
+ITEM_SCORES = _spec(
+    "item_scores",
+    1,
+    pa.field("item_id", pa.string(), nullable=False),
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("dimension", pa.string(), nullable=False),
+    pa.field("language", pa.string()),
+    pa.field("character", pa.string()),
+    pa.field("character_type", pa.string()),
+    pa.field("sigma1", pa.int32()),
+    pa.field("sigma2", pa.int32()),
+    pa.field("score", pa.float64(), nullable=False),
+    pa.field("hallucinated", pa.bool_()),
+)
+
+MODEL_SCORES = _spec(
+    "model_scores",
+    1,
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("dimension", pa.string(), nullable=False),
+    pa.field("language", pa.string(), nullable=False),
+    pa.field("character_type", pa.string(), nullable=False),
+    pa.field("score", pa.float64()),
+    pa.field("ci_low", pa.float64()),
+    pa.field("ci_high", pa.float64()),
+    pa.field("n", pa.int32()),
+)

@@ -7,7 +7,8 @@ from pathlib import Path
 from prefect import task
 from prefect.artifacts import create_table_artifact
 
-from storage.pool import read_scenes
+from storage.characters import write_characters
+from storage.pool import read_scenes, write_scenes
 from storage.schemas import BUILD_STATS, DIALOGUES, ITEMS, SCENES
 from storage.tables import write_table
 from tasks.builder.build import build_benchmark, build_stats
@@ -45,6 +46,10 @@ async def build_benchmark_tables(characters: str, pool: str, out: str, settings:
     budget = len(chars) * cfg.max_dialogues_per_character
     progress = Progress("dialogues (upper bound: the budget)", budget)
     result = await build_benchmark(rt.gateway, chars, scenes, cfg, on_dialogue=lambda n, d: progress(n, budget))
+    # The benchmark carries the characters and scenes its items refer to, so evaluation needs nothing else.
+    write_characters(rt.run.root / "characters.yaml", chars)
+    used = {d.scene.scene_id for d in result.dialogues}
+    write_scenes(rt.run.table(SCENES), [s for s in scenes if s.scene_id in used])
     write_table(rt.run.table(DIALOGUES), result.dialogue_rows, DIALOGUES)
     write_table(rt.run.table(ITEMS), result.items, ITEMS)
     stats = build_stats(result, chars)

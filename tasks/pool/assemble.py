@@ -8,7 +8,7 @@ import prompts
 from tasks.llm import CallResult, Request
 from tasks.pool.extract import RawScene
 from tasks.pool.ingest import Book
-from tasks.pool.models import Fragment, PoolScene, sketch_to_character
+from tasks.pool.models import Fragment, PoolScene, fragment_schema, sketch_to_character
 
 
 def speakers(scene: RawScene) -> list[str]:
@@ -21,7 +21,7 @@ def fragment_request(book: Book, index: int, scene: RawScene) -> Request:
         "pool/fragment", book.language, title=book.title, summary=scene.summary,
         dialogue=scene.dialogue, names=speakers(scene),
     ).text
-    return Request("extractor", [{"role": "user", "content": text}], schema=Fragment,
+    return Request("extractor", [{"role": "user", "content": text}], schema=fragment_schema(speakers(scene)),
                    tag=f"fragment:{book.book_id}:{index}")
 
 

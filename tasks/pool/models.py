@@ -6,9 +6,9 @@ generous for real models.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 PROFILE_KEYS = (
     "nickname",
@@ -86,6 +86,27 @@ class Fragment(BaseModel):
     world: str = Field(min_length=1, max_length=1200)
     situation: str = Field(min_length=1, max_length=1200)
     characters: list[CharacterSketch] = Field(max_length=12)
+
+
+def fragment_schema(names: list[str]) -> type[Fragment]:
+    """A Fragment whose characters can only be the scene's speakers, one entry each.
+
+    Constrained decoding then cannot invent names, and any model's reply is checked against the cast.
+    """
+    sketch = create_model("SceneSketch", __base__=CharacterSketch, name=(Literal[tuple(names)], ...))  # type: ignore[valid-type]
+
+    class SceneFragment(Fragment):
+        characters: list[sketch] = Field(min_length=len(names), max_length=len(names))  # type: ignore[valid-type]
+
+        @field_validator("characters")
+        @classmethod
+        def _each_once(cls, chars: list[Any]) -> list[Any]:
+            missing = sorted(set(names) - {c.name for c in chars})
+            if missing:
+                raise ValueError(f"no profile for {', '.join(missing)}")
+            return chars
+
+    return SceneFragment
 
 
 # -- pool scenes (also the format of `rpbench pool add`) -------------------------------------------

@@ -1,0 +1,1 @@
+"""FURINA-Bench evaluation: answers, judgments in both orders, scores, hallucination checks, analysis."""

@@ -1,0 +1,98 @@
+"""The scoring math (FURINA section 5, appendix R), as pure functions.
+
+A judgment sigma is on 1-5 with 1 = strong preference for reply A. The test
+reply is A in the first order (sigma1) and B in the second (sigma2), so
+6 - sigma2 puts the second judgment on the first one's scale.
+Score_i = (f(sigma1) + f(6 - sigma2)) / 2 with f = {1: 3, 2: 1, 3: 0.5, 4: 0, 5: 0}:
+a reply earns points only when it matches or beats the base.
+Performance = sum(Score_i) / (3 N) * 100.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats
+
+DEFAULT_F = {1: 3.0, 2: 1.0, 3: 0.5, 4: 0.0, 5: 0.0}
+MAX_F = 3.0
+
+
+def item_score(sigma1: int, sigma2: int, f: dict[int, float] = DEFAULT_F) -> float:
+    return 0.5 * (f[sigma1] + f[6 - sigma2])
+
+
+def performance(scores: Sequence[float], max_f: float = MAX_F) -> float:
+    if not scores:
+        return math.nan
+    return 100.0 * sum(scores) / (max_f * len(scores))
+
+
+def bootstrap_ci(scores: Sequence[float], resamples: int = 1000, seed: int = 0, level: float = 0.95,
+                 max_f: float = MAX_F) -> tuple[float, float]:
+    """Percentile bootstrap interval of the performance (scipy), seeded."""
+    data = np.asarray(scores, dtype=float)
+    if len(data) < 2 or np.all(data == data[0]):
+        value = performance(list(data), max_f)
+        return value, value
+    res = stats.bootstrap((data,), lambda x, axis: 100.0 * np.mean(x, axis=axis) / max_f, n_resamples=resamples,
+                          confidence_level=level, method="percentile", random_state=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def position_bias(pairs: Sequence[tuple[int, int]]) -> dict[str, float]:
+    """How often the two orders disagree on who is better, and the mean of sigma1 + sigma2 - 6.
+
+    With no position bias, sigma2 mirrors sigma1 (sigma1 + sigma2 = 6). A positive mean
+    means the judge leans towards the reply shown second; negative, towards the first.
+    """
+    if not pairs:
+        return {"disagreement_rate": math.nan, "mean_offset": math.nan}
+
+    def side(s: int) -> int:
+        return (s > 3) - (s < 3)
+
+    disagree = sum(side(s1) != side(6 - s2) for s1, s2 in pairs)
+    return {"disagreement_rate": disagree / len(pairs), "mean_offset": sum(s1 + s2 - 6 for s1, s2 in pairs) / len(pairs)}
+
+
+def hallucinated(check_order1: bool, check_order2: bool) -> bool:
+    """An item counts as hallucinated only when the checker says Yes for both judgments."""
+    return check_order1 and check_order2
+
+
+def reliability(rate_percent: float) -> float | None:
+    """100 / hallucination rate (in percent); undefined (None) at rate 0."""
+    if rate_percent is None or math.isnan(rate_percent) or rate_percent == 0:
+        return None
+    return 100.0 / rate_percent
+
+
+def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
+    """Models not dominated in (performance, reliability), both higher-is-better; None reliability = best."""
+    def value(r: float | None) -> float:
+        return math.inf if r is None else r
+
+    front = []
+    for name, (p, r) in points.items():
+        dominated = any(
+            (p2 >= p and value(r2) >= value(r)) and (p2 > p or value(r2) > value(r))
+            for other, (p2, r2) in points.items() if other != name
+        )
+        if not dominated:
+            front.append(name)
+    return sorted(front)
+
+
+def separability_index(scores: Sequence[float]) -> float:
+    """SI = std(s) / (max(s) - min(s)); undefined (nan) with fewer than two distinct scores."""
+    values = np.asarray(scores, dtype=float)
+    spread = values.max() - values.min() if len(values) else 0.0
+    return float(values.std() / spread) if spread > 0 else math.nan
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    res = stats.pearsonr(x, y)
+    return float(res.statistic), float(res.pvalue)
