@@ -13,6 +13,7 @@ async def build_benchmark(
     characters: str,
     pool: str,
     out: str = "runs/bench",
+    only: list[str] | None = None,
     tau: int = 10,
     min_rounds: int = 6,
     max_rounds: int = 20,
@@ -29,7 +30,7 @@ async def build_benchmark(
                 "max_dialogues_per_character": max_dialogues_per_character, "sources": sources or ["source"],
                 "keep_grades": tuple(keep_grades or ["high"]), "concurrency": concurrency, "seed": seed,
                 "test_sees_scene_extras": test_sees_scene_extras}
-    summary = await build_benchmark_tables(characters, pool, out, settings, models, cache)
+    summary = await build_benchmark_tables(characters, pool, out, settings, models, cache, only)
     manifest = finish_run(out, models, cache, build=summary, build_settings=settings)
     publish_run_summary(out, "rpbench-build")
     return manifest

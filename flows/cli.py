@@ -38,14 +38,17 @@ def demo(
     models: ModelsOpt = None,
     cache: CacheOpt = None,
 ) -> None:
-    """Run the end-to-end demo on the embedded local model (no keys, no network)."""
+    """The whole pipeline on the embedded local model (no keys, no network): pool, benchmark, evaluation."""
     from flows.demo import demo as demo_flow
     from tasks.reports.summary import run_summary_markdown
 
     manifest = run_flow(demo_flow, out=str(out), models=opt(models), cache=opt(cache))
     typer.echo("")
-    typer.echo(run_summary_markdown(manifest, str(out)))
-    typer.echo(f"Tables and manifest: {out}/ (manifest.json)")
+    typer.echo(run_summary_markdown(manifest, str(out / "eval")))
+    for r in manifest.get("evaluation", {}).get("leaderboard", []):
+        typer.echo(f"{r['model']}: score {r['score']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] on {r['n']} items")
+    typer.echo(f"Pool: {out}/pool  Benchmark: {out}/bench  Evaluation: {out}/eval")
+    typer.echo(f"Report: {out}/eval/report.html")
 
 
 @app.command("models")

@@ -14,6 +14,7 @@ def build(
     characters: Annotated[Path, typer.Option("--characters", help="Test characters file (JSON or YAML).")],
     pool: Annotated[Path, typer.Option("--pool", help="Pool folder (from `rpbench pool build`).")],
     out: Annotated[Path, typer.Option("--out", help="Folder for dialogues, items, stats and manifest.")],
+    only: Annotated[list[str] | None, typer.Option("--only", help="Use only these characters from the file (repeat).")] = None,
     threshold: Annotated[int, typer.Option("--threshold", help="tau: items wanted per dimension per character.")] = 10,
     source: Annotated[list[str] | None, typer.Option("--source", help="Source role or model string (repeat: round-robin per dialogue).")] = None,
     min_rounds: Annotated[int, typer.Option(help="The director may not end a scene before this round.")] = 6,
@@ -30,7 +31,7 @@ def build(
     from tasks.characters.schema import load_characters
 
     load_characters(characters)  # fail on a bad file before any LLM call
-    manifest = run_flow(build_benchmark, characters=str(characters), pool=str(pool), out=str(out), tau=threshold,
+    manifest = run_flow(build_benchmark, characters=str(characters), pool=str(pool), out=str(out), only=only or None, tau=threshold,
                         min_rounds=min_rounds, max_rounds=max_rounds, max_dialogues_per_character=budget,
                         sources=source or None, keep_grades=keep_grade or None, concurrency=concurrency, seed=seed,
                         models=opt(models), cache=opt(cache))

@@ -1,8 +1,10 @@
-"""The demo flow: a short end-to-end run on the embedded local model.
+"""The demo: the whole pipeline on the embedded local model, small enough for a laptop CPU.
 
-For now: characters answer a line, a judge scores each answer, and the run's
-tables and manifest are written under ``out``. Later issues grow it into the
-whole pipeline (pool, characters, build, evaluation).
+pool (the project's sample book) -> starter characters -> benchmark (tau = 1)
+-> evaluation of two local configurations (greedy and sampled), written under
+``out/pool``, ``out/bench`` and ``out/eval``. Each stage is its own flow, run
+here as a subflow, so the Prefect UI shows the same runs a user would start
+one by one.
 """
 
 from __future__ import annotations
@@ -11,21 +13,24 @@ from pathlib import Path
 
 from prefect import flow
 
-from tasks.demo_tasks import demo_replies
-from tasks.run_tasks import finish_run, publish_run_summary
+from flows.build import build_benchmark
+from flows.evaluate import evaluate
+from flows.pool import build_pool
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+DEMO_BOOK = SAMPLES / "books" / "the_keepers_ledger.en.txt"
+DEMO_CHARACTERS = SAMPLES / "characters" / "starter.en.yaml"
+DEMO_CAST = ["Sherlock Holmes", "Elizabeth Bennet"]
+DEMO_MODELS = ["local-greedy", "local-sampled"]
 
 
 @flow(name="rpbench-demo", log_prints=True)
 async def demo(out: str = "runs/demo", models: str | None = None, cache: str | None = None) -> dict:
-    table = await demo_replies(out, str(SAMPLES / "demo_lines.yaml"), models, cache)
-    manifest = finish_run(out, models, cache, demo={"table": table})
-    publish_run_summary(out, "rpbench-demo")
-    return manifest
-
-
-if __name__ == "__main__":
-    import asyncio
-
-    asyncio.run(demo())
+    root = Path(out)
+    await build_pool(books=[str(DEMO_BOOK)], out=str(root / "pool"), target_tokens=1024, min_tokens=512,
+                     max_tokens=2048, min_utterances=2, models=models, cache=cache)
+    await build_benchmark(characters=str(DEMO_CHARACTERS), pool=str(root / "pool"), out=str(root / "bench"),
+                          only=DEMO_CAST, tau=1, min_rounds=3, max_rounds=5, max_dialogues_per_character=2,
+                          keep_grades=["poor", "moderate", "high"], concurrency=4, models=models, cache=cache)
+    return await evaluate(bench=str(root / "bench"), models=DEMO_MODELS, out=str(root / "eval"), resamples=1000,
+                          models_file=models, cache=cache)

@@ -49,20 +49,6 @@ CALLS = _spec(
     pa.field("started_at", pa.timestamp("ms", tz="UTC")),
 )
 
-# The demo's role-play replies and their judged scores (Foundation demo).
-DEMO_REPLIES = _spec(
-    "demo_replies",
-    1,
-    pa.field("prompt_id", pa.string(), nullable=False),
-    pa.field("character", pa.string()),
-    pa.field("prompt", pa.string()),
-    pa.field("reply", pa.string()),
-    pa.field("judge_status", pa.string()),
-    pa.field("in_character", pa.int32()),
-    pa.field("judge_reason", pa.string()),
-    pa.field("judge_raw", pa.string()),
-)
-
 # -- the character-scene pool --------------------------------------------------------------------
 BOOKS = _spec(
     "books",

@@ -35,9 +35,14 @@ def bind_sources(config, sources: list[str] | None) -> tuple[str, ...]:
 
 @task(name="build-benchmark")
 async def build_benchmark_tables(characters: str, pool: str, out: str, settings: dict, models: str | None,
-                                 cache: str | None) -> dict:
+                                 cache: str | None, only: list[str] | None = None) -> dict:
     rt = get_runtime(out, models, cache)
     chars = load_characters(characters)
+    if only:
+        unknown = sorted(set(only) - {c.name for c in chars})
+        if unknown:
+            raise InputError(f"{characters}: no character named {', '.join(unknown)}")
+        chars = [c for c in chars if c.name in only]
     scenes_path = Path(pool) / SCENES.filename
     if not scenes_path.is_file():
         raise InputError(f"{pool}: no scenes.parquet (build a pool first: rpbench pool build)")

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 import prompts
 from storage.runs import RunDir
-from storage.schemas import CALLS, DEMO_REPLIES, TableSpec
+from storage.schemas import CALLS, MODEL_SCORES, TableSpec
 from storage.tables import read_rows, read_table, write_table
 from tasks.errors import InputError
 from tasks.llm.cache import request_key
@@ -69,49 +69,49 @@ def test_request_key_changes_with_every_part_of_the_identity():
 
 # -- storage ------------------------------------------------------------------------------------
 def _demo_row(i: int) -> dict:
-    return {"prompt_id": f"p{i}", "character": "A", "prompt": "x", "reply": "y", "judge_status": "ok",
-            "in_character": 4, "judge_reason": "r", "judge_raw": "{}"}
+    return {"model": f"p{i}", "dimension": "CR", "language": "en", "character_type": "all", "score": 50.0,
+            "ci_low": 40.0, "ci_high": 60.0, "n": 10}
 
 
 def test_write_then_read_round_trips_and_records_the_schema_version(tmp_path):
-    path = write_table(tmp_path / "t.parquet", [_demo_row(i) for i in range(3)], DEMO_REPLIES)
-    assert read_rows(path, DEMO_REPLIES)[2]["prompt_id"] == "p2"
+    path = write_table(tmp_path / "t.parquet", [_demo_row(i) for i in range(3)], MODEL_SCORES)
+    assert read_rows(path, MODEL_SCORES)[2]["model"] == "p2"
     meta = pq.read_schema(path).metadata
-    assert meta[b"rpbench.table"] == b"demo_replies" and meta[b"rpbench.schema_version"] == b"1"
+    assert meta[b"rpbench.table"] == b"model_scores" and meta[b"rpbench.schema_version"] == b"1"
     assert not list(tmp_path.glob(".*tmp"))  # no temp file left behind
 
 
 def test_a_failed_write_leaves_the_old_table_intact(tmp_path):
-    path = write_table(tmp_path / "t.parquet", [_demo_row(0)], DEMO_REPLIES)
+    path = write_table(tmp_path / "t.parquet", [_demo_row(0)], MODEL_SCORES)
     with pytest.raises(ValueError, match="unknown columns"):
-        write_table(path, [{**_demo_row(1), "bogus": 1}], DEMO_REPLIES)
-    assert [r["prompt_id"] for r in read_rows(path, DEMO_REPLIES)] == ["p0"]
+        write_table(path, [{**_demo_row(1), "bogus": 1}], MODEL_SCORES)
+    assert [r["model"] for r in read_rows(path, MODEL_SCORES)] == ["p0"]
 
 
 def test_reads_fail_with_one_clear_line(tmp_path):
     with pytest.raises(InputError, match="not found"):
-        read_table(tmp_path / "none.parquet", DEMO_REPLIES)
+        read_table(tmp_path / "none.parquet", MODEL_SCORES)
     (tmp_path / "junk.parquet").write_bytes(b"not parquet at all")
     with pytest.raises(InputError, match="junk.parquet: not a readable Parquet file"):
-        read_table(tmp_path / "junk.parquet", DEMO_REPLIES)
+        read_table(tmp_path / "junk.parquet", MODEL_SCORES)
     path = write_table(tmp_path / "calls.parquet", [], CALLS)
-    with pytest.raises(InputError, match="holds table 'calls', expected 'demo_replies'"):
-        read_table(path, DEMO_REPLIES)
-    pq.write_table(pa.table({"prompt_id": ["a"]}), tmp_path / "thin.parquet")
-    with pytest.raises(InputError, match="lacks column 'character'"):
-        read_table(tmp_path / "thin.parquet", DEMO_REPLIES)
-    newer = TableSpec(DEMO_REPLIES.name, 99, DEMO_REPLIES.schema)
+    with pytest.raises(InputError, match="holds table 'calls', expected 'model_scores'"):
+        read_table(path, MODEL_SCORES)
+    pq.write_table(pa.table({"model": ["a"]}), tmp_path / "thin.parquet")
+    with pytest.raises(InputError, match="lacks column 'dimension'"):
+        read_table(tmp_path / "thin.parquet", MODEL_SCORES)
+    newer = TableSpec(MODEL_SCORES.name, 99, MODEL_SCORES.schema)
     write_table(tmp_path / "new.parquet", [_demo_row(0)], newer)
     with pytest.raises(InputError, match="schema version 99"):
-        read_table(tmp_path / "new.parquet", DEMO_REPLIES)
+        read_table(tmp_path / "new.parquet", MODEL_SCORES)
 
 
 def test_manifest_holds_versions_counts_and_is_rewritten_atomically(tmp_path):
     run = RunDir(tmp_path / "run")
-    write_table(run.table(DEMO_REPLIES), [_demo_row(0), _demo_row(1)], DEMO_REPLIES)
+    write_table(run.table(MODEL_SCORES), [_demo_row(0), _demo_row(1)], MODEL_SCORES)
     run.write_manifest(totals={"calls": 2})
     manifest = json.loads(run.manifest_path.read_text())
-    assert manifest["row_counts"] == {"demo_replies": 2}
+    assert manifest["row_counts"] == {"model_scores": 2}
     assert manifest["totals"] == {"calls": 2}
     assert "pyarrow" in manifest["packages"] and "wall_s" in manifest["timings"]
     run.write_manifest(extra="x")
@@ -120,17 +120,16 @@ def test_manifest_holds_versions_counts_and_is_rewritten_atomically(tmp_path):
 
 # -- prompts ------------------------------------------------------------------------------------
 def test_render_is_strict_and_records_the_template_hash():
-    char = {"name": "Alice", "summary": "curious"}
-    out = prompts.render("demo/reply", "en", character=char, speaker="Cat", line="Hello")
-    assert "Alice" in out.text and '"Hello"' in out.text
-    assert prompts.used_templates()["demo/reply.en.j2"] == out.sha256
+    out = prompts.render("eval/checker", "en", rationale="Reply A invents a brother.", test_label="A")
+    assert "Reply A invents a brother." in out.text and "Does the judge say that Reply A" in out.text
+    assert prompts.used_templates()["eval/checker.en.j2"] == out.sha256
     with pytest.raises(UndefinedError):
-        prompts.render("demo/reply", "en", character=char, speaker="Cat")
+        prompts.render("eval/checker", "en", rationale="x")
 
 
 def test_chinese_variant_is_used_for_chinese():
-    out = prompts.render("demo/reply", "zh", character={"name": "孙悟空", "summary": "齐天大圣"}, speaker="唐僧", line="悟空")
-    assert out.template == "demo/reply.zh.j2" and "扮演孙悟空" in out.text
+    out = prompts.render("dims/question", "zh", dim="CR", target="孙悟空")
+    assert out.template == "dims/question.zh.j2" and "让孙悟空调用已经确立的信息" in out.text
 
 
 def test_every_template_has_english_and_chinese_variants():

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 
 import pytest
 from prefect.testing.utilities import prefect_test_harness
 
-from storage.schemas import CALLS, DEMO_REPLIES
-from storage.tables import read_rows
+from storage.characters import write_characters
+from storage.pool import write_scenes
+from storage.schemas import CALLS, ITEM_SCORES, ITEMS, JUDGMENTS
+from storage.tables import read_rows, write_table
 from tests.helpers import TEST_KEY_ENV
+from tests.test_builder import SCENE, TEST
 
 pytestmark = pytest.mark.flow
 
@@ -30,22 +34,50 @@ def _models_file(tmp_path, server) -> str:
     return str(path)
 
 
-def test_demo_flow_writes_tables_and_manifest_and_resumes(harness, loopback, tmp_path, monkeypatch):
-    from flows.demo import demo
+def _respond(body):
+    name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+    digest = hashlib.md5(json.dumps(body["messages"]).encode()).hexdigest()[:6]
+    if name == "JudgeVerdict":
+        return json.dumps({"reasoning": f"A is better {digest}", "sigma": 2})
+    if name == "CheckVerdict":
+        return json.dumps({"answer": "No"})
+    return f"(nods) reply {digest}"
+
+
+def _bench(tmp_path):
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    write_characters(bench / "characters.yaml", [TEST])
+    write_scenes(bench / "scenes.parquet", [SCENE])
+    items = [{"item_id": f"i{k}", "character": "Zero", "character_type": "synthesized", "language": "en",
+              "scene_id": "s1", "dialogue_id": "d0", "dimension": dim,
+              "history": [{"speaker": "Starbuck", "text": f"Question {k}?"}], "test_utterance": "t",
+              "base_utterance": "b", "source_model": "m", "sigma": 1, "flags": []}
+             for k, dim in enumerate(["CR", "FR", "PA"])]
+    write_table(bench / "items.parquet", items, ITEMS)
+    return bench
+
+
+def test_evaluate_flow_writes_tables_report_and_resumes(harness, loopback, tmp_path, monkeypatch):
+    from flows.evaluate import evaluate
 
     monkeypatch.setenv(TEST_KEY_ENV, "sk-flow-test-secret")
-    models, out, cache = _models_file(tmp_path, loopback), tmp_path / "run", str(tmp_path / "cache.sqlite")
-    manifest = asyncio.run(demo(out=str(out), models=models, cache=cache))
-    rows = read_rows(out / "demo_replies.parquet", DEMO_REPLIES)
-    assert len(rows) == 4 and all(r["judge_status"] == "ok" and r["in_character"] == 3 for r in rows)
-    assert manifest["totals"]["calls_sent"] == 8 and manifest["row_counts"]["demo_replies"] == 4
-    # Templates rendered in the process that ran the flow, with their hashes.
-    assert {"demo/reply.en.j2", "demo/judge.en.j2"} <= set(manifest["prompt_templates"])
-    assert all(len(h) == 64 for h in manifest["prompt_templates"].values())
+    loopback.responder = _respond
+    models, out, cache = _models_file(tmp_path, loopback), tmp_path / "eval", str(tmp_path / "cache.sqlite")
+    bench = _bench(tmp_path)
+    manifest = asyncio.run(evaluate(bench=str(bench), models=["openai/model-under-test"], out=str(out),
+                                    resamples=200, models_file=models, cache=cache))
+    scores = read_rows(out / "item_scores.parquet", ITEM_SCORES)
+    assert len(scores) == 3 and all(s["score"] == 0.5 for s in scores)  # sigma 2 twice: (f(2) + f(6 - 2)) / 2
+    assert len(read_rows(out / "judgments.parquet", JUDGMENTS)) == 6
+    assert (out / "report.html").read_text().count("data:image/png;base64,") == 3
+    assert manifest["row_counts"]["model_scores"] > 0 and manifest["totals"]["calls_sent"] == len(loopback.requests)
+    assert {"eval/judge.en.j2", "builder/test_turn.en.j2"} <= set(manifest["prompt_templates"])
     sent = len(loopback.requests)
 
-    asyncio.run(demo(out=str(out), models=models, cache=cache))
+    asyncio.run(evaluate(bench=str(bench), models=["openai/model-under-test"], out=str(out), resamples=200,
+                         models_file=models, cache=cache))
     assert len(loopback.requests) == sent  # the rerun sent nothing
     calls = read_rows(out / "calls.parquet", CALLS)
-    assert sum(c["cached"] for c in calls) == 8
-    assert "sk-flow-test-secret" not in json.dumps(json.loads((out / "manifest.json").read_text()))
+    assert sum(c["cached"] for c in calls) == sent
+    assert "sk-flow-test-secret" not in (out / "manifest.json").read_text()

@@ -1,1 +1,0 @@
-"""The Foundation demo: characters answer a line, a judge scores each answer."""

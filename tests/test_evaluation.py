@@ -1,0 +1,194 @@
+"""Evaluation: the scoring math, and the whole evaluation with a scripted LLM."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+from scipy import stats
+
+from tasks.characters.schema import Character
+from tasks.evaluation.aggregate import hallucination_rates, leaderboard, model_scores
+from tasks.evaluation.report import charts, html_report, markdown_report
+from tasks.evaluation.run import CheckVerdict, EvalConfig, JudgeVerdict, evaluate
+from tasks.evaluation.scoring import (
+    DEFAULT_F,
+    bootstrap_ci,
+    hallucinated,
+    item_score,
+    pareto_front,
+    pearson,
+    performance,
+    position_bias,
+    reliability,
+    separability_index,
+)
+from tasks.llm import CallResult
+from tests.test_builder import SCENE, TEST
+
+# -- math ----------------------------------------------------------------------------------------
+
+
+def test_appendix_r_case_scores_zero():
+    assert item_score(4, 2) == 0.0
+
+
+@pytest.mark.parametrize("s1", range(1, 6))
+@pytest.mark.parametrize("s2", range(1, 6))
+def test_all_25_sigma_pairs_follow_the_formula(s1, s2):
+    expected = 0.5 * ({1: 3, 2: 1, 3: 0.5, 4: 0, 5: 0}[s1] + {1: 3, 2: 1, 3: 0.5, 4: 0, 5: 0}[6 - s2])
+    assert item_score(s1, s2) == expected
+    assert 0 <= item_score(s1, s2) <= 3
+
+
+def test_performance_normalises_to_100():
+    assert performance([3.0, 3.0]) == 100.0 and performance([0.0, 0.0]) == 0.0
+    assert performance([1.5, 0.0]) == 25.0 and math.isnan(performance([]))
+
+
+def test_bootstrap_interval_contains_the_estimate_and_narrows_with_n():
+    import random
+
+    rng = random.Random(1)
+    small = [rng.choice([0, 0.5, 1, 3]) for _ in range(30)]
+    large = small * 20
+    lo_s, hi_s = bootstrap_ci(small, seed=0)
+    lo_l, hi_l = bootstrap_ci(large, seed=0)
+    assert lo_s <= performance(small) <= hi_s and lo_l <= performance(large) <= hi_l
+    assert hi_l - lo_l < hi_s - lo_s
+    assert bootstrap_ci(small, seed=0) == (lo_s, hi_s)  # seeded: the same interval twice
+
+
+def test_position_bias_diagnostics():
+    assert position_bias([(1, 5), (2, 4), (3, 3)]) == {"disagreement_rate": 0.0, "mean_offset": 0.0}
+    biased = position_bias([(1, 1), (2, 2)])  # the judge prefers whatever is shown first
+    assert biased["disagreement_rate"] == 1.0 and biased["mean_offset"] == -3.0
+
+
+def test_hallucination_rule_and_reliability():
+    assert hallucinated(True, True) and not hallucinated(True, False) and not hallucinated(False, False)
+    assert reliability(25.0) == 4.0 and reliability(0.0) is None
+
+
+def test_pareto_and_separability_on_known_inputs():
+    points = {"a": (60.0, 2.0), "b": (50.0, 5.0), "c": (40.0, 1.0), "d": (45.0, None)}
+    assert pareto_front(points) == ["a", "b", "d"]  # None reliability = no hallucination: best possible
+    assert pareto_front({"a": (60.0, 2.0), "b": (50.0, 5.0), "c": (40.0, 1.0)}) == ["a", "b"]
+    scores = [10.0, 20.0, 30.0]
+    assert separability_index(scores) == pytest.approx(stats.tstd(scores, ddof=0) / 20.0)
+    assert math.isnan(separability_index([5.0, 5.0]))
+
+
+def test_pearson_matches_scipy():
+    x, y = [1, 2, 3, 4, 5], [2, 1, 4, 3, 5]
+    r, p = pearson(x, y)
+    ref = stats.pearsonr(x, y)
+    assert r == pytest.approx(ref.statistic) and p == pytest.approx(ref.pvalue)
+
+
+# -- the evaluation, scripted ------------------------------------------------------------------------
+ESTABLISHED = Character.model_validate({**TEST.model_dump(), "name": "Holmes", "type": "established"})
+
+
+def _items():
+    return [
+        {"item_id": "i1", "character": "Zero", "character_type": "synthesized", "language": "en", "scene_id": "s1",
+         "dimension": "CR", "history": [{"speaker": "Starbuck", "text": "Why are you here?"}]},
+        {"item_id": "i2", "character": "Holmes", "character_type": "established", "language": "en", "scene_id": "s1",
+         "dimension": "FR", "history": [{"speaker": "Stubb", "text": "Who are you?"}]},
+        {"item_id": "i3", "character": "Zero", "character_type": "synthesized", "language": "en", "scene_id": "s1",
+         "dimension": "PA", "history": [{"speaker": "Stubb", "text": "Tell me a joke."}]},
+    ]
+
+
+class EvalScripted:
+    def __init__(self, fail_judge_for=()):
+        self.tags: list[str] = []
+        self.fail_judge_for = set(fail_judge_for)
+
+    async def run(self, req):
+        self.tags.append(req.tag)
+        parts = req.tag.split(":")
+        item, who = parts[1], parts[2]
+        if len(parts) == 3:  # an answer
+            return CallResult(role=req.role, model="fake", status="ok", text=f"{who} answers {item}")
+        if parts[3] == "judge":
+            if (item, who) in self.fail_judge_for:
+                return CallResult(role=req.role, model="fake", status="failed", text="garbage", error="no JSON")
+            order = int(parts[4][-1])
+            good = who == "good/model"
+            sigma = (1 if good else 4) if order == 1 else (5 if good else 2)
+            return CallResult(role=req.role, model="fake", status="ok", text="{}",
+                              parsed=JudgeVerdict(reasoning=f"{who} {'is fine' if good else 'hallucinates'}", sigma=sigma))
+        if parts[3].startswith("check"):
+            says = "model hallucinates" in req.messages[0]["content"]
+            return CallResult(role=req.role, model="fake", status="ok", text="{}",
+                              parsed=CheckVerdict(answer="Yes" if says else "No"))
+        raise AssertionError(req.tag)
+
+    async def run_all(self, requests, on_done=None):
+        return [await self.run(r) for r in requests]
+
+
+async def _evaluate(gw, models):
+    chars = {"Zero": TEST, "Holmes": ESTABLISHED}
+    return await evaluate(gw, _items(), chars, {"s1": SCENE}, {m: f"test@{m}" for m in models}, EvalConfig())
+
+
+async def test_evaluation_scores_checks_and_reports():
+    gw = EvalScripted(fail_judge_for={("i3", "bad/model")})
+    tables = await _evaluate(gw, ["good/model", "bad/model"])
+    good = [s for s in tables.item_scores if s["model"] == "good/model"]
+    assert [s["score"] for s in good] == [3.0, 3.0, 3.0]
+    bad = [s for s in tables.item_scores if s["model"] == "bad/model"]
+    assert [s["item_id"] for s in bad] == ["i1", "i2"]  # the failed judgment left i3 out...
+    assert tables.failures["bad/model"] == {"judgment_failed": 1}  # ...and was counted
+    assert all(s["hallucinated"] for s in bad) and not any(s["hallucinated"] for s in good)
+    failed = [j for j in tables.judgments if j["status"] == "failed"]
+    assert len(failed) == 2 and all(j["sigma"] is None and j["raw"] == "garbage" for j in failed)
+    # checks run only on CR (synthesized) and FR (established) items, both orders
+    assert Counter(c["item_id"] for c in tables.checks) == {"i1": 4, "i2": 4}
+
+    scores = model_scores(tables.item_scores, resamples=200)
+    halluc = hallucination_rates(tables.item_scores)
+    board = leaderboard(scores, tables.item_scores, halluc, tables.failures)
+    assert [r["model"] for r in board["rows"]] == ["good/model", "bad/model"]
+    assert board["rows"][0]["score"] == 100.0 and board["rows"][1]["score"] == 0.0
+    assert board["rows"][0]["reliability"] is None and board["rows"][1]["reliability"] == 1.0
+    assert board["pareto"] == ["good/model"]
+    md = markdown_report(board, halluc, tables.failures, 3)
+    assert "undefined" in md and "judgment_failed 1" in md
+    page = html_report(md, charts(board, scores))
+    assert page.count("data:image/png;base64,") == 3 and "<table>" in page
+
+
+async def test_adding_a_model_reuses_base_answers_and_earlier_judgments(tmp_path, make_gateway, loopback):
+    """Against the loopback server with a real call cache: the second evaluation sends only the new model's calls."""
+    import hashlib
+    import json
+
+    def respond(body):
+        fmt = body.get("response_format") or {}
+        name = (fmt.get("json_schema") or {}).get("name")
+        if name == "JudgeVerdict":
+            # A rationale that depends on the prompt, as a real judge's would.
+            digest = hashlib.md5(json.dumps(body["messages"]).encode()).hexdigest()[:8]
+            return json.dumps({"reasoning": f"fine {digest}", "sigma": 2})
+        if name == "CheckVerdict":
+            return json.dumps({"answer": "No"})
+        return f"(nods) an answer at temperature {body.get('temperature')}"
+
+    loopback.responder = respond
+    gateway = make_gateway()
+    chars = {"Zero": TEST, "Holmes": ESTABLISHED}
+    models_a = {"m1": "role-m1"}
+    await evaluate(gateway, _items(), chars, {"s1": SCENE}, models_a, EvalConfig())
+    first = len(loopback.requests)
+    gateway = make_gateway()
+    gateway.config.roles["role-m2"] = gateway.config.default.model_copy(update={"temperature": 0.5})
+    tables = await evaluate(gateway, _items(), chars, {"s1": SCENE}, {**models_a, "m2": "role-m2"}, EvalConfig())
+    new = len(loopback.requests) - first
+    # m2: 3 answers + 6 judgments + 4 checks (CR and FR items, both orders); nothing for the base or m1.
+    assert new == 3 + 6 + 4
+    assert len(tables.item_scores) == 6
