@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from storage.schemas import SCENES
 from storage.tables import read_rows, write_table
-from tasks.errors import InputError
+from tasks.errors import InputError, first_error
 from tasks.pool.models import PoolScene
 
 
@@ -22,7 +22,6 @@ def read_scenes(path: str | Path) -> list[PoolScene]:
         try:
             out.append(PoolScene.model_validate(row))
         except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"])
-            raise InputError(f"{path}: scene {i} ({row.get('scene_id')}): field '{field}': {err['msg']}") from None
+            field, msg = first_error(exc)
+            raise InputError(f"{path}: scene {i} ({row.get('scene_id')}): field '{field}': {msg}") from None
     return out

@@ -7,14 +7,13 @@ A file holds one character or a list, as JSON or YAML.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from tasks.errors import InputError
+from storage.records import load_records
+from tasks.errors import InputError, duplicates
 from tasks.pool.models import Attribute
 
 LANGUAGES = ("en", "zh")
@@ -48,8 +47,7 @@ class Character(BaseModel):
     @field_validator("attributes")
     @classmethod
     def _clean_attributes(cls, attrs: list[Attribute]) -> list[Attribute]:
-        keys = [a.key for a in attrs]
-        dupes = sorted({k for k in keys if keys.count(k) > 1})
+        dupes = duplicates([a.key for a in attrs])
         if dupes:
             raise ValueError(f"duplicate key '{dupes[0]}'")
         for a in attrs:
@@ -102,16 +100,7 @@ def parse_character(record: Any) -> Character:
 def load_characters(path: str | Path) -> list[Character]:
     """Every character in a file; the first problem raises an InputError naming file, character and field."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot parse ({str(exc).splitlines()[0]})") from None
-    if data is None:
-        raise InputError(f"{path}: the file holds no character")
-    records = data if isinstance(data, list) else [data]
+    records = load_records(path, "character")
     out: list[Character] = []
     for i, record in enumerate(records):
         who = record.get("name") if isinstance(record, dict) and record.get("name") else f"#{i}"
@@ -122,8 +111,7 @@ def load_characters(path: str | Path) -> list[Character]:
             raise InputError(f"{path}: character {who}: field '{field}': {msg}") from None
         except ValueError as exc:
             raise InputError(f"{path}: character {who}: {exc}") from None
-    names = [c.name for c in out]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    dupes = duplicates([c.name for c in out])
     if dupes:
         raise InputError(f"{path}: character {dupes[0]}: field 'name': appears more than once in the file")
     return out

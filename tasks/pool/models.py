@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
+from tasks.errors import duplicates
+
 PROFILE_KEYS = (
     "nickname",
     "gender",
@@ -128,8 +130,7 @@ class SceneCharacter(BaseModel):
     @field_validator("profile")
     @classmethod
     def _unique_keys(cls, profile: list[Attribute]) -> list[Attribute]:
-        keys = [a.key for a in profile]
-        dupes = sorted({k for k in keys if keys.count(k) > 1})
+        dupes = duplicates([a.key for a in profile])
         if dupes:
             raise ValueError(f"duplicate attribute keys {dupes}")
         return profile
@@ -154,8 +155,7 @@ class PoolScene(BaseModel):
     @field_validator("characters")
     @classmethod
     def _unique_names(cls, characters: list[SceneCharacter]) -> list[SceneCharacter]:
-        names = [c.name for c in characters]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = duplicates([c.name for c in characters])
         if dupes:
             raise ValueError(f"duplicate character names {dupes}")
         return characters
