@@ -30,6 +30,7 @@ app.add_typer(cli_characters.app, name="characters")
 app.command("build")(cli_build.build)
 app.command("export")(cli_build.export)
 app.command("eval")(cli_eval.eval_command)
+app.command("validate")(cli_eval.validate_command)
 
 
 @app.command()

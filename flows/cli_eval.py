@@ -28,3 +28,22 @@ def eval_command(
     for r in e.get("leaderboard", []):
         typer.echo(f"{r['model']}: {r['score']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] n={r['n']} failed={r['failed']}")
     typer.echo(f"report: {e.get('report')}")
+
+
+def validate_command(
+    annotations: Annotated[Path, typer.Option("--annotations", help="Human labels: CSV or JSONL with item_id, annotator, dimension and/or score.")],
+    eval_dir: Annotated[Path, typer.Option("--eval", help="Evaluation folder (from `rpbench eval`).")],
+) -> None:
+    """Compare the judge with human annotators: dimension accuracy, Pearson r per dimension, agreement."""
+    import json
+
+    from storage.schemas import ITEM_SCORES
+    from storage.tables import atomic_write_bytes, read_rows
+    from tasks.evaluation.validation import load_annotations, validate, validation_markdown
+
+    result = validate(load_annotations(annotations), read_rows(eval_dir / ITEM_SCORES.filename, ITEM_SCORES))
+    md = validation_markdown(result)
+    atomic_write_bytes(eval_dir / "validation.md", md.encode("utf-8"))
+    atomic_write_bytes(eval_dir / "validation.json", json.dumps(result, indent=2).encode("utf-8"))
+    typer.echo(md)
+    typer.echo(f"written: {eval_dir / 'validation.md'} and validation.json")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 
@@ -192,3 +193,38 @@ async def test_adding_a_model_reuses_base_answers_and_earlier_judgments(tmp_path
     # m2: 3 answers + 6 judgments + 4 checks (CR and FR items, both orders); nothing for the base or m1.
     assert new == 3 + 6 + 4
     assert len(tables.item_scores) == 6
+
+
+# -- human validation ---------------------------------------------------------------------------------
+def test_validation_accuracy_correlation_and_agreement(tmp_path):
+    from tasks.evaluation.validation import load_annotations, validate
+
+    item_scores = [{"item_id": f"i{k}", "model": "m", "dimension": "CR" if k < 4 else "PA", "sigma1": s}
+                   for k, s in enumerate([1, 2, 4, 5, 3, 2])]
+    lines = []
+    for k, (dim, score) in enumerate([("CR", 1), ("CR", 2), ("FR", 4), ("CR", 5), ("PA", 2), ("PA", 3)]):
+        lines.append(json.dumps({"item_id": f"i{k}", "annotator": "ann1", "dimension": dim, "score": score}))
+        lines.append(json.dumps({"item_id": f"i{k}", "annotator": "ann2", "dimension": "CR", "score": score}))
+    path = tmp_path / "labels.jsonl"
+    path.write_text("\n".join(lines))
+    result = validate(load_annotations(path), item_scores)
+    assert result["dimension_accuracy"]["CR"]["n"] == 9  # ann1: 3, ann2: 6
+    assert result["dimension_accuracy"]["CR"]["accuracy"] == pytest.approx(7 / 9)
+    corr = result["correlation"]["all"]
+    ref = stats.pearsonr([1, 2, 4, 5, 3, 2] * 2, [1, 2, 4, 5, 2, 3] * 2)
+    assert corr["n"] == 12 and corr["r"] == pytest.approx(ref.statistic)
+    (pair,) = result["agreement"]
+    assert pair["dimension_agreement"] == pytest.approx(3 / 6) and pair["score_r"] == pytest.approx(1.0)
+
+
+def test_bad_annotations_name_the_record_and_field(tmp_path):
+    from tasks.errors import InputError
+    from tasks.evaluation.validation import load_annotations
+
+    path = tmp_path / "labels.csv"
+    path.write_text("item_id,annotator,dimension,score\ni1,a,CR,7\n")
+    with pytest.raises(InputError, match=r"labels.csv: record 0: field 'score': 7 is outside 1-5"):
+        load_annotations(path)
+    path.write_text("item_id,annotator,dimension,score\ni1,a,XX,2\n")
+    with pytest.raises(InputError, match="field 'dimension': unknown dimension 'XX'"):
+        load_annotations(path)
