@@ -57,7 +57,7 @@ async def build_benchmark_tables(characters: str, pool: str, out: str, settings:
     write_scenes(rt.run.table(SCENES), [s for s in scenes if s.scene_id in used])
     write_table(rt.run.table(DIALOGUES), result.dialogue_rows, DIALOGUES)
     write_table(rt.run.table(ITEMS), result.items, ITEMS)
-    stats = build_stats(result, chars)
+    stats = build_stats(result, chars, cfg.keep_grades)
     write_table(rt.run.table(BUILD_STATS), stats, BUILD_STATS)
     items_per_dimension_chart(result.items, rt.run.root / "items_per_dimension.png")
     coverage = [{"character": name, **dims, "covered": name not in result.budget_exhausted}

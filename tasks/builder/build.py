@@ -99,14 +99,15 @@ def _slug(name: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in name).strip("-").lower() or "c"
 
 
-def build_stats(result: BuildResult, characters: list[Character]) -> list[dict[str, Any]]:
+def build_stats(result: BuildResult, characters: list[Character], keep_grades: tuple[str, ...] = ("high",)
+                ) -> list[dict[str, Any]]:
     """Appendix I: per language (and overall) characters, conversations, lengths, items, items per dimension."""
     by_name = {c.name: c for c in characters}
     rows = []
     languages = sorted({c.language for c in characters})
     for lang in [*languages, "all"]:
         dialogues = [d for d in result.dialogues if lang in ("all", d.scene.language) and d.grade]
-        kept = [d for d in dialogues if d.grade in ("high",)]
+        kept = [d for d in dialogues if d.grade in keep_grades]
         items = [i for i in result.items if lang in ("all", i["language"])]
         chars = {d.character.name for d in dialogues}
         unique = {c.name for d in dialogues for c in d.scene.characters} | chars
