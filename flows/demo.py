@@ -30,7 +30,7 @@ async def demo(out: str = "runs/demo", models: str | None = None, cache: str | N
     await build_pool(books=[str(DEMO_BOOK)], out=str(root / "pool"), target_tokens=1024, min_tokens=512,
                      max_tokens=2048, min_utterances=2, models=models, cache=cache)
     await build_benchmark(characters=str(DEMO_CHARACTERS), pool=str(root / "pool"), out=str(root / "bench"),
-                          only=DEMO_CAST, tau=1, min_rounds=3, max_rounds=5, max_dialogues_per_character=2,
+                          only=DEMO_CAST, tau=1, min_rounds=2, max_rounds=4, max_dialogues_per_character=2,
                           keep_grades=["poor", "moderate", "high"], concurrency=4, models=models, cache=cache)
     return await evaluate(bench=str(root / "bench"), models=DEMO_MODELS, out=str(root / "eval"), resamples=1000,
                           models_file=models, cache=cache)

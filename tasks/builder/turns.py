@@ -27,20 +27,21 @@ END = "END"
 class SelectionVerdict(BaseModel):
     """The judge reasons first, then names the dimension the turn tests, then scores source (A) vs base (B)."""
 
-    reasoning: str = Field(max_length=1200)
+    # Capped so that a small model's constrained reply always closes within its token budget.
+    reasoning: str = Field(max_length=500)
     dimension: Literal["CR", "FR", "RR", "CA", "PA"]
     sigma: Literal[1, 2, 3, 4, 5]
 
 
 class DialogueGrade(BaseModel):
-    reason: str = Field(max_length=600)
+    reason: str = Field(max_length=300)
     grade: Literal["poor", "moderate", "high"]
 
 
 def director_schema(roster: list[str]) -> type[BaseModel]:
     """A schema whose `next` can only be someone on the roster, or END."""
     choice = Literal[tuple([*roster, END])]  # type: ignore[valid-type]
-    return create_model("DirectorChoice", reason=(str, Field(max_length=300)), next=(choice, ...))
+    return create_model("DirectorChoice", reason=(str, Field(max_length=200)), next=(choice, ...))
 
 
 def history_lines(history: list[dict[str, str]]) -> list[str]:

@@ -23,7 +23,7 @@ from tasks.pool.models import PoolScene
 
 
 class JudgeVerdict(BaseModel):
-    reasoning: str = Field(max_length=1500)
+    reasoning: str = Field(max_length=600)
     sigma: Literal[1, 2, 3, 4, 5]
 
 
