@@ -279,3 +279,28 @@ def test_merge_refuses_duplicate_ids():
     s = PoolScene.model_validate(CUSTOM)
     with pytest.raises(InputError, match="already in the pool"):
         merge_scenes([s], [s], "f.json")
+
+
+def test_epub_books_are_read(tmp_path):
+    from ebooklib import epub
+
+    book = epub.EpubBook()
+    book.set_identifier("rpbench-test")
+    book.set_title("The Keeper's Ledger")
+    book.set_language("en")
+    chapters = []
+    for k, part in enumerate(EN_SAMPLE.read_text(encoding="utf-8").split("\nChapter ")[1:], 1):
+        c = epub.EpubHtml(title=f"Chapter {k}", file_name=f"c{k}.xhtml", lang="en")
+        paragraphs = "".join(f"<p>{p}</p>" for p in ("Chapter " + part).split("\n\n"))
+        c.content = f"<html><body>{paragraphs}</body></html>"
+        book.add_item(c)
+        chapters.append(c)
+    book.spine = chapters
+    book.add_item(epub.EpubNcx())
+    book.add_item(epub.EpubNav())
+    path = tmp_path / "ledger.epub"
+    epub.write_epub(str(path), book)
+    parsed = read_book(path)
+    assert parsed.encoding == "epub" and parsed.language == "en"
+    assert "Maren Holt" in parsed.text and "<p>" not in parsed.text
+    assert len(find_headings(parsed.text, "en")) == 3
