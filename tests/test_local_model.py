@@ -45,3 +45,16 @@ async def test_concurrent_requests_share_batches(gateway):
     results = await gateway.run_all(requests)
     assert all(r.ok for r in results)
     assert engine.batches_run - before < len(requests)  # at least two requests shared a forward pass
+
+
+async def test_greedy_and_sampled_requests_share_a_batch_and_greedy_stays_greedy(gateway):
+    engine = LocalEngine.shared()
+    from tasks.llm.local_engine import GenRequest
+
+    msg = [{"role": "user", "content": "Name one fruit."}]
+    alone = engine.generate(msg, max_tokens=12, temperature=0.0, top_p=None, seed=0, schema=None)
+    before = engine.batches_run
+    futures = [engine.submit(GenRequest(msg, 12, t, None, 0, None)) for t in (0.0, 0.9, 0.0)]
+    results = [f.result() for f in futures]
+    assert engine.batches_run - before == 1  # one shared generate() call
+    assert results[0].text == results[2].text == alone.text  # greedy rows unaffected by their sampled neighbour

@@ -75,7 +75,7 @@ def markdown_report(board: dict[str, Any], halluc: list[dict[str, Any]], failure
                     n_items: int) -> str:
     lines = ["# rpbench evaluation", "", f"{n_items} benchmark items.", "", "## Leaderboard", "",
              "| model | score | 95% CI | n | " + " | ".join(DIMENSIONS) + " | SC % | EC % | reliability | order disagreement | failed |",
-             "|" + "---|" * (10 + len(DIMENSIONS))]
+             "|" + "---|" * (9 + len(DIMENSIONS))]
     for r in board["rows"]:
         lines.append(
             f"| {r['model']} | {_fmt(r['score'])} | {_fmt(r['ci_low'])}-{_fmt(r['ci_high'])} | {r['n']} | "

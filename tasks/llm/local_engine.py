@@ -57,8 +57,9 @@ class GenRequest:
     future: Future = field(default_factory=Future)
 
     def batch_key(self) -> tuple[Any, ...]:
-        # One generate() call takes one sampling setting for all its rows.
-        return (self.temperature > 0, self.temperature, self.top_p, self.repetition_penalty)
+        # Temperature is applied per row (see _PerRowTemperature), so greedy and sampled requests share a
+        # batch; top_p and the repetition penalty are per generate() call.
+        return (self.top_p, self.repetition_penalty)
 
 
 @dataclass
@@ -184,21 +185,26 @@ class LocalEngine:
         ]
         enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         first = batch[0]
-        sample = first.temperature > 0
+        sample = any(r.temperature > 0 for r in batch)
         kwargs: dict[str, Any] = {
             "max_new_tokens": max(r.max_tokens for r in batch),
             "do_sample": sample,
             "pad_token_id": self.tokenizer.pad_token_id,
             "repetition_penalty": first.repetition_penalty,
         }
+        processors: list[Any] = []
+        if any(r.schema for r in batch):
+            grammars = [self._grammar(r.schema) if r.schema else None for r in batch]
+            processors.append(_MixedGrammarProcessor(grammars))
         if sample:
-            kwargs["temperature"] = first.temperature
+            # Sampling at temperature 1 over logits already scaled per row; greedy rows become one-hot.
+            processors.append(_PerRowTemperature([r.temperature for r in batch]))
+            kwargs["temperature"] = 1.0
             if first.top_p is not None:
                 kwargs["top_p"] = first.top_p
             torch.manual_seed(first.seed if first.seed is not None else 0)
-        if any(r.schema for r in batch):
-            grammars = [self._grammar(r.schema) if r.schema else None for r in batch]
-            kwargs["logits_processor"] = LogitsProcessorList([_MixedGrammarProcessor(grammars)])
+        if processors:
+            kwargs["logits_processor"] = LogitsProcessorList(processors)
         with torch.inference_mode():
             out = self.model.generate(**enc, **kwargs)
         self.batches_run += 1
@@ -250,4 +256,24 @@ class _MixedGrammarProcessor:
         constrained = torch.tensor(rows, dtype=torch.int32)
         mask = self.bitmask.to(scores.device)
         self.xgr.apply_token_bitmask_inplace(scores, mask, indices=constrained.tolist())
+        return scores
+
+
+class _PerRowTemperature:
+    """Divide each row's logits by its own temperature; a temperature of 0 keeps only the best token."""
+
+    def __init__(self, temperatures: list[float]) -> None:
+        self.temperatures = temperatures
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        for i, t in enumerate(self.temperatures):
+            if t > 0:
+                scores[i] = scores[i] / t
+            else:
+                best = torch.argmax(scores[i])
+                row = torch.full_like(scores[i], float("-inf"))
+                row[best] = 0.0
+                scores[i] = row
         return scores
