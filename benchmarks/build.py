@@ -39,7 +39,7 @@ def say(key: str, value: object) -> None:
 
 async def main() -> None:
     server = LoopbackServer(latency=LATENCY, responder=schema_responder).start()
-    spec = ModelSpec(model="aiohttp_openai/loopback", api_base=server.base_url, api_key_env="RPBENCH_BENCH_KEY",
+    spec = ModelSpec(model="hosted_vllm/loopback", api_base=server.base_url, api_key_env="RPBENCH_BENCH_KEY",
                      max_concurrency=64, structured="json_schema", timeout=30,
                      input_cost_per_token=0.0, output_cost_per_token=0.0)
     gateway = Gateway(ModelsConfig(default=spec), cache=None)
@@ -49,6 +49,7 @@ async def main() -> None:
     start = time.perf_counter()
     result = await build_benchmark(gateway, [TEST], [SCENE], cfg)
     elapsed = time.perf_counter() - start
+    await gateway.aclose()
     server.stop()
     calls = len(server.requests)
     per_dialogue_s = (ROUNDS * 3 + 1) * LATENCY

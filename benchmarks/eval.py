@@ -38,7 +38,7 @@ def say(key: str, value: object) -> None:
 
 async def main() -> None:
     server = LoopbackServer(latency=LATENCY, responder=schema_responder).start()
-    spec = ModelSpec(model="aiohttp_openai/loopback", api_base=server.base_url, api_key_env="RPBENCH_BENCH_KEY",
+    spec = ModelSpec(model="hosted_vllm/loopback", api_base=server.base_url, api_key_env="RPBENCH_BENCH_KEY",
                      max_concurrency=CONCURRENCY, structured="json_schema", timeout=30,
                      input_cost_per_token=0.0, output_cost_per_token=0.0)
     config = ModelsConfig(default=spec)
@@ -52,11 +52,12 @@ async def main() -> None:
     start = time.perf_counter()
     tables = await evaluate(gateway, items, {TEST.name: TEST}, {SCENE.scene_id: SCENE}, MODELS, EvalConfig())
     elapsed = time.perf_counter() - start
+    await gateway.aclose()
     server.stop()
     calls = len(server.requests)
     judged = len(tables.item_scores)
     records = gateway.ledger.records()
-    tokens = sum(r.prompt_tokens + r.completion_tokens for r in records)
+    tokens = sum((r.prompt_tokens or 0) + (r.completion_tokens or 0) for r in records)
     bound_calls_per_s = CONCURRENCY / LATENCY
     say("items", N_ITEMS)
     say("models", len(MODELS))

@@ -250,7 +250,10 @@ class Gateway:
                     response, latency = await attempt_once()
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
-        n_in, n_out = getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0
+        n_in, n_out = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+        if not n_in and not n_out:
+            # Some routes (litellm's aiohttp_openai) return no usage: unknown, not zero.
+            n_in = n_out = None
         return {
             "text": choice.message.content or "",
             "finish_reason": choice.finish_reason,
@@ -258,7 +261,7 @@ class Gateway:
             "completion_tokens": n_out,
             "latency_s": latency,
             # None when the price is unknown: recorded as unknown, never as free.
-            "cost_usd": call_cost(spec, n_in, n_out),
+            "cost_usd": call_cost(spec, n_in, n_out) if n_in is not None else None,
         }, retries
 
     # -- public ---------------------------------------------------------------------------------

@@ -33,8 +33,8 @@ class CallRecord:
     cached: bool
     outcome: str  # ok | parse_error | failed
     error: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
     latency_s: float = 0.0
     cost_usd: float | None = None
     transient_retries: int = 0
