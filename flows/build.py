@@ -17,6 +17,7 @@ async def build_benchmark(
     tau: int = 10,
     min_rounds: int = 6,
     max_rounds: int = 20,
+    max_test_gap: int = 3,
     max_dialogues_per_character: int = 40,
     sources: list[str] | None = None,
     keep_grades: list[str] | None = None,
@@ -26,7 +27,7 @@ async def build_benchmark(
     models: str | None = None,
     cache: str | None = None,
 ) -> dict:
-    settings = {"tau": tau, "min_rounds": min_rounds, "max_rounds": max_rounds,
+    settings = {"tau": tau, "min_rounds": min_rounds, "max_rounds": max_rounds, "max_test_gap": max_test_gap,
                 "max_dialogues_per_character": max_dialogues_per_character, "sources": sources or ["source"],
                 "keep_grades": tuple(keep_grades or ["high"]), "concurrency": concurrency, "seed": seed,
                 "test_sees_scene_extras": test_sees_scene_extras}

@@ -19,6 +19,7 @@ def build(
     source: Annotated[list[str] | None, typer.Option("--source", help="Source role or model string (repeat: round-robin per dialogue).")] = None,
     min_rounds: Annotated[int, typer.Option(help="The director may not end a scene before this round.")] = 6,
     max_rounds: Annotated[int, typer.Option(help="A scene ends at this round.")] = 20,
+    max_test_gap: Annotated[int, typer.Option(help="The test character speaks at least once every this many turns.")] = 3,
     budget: Annotated[int, typer.Option("--budget", help="Most dialogues per character.")] = 40,
     keep_grade: Annotated[list[str] | None, typer.Option("--keep-grade", help="Dialogue grades kept (poor, moderate, high).")] = None,
     concurrency: Annotated[int, typer.Option(help="Dialogues simulated at once.")] = 8,
@@ -32,7 +33,7 @@ def build(
 
     load_characters(characters)  # fail on a bad file before any LLM call
     manifest = run_flow(build_benchmark, characters=str(characters), pool=str(pool), out=str(out), only=only or None, tau=threshold,
-                        min_rounds=min_rounds, max_rounds=max_rounds, max_dialogues_per_character=budget,
+                        min_rounds=min_rounds, max_rounds=max_rounds, max_test_gap=max_test_gap, max_dialogues_per_character=budget,
                         sources=source or None, keep_grades=keep_grade or None, concurrency=concurrency, seed=seed,
                         models=opt(models), cache=opt(cache))
     b = manifest.get("build", {})

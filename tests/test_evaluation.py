@@ -158,6 +158,8 @@ async def test_evaluation_scores_checks_and_reports():
     assert board["rows"][0]["score"] == 100.0 and board["rows"][1]["score"] == 0.0
     assert board["rows"][0]["reliability"] is None and board["rows"][1]["reliability"] == 1.0
     assert board["pareto"] == ["good/model"]
+    bad_row = board["rows"][1]
+    assert bad_row["established"] == 0.0 and bad_row["synthesized"] == 0.0 and bad_row["gap"] == 0.0
     md = markdown_report(board, halluc, tables.failures, 3)
     assert "undefined" in md and "judgment_failed 1" in md
     page = html_report(md, charts(board, scores))

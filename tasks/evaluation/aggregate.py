@@ -65,8 +65,14 @@ def leaderboard(scores: list[dict[str, Any]], item_scores: list[dict[str, Any]],
         pairs = [(s["sigma1"], s["sigma2"]) for s in item_scores if s["model"] == model]
         bias = position_bias(pairs)
         h = rel.get(model, {})
+        by_type = {t: next((x["score"] for x in scores if (x["model"], x["dimension"], x["language"],
+                                                             x["character_type"]) == (model, ALL, ALL, t)), None)
+                   for t in ("established", "synthesized")}
+        gap = (by_type["established"] - by_type["synthesized"]
+               if None not in by_type.values() else None)
         rows.append({
             "model": model, "score": r["score"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n": r["n"],
+            "established": by_type["established"], "synthesized": by_type["synthesized"], "gap": gap,
             **{d: next((x["score"] for x in scores if (x["model"], x["dimension"], x["language"],
                                                         x["character_type"]) == (model, d, ALL, ALL)), None)
                for d in DIMENSIONS},

@@ -74,12 +74,14 @@ def charts(board: dict[str, Any], scores: list[dict[str, Any]]) -> dict[str, str
 def markdown_report(board: dict[str, Any], halluc: list[dict[str, Any]], failures: dict[str, dict[str, int]],
                     n_items: int) -> str:
     lines = ["# rpbench evaluation", "", f"{n_items} benchmark items.", "", "## Leaderboard", "",
-             "| model | score | 95% CI | n | " + " | ".join(DIMENSIONS) + " | SC % | EC % | reliability | order disagreement | failed |",
-             "|" + "---|" * (9 + len(DIMENSIONS))]
+             "| model | score | 95% CI | n | " + " | ".join(DIMENSIONS)
+             + " | established | synthesized | gap | SC % | EC % | reliability | order disagreement | failed |",
+             "|" + "---|" * (12 + len(DIMENSIONS))]
     for r in board["rows"]:
         lines.append(
             f"| {r['model']} | {_fmt(r['score'])} | {_fmt(r['ci_low'])}-{_fmt(r['ci_high'])} | {r['n']} | "
             + " | ".join(_fmt(r[d]) for d in DIMENSIONS)
+            + f" | {_fmt(r['established'])} | {_fmt(r['synthesized'])} | {_fmt(r['gap'])}"
             + f" | {_fmt(r['sc_rate'])} | {_fmt(r['ec_rate'])} | "
             + f"{_fmt(r['reliability']) if r['reliability'] is not None else 'undefined (rate 0 or no items)'} | "
             + f"{_fmt(r['order_disagreement'], 2)} | {r['failed']} |")
