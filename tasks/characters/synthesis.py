@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 from rank_bm25 import BM25Plus
 from rapidfuzz import fuzz
 
@@ -67,8 +67,23 @@ class DialogueDraft(BaseModel):
     lines: list[Line] = Field(min_length=2, max_length=30)
 
 
+def scene_schema(cast: list[str]) -> type[SceneDraft]:
+    """A SceneDraft whose characters can only be names from the cast."""
+    name = Literal[tuple(cast)]  # type: ignore[valid-type]
+    return create_model("SceneDraft", __base__=SceneDraft,
+                        characters=(list[name], Field(min_length=2, max_length=min(5, len(cast)))))
+
+
+def dialogue_schema(speakers: list[str]) -> type[DialogueDraft]:
+    """A DialogueDraft whose speakers can only be the scene's characters."""
+    line = create_model("DialogueLine", speaker=(Literal[tuple(speakers)], ...),  # type: ignore[valid-type]
+                        text=(str, Field(min_length=1, max_length=400)))
+    return create_model("DialogueDraft", __base__=DialogueDraft, lines=(list[line], Field(min_length=2, max_length=30)))
+
+
 class Review(BaseModel):
-    problems: list[str] = Field(max_length=8, description="Concrete problems; empty when every check passes.")
+    problems: list[Annotated[str, Field(max_length=300)]] = Field(
+        max_length=8, description="Concrete problems; empty when every check passes.")
     passes: bool
 
 
@@ -191,12 +206,13 @@ async def synthesize(gateway: Gateway, cfg: SynthesisConfig, index: OriginalityI
         attempt += 1
 
     names = [p.name for p in cast]
-    scene = await _ask(gateway, "synthesizer", "synth/scene", lang, SceneDraft, f"{run_id}:scene",
+    scene = await _ask(gateway, "synthesizer", "synth/scene", lang, scene_schema(names), f"{run_id}:scene",
                        world=world.description, profiles=[p.model_dump() for p in cast])
     scene = await _refined(gateway, cfg, report, "scene", scene, world.description,
                            f"uses only these characters: {', '.join(names)}; one first-person motivation each; fluent",
                            f"{run_id}:scene")
-    dialogue = await _ask(gateway, "synthesizer", "synth/dialogue", lang, DialogueDraft, f"{run_id}:dialogue",
+    dialogue = await _ask(gateway, "synthesizer", "synth/dialogue", lang, dialogue_schema(list(scene.characters)),
+                          f"{run_id}:dialogue",
                           world=world.description, situation=scene.situation, characters=scene.characters,
                           motivations=scene.motivations)
     dialogue = await _refined(gateway, cfg, report, "dialogue", dialogue, scene.situation,
@@ -228,4 +244,5 @@ def _scene(run_id: str, world: Worldview, scene: SceneDraft, dialogue: DialogueD
     characters = [SceneCharacter(name=n, motivation=motivations[n], profile=_attributes(by_name[n])) for n in speakers]
     return PoolScene(scene_id=f"synth-{run_id}", book_id=f"synth-{world.name}", language=lang,
                      summary=scene.situation[:300], background=world.description, situation=scene.situation,
-                     original_dialogue=dialogue.lines, characters=characters, source="synthesized")
+                     original_dialogue=[Line(speaker=ln.speaker, text=ln.text) for ln in dialogue.lines],
+                     characters=characters, source="synthesized")
