@@ -31,7 +31,17 @@ def build(
     from flows.build import build_benchmark
     from tasks.characters.schema import load_characters
 
-    load_characters(characters)  # fail on a bad file before any LLM call
+    from storage.pool import read_scenes
+    from tasks.errors import InputError
+
+    # Fail on bad input before the flow starts (and before any LLM call).
+    names = {c.name for c in load_characters(characters)}
+    unknown = sorted(set(only or []) - names)
+    if unknown:
+        raise InputError(f"{characters}: no character named {', '.join(unknown)}")
+    if not (pool / "scenes.parquet").is_file():
+        raise InputError(f"{pool}: no scenes.parquet (build a pool first: rpbench pool build)")
+    read_scenes(pool / "scenes.parquet")
     manifest = run_flow(build_benchmark, characters=str(characters), pool=str(pool), out=str(out), only=only or None, tau=threshold,
                         min_rounds=min_rounds, max_rounds=max_rounds, max_test_gap=max_test_gap, max_dialogues_per_character=budget,
                         sources=source or None, keep_grades=keep_grade or None, concurrency=concurrency, seed=seed,

@@ -21,7 +21,9 @@ def eval_command(
 ) -> None:
     """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
     from flows.evaluate import evaluate
+    from tasks.eval_tasks import load_bench
 
+    load_bench(bench)  # fail on a bad benchmark folder before the flow starts
     manifest = run_flow(evaluate, bench=str(bench), models=list(model), out=str(out), resamples=resamples, seed=seed,
                         models_file=opt(models), cache=opt(cache))
     e = manifest.get("evaluation", {})

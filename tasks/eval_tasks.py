@@ -19,10 +19,8 @@ from tasks.progress import Progress
 from tasks.runtime import get_runtime
 
 
-@task(name="evaluate-models")
-async def evaluate_models(bench: str, models: list[str], out: str, resamples: int, seed: int,
-                          models_file: str | None, cache: str | None) -> dict:
-    rt = get_runtime(out, models_file, cache)
+def load_bench(bench: str | Path) -> tuple[list[dict], dict, dict]:
+    """Items, characters by name and scenes by id of a benchmark folder; an InputError if anything is off."""
     bench_dir = Path(bench)
     for needed in (ITEMS.filename, "characters.yaml", SCENES.filename):
         if not (bench_dir / needed).is_file():
@@ -30,6 +28,17 @@ async def evaluate_models(bench: str, models: list[str], out: str, resamples: in
     items = read_rows(bench_dir / ITEMS.filename, ITEMS)
     characters = {c.name: c for c in load_characters(bench_dir / "characters.yaml")}
     scenes = {s.scene_id: s for s in read_scenes(bench_dir / SCENES.filename)}
+    for it in items:
+        if it["character"] not in characters or it["scene_id"] not in scenes:
+            raise InputError(f"{bench}: item {it['item_id']}: field 'character'/'scene_id' refers to nothing in the bench")
+    return items, characters, scenes
+
+
+@task(name="evaluate-models")
+async def evaluate_models(bench: str, models: list[str], out: str, resamples: int, seed: int,
+                          models_file: str | None, cache: str | None) -> dict:
+    rt = get_runtime(out, models_file, cache)
+    items, characters, scenes = load_bench(bench)
     roles = bind_models(rt.gateway.config, models)
     cfg = EvalConfig(resamples=resamples, seed=seed)
     tables = await evaluate(rt.gateway, items, characters, scenes, roles, cfg, progress=Progress)
