@@ -16,12 +16,13 @@ async def synthesize_characters(
     groups: int = 1,
     pool: str | None = None,
     seed_roles: list[str] | None = None,
+    max_refine: int = 2,
     run_dir: str = "runs/characters",
     models: str | None = None,
     cache: str | None = None,
 ) -> dict:
     summary = await synthesize_characters_task(out, n, language, groups, pool, seed_roles or ["synthesizer"],
-                                               run_dir, models, cache)
+                                               run_dir, models, cache, max_refine)
     manifest = finish_run(run_dir, models, cache, synthesis=summary)
     publish_run_summary(run_dir, "rpbench-characters")
     return manifest

@@ -37,6 +37,7 @@ def synthesize(
     groups: Annotated[int, typer.Option("--groups", help="Independent worlds to synthesize.")] = 1,
     pool: Annotated[Path | None, typer.Option("--pool", help="A pool whose characters count as known.")] = None,
     seed_role: Annotated[list[str] | None, typer.Option("--seed-role", help="Roles that propose themes (repeat for diversity).")] = None,
+    max_refine: Annotated[int, typer.Option("--max-refine", help="Review-and-revise rounds per step.")] = 2,
     run_dir: Annotated[Path, typer.Option("--run-dir", help="Folder for call accounting and manifest.")] = Path("runs/characters"),
     models: ModelsOpt = None,
     cache: CacheOpt = None,
@@ -49,7 +50,7 @@ def synthesize(
     from flows.characters import synthesize_characters
 
     manifest = run_flow(synthesize_characters, out=str(out), n=n,
-                        language=lang, groups=groups, pool=opt(pool), seed_roles=seed_role or None,
+                        language=lang, groups=groups, pool=opt(pool), seed_roles=seed_role or None, max_refine=max_refine,
                         run_dir=str(run_dir), models=opt(models), cache=opt(cache))
     s = manifest.get("synthesis", {})
     typer.echo(f"{s.get('characters', 0)} character(s) in {out}; {s.get('scenes', 0)} scene(s) in {s.get('scenes_file')}")

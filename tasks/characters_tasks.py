@@ -28,11 +28,11 @@ def known_characters(pool: str | None) -> list[tuple[str, str]]:
 @task(name="synthesize-characters")
 async def synthesize_characters_task(out: str, n: int, language: str, groups: int, pool: str | None,
                                      seed_roles: list[str], run_dir: str, models: str | None,
-                                     cache: str | None) -> dict:
+                                     cache: str | None, max_refine: int = 2) -> dict:
     """Run ``groups`` independent syntheses of ``n`` characters each; write the characters and their scenes."""
     rt = get_runtime(run_dir, models, cache)
     index = OriginalityIndex(known_characters(pool))
-    cfg = SynthesisConfig(n_characters=n, language=language, seed_roles=tuple(seed_roles))
+    cfg = SynthesisConfig(n_characters=n, language=language, seed_roles=tuple(seed_roles), max_refine=max_refine)
     characters, scenes, failures, reports = [], [], [], []
     for g in range(groups):
         try:
