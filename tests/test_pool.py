@@ -304,3 +304,16 @@ def test_epub_books_are_read(tmp_path):
     assert parsed.encoding == "epub" and parsed.language == "en"
     assert "Maren Holt" in parsed.text and "<p>" not in parsed.text
     assert len(find_headings(parsed.text, "en")) == 3
+
+
+def test_undecodable_bytes_are_refused_in_one_line(tmp_path):
+    import random
+
+    rng = random.Random(0)
+    path = tmp_path / "noise.txt"
+    path.write_bytes(bytes(rng.choice(range(0x80, 0x100)) for _ in range(5000)))  # no NUL, not text in any encoding
+    with pytest.raises(InputError) as err:
+        read_book(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message
+    assert "undecodable" in message or "binary" in message or "encoding" in message
