@@ -59,8 +59,9 @@ class Scripted:
             parsed = None  # reviews only, handled above
         elif step == "scene":
             parsed = SceneDraft(situation="Night in the bell tower; the debt is due.",
-                                characters=["Ysolde Marrow", "Tamsin Oakes"],
-                                motivations=["I want my map back.", "I want the truth about the forgery."])
+                                participants=[{"name": "Ysolde Marrow", "motivation": "I want my map back."},
+                                              {"name": "Tamsin Oakes",
+                                               "motivation": "I want the truth about the forgery."}])
         elif step == "dialogue":
             parsed = DialogueDraft(lines=[{"speaker": "Ysolde Marrow", "text": "You rang for me."},
                                           {"speaker": "Tamsin Oakes", "text": "(pulls the rope) I rang for the truth."}])

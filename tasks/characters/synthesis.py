@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, model_validator
 from rank_bm25 import BM25Plus
 from rapidfuzz import fuzz
 
@@ -57,10 +57,25 @@ class Cast(BaseModel):
     characters: list[ProfileDraft] = Field(min_length=1, max_length=6)
 
 
+class Participant(BaseModel):
+    name: str = Field(min_length=1, max_length=80)
+    motivation: str = Field(min_length=1, max_length=400, description="First person: what I want right now.")
+
+
 class SceneDraft(BaseModel):
     situation: str = Field(min_length=1, max_length=1200)
-    characters: list[str] = Field(min_length=2, max_length=5)
-    motivations: list[str] = Field(min_length=2, max_length=5, description="First person, one per character, same order.")
+    # Each participant carries its own motivation, so names and motivations cannot fall out of step.
+    participants: list[Participant] = Field(min_length=2, max_length=5)
+
+    @model_validator(mode="after")
+    def _each_once(self) -> SceneDraft:
+        if len({p.name for p in self.participants}) != len(self.participants):
+            raise ValueError("a character takes part twice")
+        return self
+
+    @property
+    def characters(self) -> list[str]:
+        return [p.name for p in self.participants]
 
 
 class DialogueDraft(BaseModel):
@@ -68,10 +83,11 @@ class DialogueDraft(BaseModel):
 
 
 def scene_schema(cast: list[str]) -> type[SceneDraft]:
-    """A SceneDraft whose characters can only be names from the cast."""
-    name = Literal[tuple(cast)]  # type: ignore[valid-type]
+    """A SceneDraft whose participants can only be characters of the cast."""
+    participant = create_model("Participant", __base__=Participant,
+                               name=(Literal[tuple(cast)], ...))  # type: ignore[valid-type]
     return create_model("SceneDraft", __base__=SceneDraft,
-                        characters=(list[name], Field(min_length=2, max_length=min(5, len(cast)))))
+                        participants=(list[participant], Field(min_length=2, max_length=min(5, len(cast)))))
 
 
 def dialogue_schema(speakers: list[str]) -> type[DialogueDraft]:
@@ -213,8 +229,7 @@ async def synthesize(gateway: Gateway, cfg: SynthesisConfig, index: OriginalityI
                            f"{run_id}:scene")
     dialogue = await _ask(gateway, "synthesizer", "synth/dialogue", lang, dialogue_schema(list(scene.characters)),
                           f"{run_id}:dialogue",
-                          world=world.description, situation=scene.situation, characters=scene.characters,
-                          motivations=scene.motivations)
+                          world=world.description, situation=scene.situation, participants=scene.participants)
     dialogue = await _refined(gateway, cfg, report, "dialogue", dialogue, scene.situation,
                               f"only these speakers: {', '.join(scene.characters)}; in character; natural; fluent",
                               f"{run_id}:dialogue")
@@ -236,7 +251,7 @@ def _scene(run_id: str, world: Worldview, scene: SceneDraft, dialogue: DialogueD
            lang: str) -> PoolScene:
     by_name = {p.name: p for p in cast}
     speakers = list(dict.fromkeys(ln.speaker for ln in dialogue.lines))
-    motivations = dict(zip(scene.characters, scene.motivations, strict=False))
+    motivations = {p.name: p.motivation for p in scene.participants}
     strangers = [n for n in speakers if n not in by_name or not motivations.get(n)]
     if len(speakers) < 2 or strangers:
         # No invented profile or placeholder motivation: the scene is reported as failed instead.
