@@ -19,6 +19,9 @@ OFFLINE_DEFAULTS = {
     "PREFECT_LOGGING_EXTRA_LOGGERS": "rpbench",
     # The local model logs from its own worker thread, outside any flow run: print those lines, do not warn.
     "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",
+    # The temporary server's first start runs its database migrations; on a busy 2-core machine that
+    # can take longer than Prefect's default 20 s.
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
 }
 
 
