@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import task
-from prefect.artifacts import create_table_artifact
+from prefect.artifacts import acreate_table_artifact
 
 from storage.characters import write_characters
 from storage.pool import read_scenes, write_scenes
@@ -62,7 +62,7 @@ async def build_benchmark_tables(characters: str, pool: str, out: str, settings:
     items_per_dimension_chart(result.items, rt.run.root / "items_per_dimension.png")
     coverage = [{"character": name, **dims, "covered": name not in result.budget_exhausted}
                 for name, dims in result.coverage.items()]
-    create_table_artifact(table=coverage, key="benchmark-coverage",
+    await acreate_table_artifact(table=coverage, key="benchmark-coverage",
                           description=f"Accepted items per dimension (tau={cfg.tau}); uncovered = budget spent")
     return {"dialogues": len(result.dialogues), "items": len(result.items), "coverage": result.coverage,
             "budget_exhausted": result.budget_exhausted, "failed_calls": result.failures, "tau": cfg.tau}

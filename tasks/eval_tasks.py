@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 
 from storage.pool import read_scenes
 from storage.schemas import CHECKS, GENERATIONS, ITEM_SCORES, ITEMS, JUDGMENTS, MODEL_SCORES, SCENES
@@ -53,9 +53,9 @@ async def evaluate_models(bench: str, models: list[str], out: str, resamples: in
     md = markdown_report(board, halluc, tables.failures, len(items))
     atomic_write_bytes(rt.run.root / "report.md", md.encode("utf-8"))
     atomic_write_bytes(rt.run.root / "report.html", html_report(md, charts(board, scores)).encode("utf-8"))
-    create_table_artifact(table=[{k: v for k, v in r.items()} for r in board["rows"]], key="leaderboard",
+    await acreate_table_artifact(table=[{k: v for k, v in r.items()} for r in board["rows"]], key="leaderboard",
                           description="rpbench leaderboard")
-    create_markdown_artifact(markdown=md, key="evaluation-report", description="rpbench evaluation report")
+    await acreate_markdown_artifact(markdown=md, key="evaluation-report", description="rpbench evaluation report")
     return {"items": len(items), "models": models, "leaderboard": board["rows"], "pareto": board["pareto"],
             "separability_index": board["separability_index"], "failures": tables.failures,
             "report": str(rt.run.root / "report.html")}

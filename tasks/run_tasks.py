@@ -14,7 +14,7 @@ from tasks.runtime import get_runtime
 def publish_run_summary(run_dir: str, key: str) -> str:
     """A Markdown artifact summarising the run's manifest (tables, row counts, calls, tokens)."""
     markdown = run_summary_markdown(RunDir(run_dir).read_manifest(), run_dir)
-    create_markdown_artifact(markdown=markdown, key=key, description="rpbench run summary")
+    create_markdown_artifact(markdown=markdown, key=key, description="rpbench run summary", _sync=True)
     return markdown
 
 

@@ -14,7 +14,6 @@ from tasks.evaluation.aggregate import hallucination_rates, leaderboard, model_s
 from tasks.evaluation.report import charts, html_report, markdown_report
 from tasks.evaluation.run import CheckVerdict, EvalConfig, JudgeVerdict, evaluate
 from tasks.evaluation.scoring import (
-    DEFAULT_F,
     bootstrap_ci,
     hallucinated,
     item_score,

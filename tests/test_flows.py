@@ -74,6 +74,17 @@ def test_evaluate_flow_writes_tables_report_and_resumes(harness, loopback, tmp_p
     assert manifest["row_counts"]["model_scores"] > 0 and manifest["totals"]["calls_sent"] == len(loopback.requests)
     assert {"eval/judge.en.j2", "builder/test_turn.en.j2"} <= set(manifest["prompt_templates"])
     sent = len(loopback.requests)
+    # The leaderboard and the report are published as artifacts for the Prefect UI.
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    async def artifact_keys() -> set[str]:
+        async with get_client() as client:
+            found = await client.read_artifacts(artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=["leaderboard", "evaluation-report", "run-summary-eval"])))
+        return {a.key for a in found}
+
+    assert {"leaderboard", "evaluation-report"} <= asyncio.run(artifact_keys())
 
     asyncio.run(evaluate(bench=str(bench), models=["openai/model-under-test"], out=str(out), resamples=200,
                          models_file=models, cache=cache))

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tasks.errors import InputError
 
 LOCAL_MODEL = "local/smollm2-135m"
+LOCAL_PROVIDER_PREFIX = "local/"
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_models.toml")
 ENV_PREFIX = "RPBENCH_"
 
@@ -43,10 +44,21 @@ class ModelSpec(BaseModel):
     timeout: float = 120.0
     max_concurrency: int = 16
     rpm: int | None = Field(default=None, description="Requests per minute for this model; None for no limit.")
+    processes: int = Field(
+        default=1, ge=1, le=32,
+        description="Worker processes that send this model's calls. Above 1, litellm's per-call CPU is spread "
+        "over cores (see tasks/llm/process_pool.py); worth it for remote endpoints at high concurrency.",
+    )
     structured: StructuredMode = "auto"
     input_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
     output_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Passed to litellm as-is.")
+
+    @model_validator(mode="after")
+    def _local_model_stays_in_process(self) -> ModelSpec:
+        if self.processes > 1 and self.model.startswith(LOCAL_PROVIDER_PREFIX):
+            raise ValueError("the embedded local model runs in the rpbench process: processes must be 1")
+        return self
 
     def sampling(self) -> dict[str, Any]:
         """The settings that change what the model says: part of every cache key."""

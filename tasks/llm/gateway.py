@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import random
 import time
 import weakref
@@ -31,8 +30,10 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from tasks.llm.cache import CallCache, request_key
 from tasks.llm.config import ModelsConfig, ModelSpec
 from tasks.llm.ledger import CallRecord, Ledger
+from tasks.llm.litellm_call import add_transport, new_session, request_kwargs, send, tune_litellm
 from tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
 from tasks.llm.local_provider import register_local_provider
+from tasks.llm.process_pool import ProcessPool
 from tasks.llm.structured import json_schema, parse_reply, repair_messages, schema_instruction
 from tasks.llm.transient import is_transient
 from tasks.secrets import scrub_text
@@ -69,31 +70,6 @@ class Request:
     schema: type[BaseModel] | None = None
     sample_index: int = 0
     tag: str | None = None
-
-
-def tune_litellm() -> None:
-    """Turn off litellm's per-call logging and cost bookkeeping, which we do not use.
-
-    With no callbacks configured, litellm still builds a logging payload and
-    prices every response twice (about half its per-call CPU here); under load
-    that CPU, not the network, caps throughput. rpbench keeps its own accounting
-    (``ledger``) and prices calls itself (``call_cost``), so those steps are
-    switched off on litellm's logging object. Set RPBENCH_LITELLM_LOGGING=1 to
-    keep litellm's logging (for example to use litellm callbacks).
-    """
-    litellm.suppress_debug_info = True
-    litellm.telemetry = False
-    litellm.set_verbose = False
-    if os.environ.get("RPBENCH_LITELLM_LOGGING") == "1":
-        return
-    from litellm.litellm_core_utils.litellm_logging import Logging
-
-    async def _no_async_success(self: Any, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    Logging.response_cost_calculator = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
-    Logging.async_success_handler = _no_async_success  # type: ignore[method-assign]
-    Logging.handle_sync_success_callbacks_for_async_calls = lambda self, *a, **k: None  # type: ignore[method-assign]
 
 
 @functools.lru_cache(maxsize=256)
@@ -153,6 +129,9 @@ class Gateway:
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
             weakref.WeakKeyDictionary()
         )
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, ProcessPool]] = (
+            weakref.WeakKeyDictionary()
+        )
         tune_litellm()
         register_local_provider()
 
@@ -168,14 +147,25 @@ class Gateway:
         loop = asyncio.get_running_loop()
         session = self._sessions.get(loop)
         if session is None or session.closed:
-            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300))
+            session = new_session()
             self._sessions[loop] = session
         return session
 
+    def _pool_for(self, spec: ModelSpec) -> ProcessPool:
+        """The worker processes sending this endpoint's calls (``processes`` > 1), per event loop."""
+        per_loop = self._pools.setdefault(asyncio.get_running_loop(), {})
+        if spec.endpoint() not in per_loop:
+            per_loop[spec.endpoint()] = ProcessPool(spec.processes)
+        return per_loop[spec.endpoint()]
+
     async def aclose(self) -> None:
-        session = self._sessions.pop(asyncio.get_running_loop(), None)
+        """Close this event loop's HTTP session and stop its worker processes."""
+        loop = asyncio.get_running_loop()
+        session = self._sessions.pop(loop, None)
         if session is not None:
             await session.close()
+        for pool in self._pools.pop(loop, {}).values():
+            await pool.aclose()
 
     def _response_format(self, spec: ModelSpec, schema: type[BaseModel] | None) -> dict[str, Any] | None:
         if schema is None or self._structured_mode(spec) == "prompt":
@@ -201,38 +191,23 @@ class Gateway:
     async def _send(self, spec: ModelSpec, messages: list[Message], response_format: dict | None) -> tuple[dict, int]:
         """One completed model reply, after as many transient retries as the policy allows."""
         policy = self.config.retry
-        kwargs: dict[str, Any] = {
-            "model": spec.model,
-            "messages": messages,
-            "timeout": spec.timeout,
-            "num_retries": 0,
-            "drop_params": True,
-            **spec.sampling(),
-        }
-        if spec.api_base:
-            kwargs["api_base"] = spec.api_base
-        if spec.api_key_env:
-            kwargs["api_key"] = os.environ.get(spec.api_key_env, "")
-        if response_format is not None:
-            kwargs["response_format"] = response_format
-        if spec.model.startswith("aiohttp_openai/"):
-            # This route takes its aiohttp session as `client`; left to itself it keeps one session
-            # for the whole process, bound to the first event loop that used it.
-            kwargs["client"] = self._session()
-        elif not spec.model.startswith(LOCAL_PROVIDER + "/"):
-            kwargs["shared_session"] = self._session()
+        kwargs = request_kwargs(spec, messages, response_format)
+        pool = self._pool_for(spec) if spec.processes > 1 else None
         bounds = self._bounds_for(spec)
 
-        async def attempt_once() -> tuple[Any, float]:
+        async def attempt_once() -> tuple[dict[str, Any], float]:
             async with bounds:
                 started = time.perf_counter()
-                response = await litellm.acompletion(**kwargs)
-                return response, time.perf_counter() - started
+                if pool is not None:
+                    fields = await pool.call(kwargs, spec.api_key_env)
+                else:
+                    fields = await send(add_transport(kwargs, spec.api_key_env, self._session()))
+                return fields, time.perf_counter() - started
 
         retries = 0
         try:
             # The common case needs no retry machinery: try once, directly.
-            response, latency = await attempt_once()
+            reply, latency = await attempt_once()
         except Exception as exc:
             if not is_transient(exc) or policy.transient_attempts <= 1:
                 raise
@@ -247,22 +222,11 @@ class Gateway:
                     if retries == 1:
                         # tenacity waits only between its own attempts; wait before the first retry too.
                         await asyncio.sleep(min(policy.backoff_initial * (1 + random.random()), policy.backoff_max))
-                    response, latency = await attempt_once()
-        choice = response.choices[0]
-        usage = getattr(response, "usage", None)
-        n_in, n_out = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
-        if not n_in and not n_out:
-            # Some routes (litellm's aiohttp_openai) return no usage: unknown, not zero.
-            n_in = n_out = None
-        return {
-            "text": choice.message.content or "",
-            "finish_reason": choice.finish_reason,
-            "prompt_tokens": n_in,
-            "completion_tokens": n_out,
-            "latency_s": latency,
-            # None when the price is unknown: recorded as unknown, never as free.
-            "cost_usd": call_cost(spec, n_in, n_out) if n_in is not None else None,
-        }, retries
+                    reply, latency = await attempt_once()
+        n_in, n_out = reply["prompt_tokens"], reply["completion_tokens"]
+        # None when the price is unknown: recorded as unknown, never as free.
+        cost = call_cost(spec, n_in, n_out or 0) if n_in is not None else None
+        return {**reply, "latency_s": latency, "cost_usd": cost}, retries
 
     # -- public ---------------------------------------------------------------------------------
     async def complete(

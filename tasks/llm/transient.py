@@ -23,6 +23,16 @@ TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     ConnectionError,
     json.JSONDecodeError,
 )
+
+
+class WorkerCallError(Exception):
+    """A call that failed in a gateway worker process, which already judged it: ``transient`` or not."""
+
+    def __init__(self, message: str, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
 PERMANENT_TYPES: tuple[type[BaseException], ...] = (
     litellm.AuthenticationError,
     litellm.PermissionDeniedError,
@@ -33,6 +43,8 @@ PERMANENT_TYPES: tuple[type[BaseException], ...] = (
 
 
 def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, WorkerCallError):
+        return exc.transient
     if isinstance(exc, PERMANENT_TYPES):
         return False
     if isinstance(exc, TRANSIENT_TYPES):

@@ -1,0 +1,104 @@
+"""The litellm side of one call: tuning, request arguments, and what we keep of a reply.
+
+Shared by the gateway (calls sent from its own process) and by the worker
+processes of ``process_pool`` (calls sent from a child), so both send exactly
+the same request and read replies the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import aiohttp
+import litellm
+
+from tasks.llm.config import ModelSpec
+from tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
+
+Message = dict[str, Any]
+
+
+def tune_litellm() -> None:
+    """Turn off litellm's per-call logging and cost bookkeeping, which we do not use.
+
+    With no callbacks configured, litellm still builds a logging payload and
+    prices every response twice (about half its per-call CPU here); under load
+    that CPU, not the network, caps throughput. rpbench keeps its own accounting
+    (``ledger``) and prices calls itself (``gateway.call_cost``), so those steps
+    are switched off on litellm's logging object. Set RPBENCH_LITELLM_LOGGING=1
+    to keep litellm's logging (for example to use litellm callbacks).
+    """
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    litellm.set_verbose = False
+    if os.environ.get("RPBENCH_LITELLM_LOGGING") == "1":
+        return
+    from litellm.litellm_core_utils.litellm_logging import Logging
+
+    async def _no_async_success(self: Any, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    Logging.response_cost_calculator = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
+    Logging.async_success_handler = _no_async_success  # type: ignore[method-assign]
+    Logging.handle_sync_success_callbacks_for_async_calls = lambda self, *a, **k: None  # type: ignore[method-assign]
+
+
+def request_kwargs(spec: ModelSpec, messages: list[Message], response_format: dict | None) -> dict[str, Any]:
+    """Arguments for ``litellm.acompletion``, without key or HTTP session (see ``add_transport``).
+
+    Everything in here is plain JSON, so it can cross a pipe to a worker process.
+    """
+    kwargs: dict[str, Any] = {
+        "model": spec.model,
+        "messages": messages,
+        "timeout": spec.timeout,
+        "num_retries": 0,  # the gateway is the one retry layer
+        "drop_params": True,
+        **spec.sampling(),
+    }
+    if spec.api_base:
+        kwargs["api_base"] = spec.api_base
+    if response_format is not None:
+        kwargs["response_format"] = response_format
+    return kwargs
+
+
+def add_transport(kwargs: dict[str, Any], api_key_env: str | None, session: aiohttp.ClientSession) -> dict[str, Any]:
+    """The request plus its key (read from the environment now) and the pooled HTTP session."""
+    out = dict(kwargs)
+    if api_key_env:
+        out["api_key"] = os.environ.get(api_key_env, "")
+    model = str(out["model"])
+    if model.startswith("aiohttp_openai/"):
+        # This route takes its aiohttp session as `client`; left to itself it keeps one session
+        # for the whole process, bound to the first event loop that used it.
+        out["client"] = session
+    elif not model.startswith(LOCAL_PROVIDER + "/"):
+        out["shared_session"] = session
+    return out
+
+
+def new_session() -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300))
+
+
+def reply_fields(response: Any) -> dict[str, Any]:
+    """The parts of a litellm response the gateway keeps: text, finish reason, token counts."""
+    choice = response.choices[0]
+    usage = getattr(response, "usage", None)
+    n_in, n_out = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+    if not n_in and not n_out:
+        # Some routes (litellm's aiohttp_openai) return no usage: unknown, not zero.
+        n_in = n_out = None
+    return {
+        "text": choice.message.content or "",
+        "finish_reason": choice.finish_reason,
+        "prompt_tokens": n_in,
+        "completion_tokens": n_out,
+    }
+
+
+async def send(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """One ``litellm.acompletion`` call (no retries here), reduced to ``reply_fields``."""
+    return reply_fields(await litellm.acompletion(**kwargs))

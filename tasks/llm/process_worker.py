@@ -1,0 +1,69 @@
+"""A child process that sends litellm calls for the gateway (see ``process_pool``).
+
+Protocol, one JSON object per line. In on stdin: ``{"id", "kwargs", "key_env"}``.
+Out on the original stdout: ``{"ready": true}`` once litellm is imported, then per
+request ``{"id", "reply": {...}}`` or ``{"id", "error": "...", "transient": bool}``.
+The key is read here from the inherited environment, so it never crosses the
+pipe. The process ends when its stdin closes, which is also what happens when
+the parent dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Any, BinaryIO
+
+import orjson
+
+from tasks.llm.litellm_call import add_transport, new_session, send, tune_litellm
+from tasks.llm.process_pool import LINE_LIMIT
+from tasks.llm.transient import is_transient
+from tasks.secrets import scrub_text
+
+
+async def serve(out: BinaryIO) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    session = new_session()
+    inflight: set[asyncio.Task] = set()
+
+    def write(obj: dict[str, Any]) -> None:
+        out.write(orjson.dumps(obj) + b"\n")
+        out.flush()
+
+    async def one(msg: dict[str, Any]) -> None:
+        try:
+            reply = await send(add_transport(msg["kwargs"], msg.get("key_env"), session))
+            write({"id": msg["id"], "reply": reply})
+        except Exception as exc:  # reported back; the parent decides on retries
+            write({"id": msg["id"], "error": scrub_text(f"{type(exc).__name__}: {exc}")[:2000],
+                   "transient": is_transient(exc)})
+
+    write({"ready": True})
+    while line := await reader.readline():
+        task = asyncio.create_task(one(orjson.loads(line)))
+        inflight.add(task)
+        task.add_done_callback(inflight.discard)
+    if inflight:
+        await asyncio.gather(*inflight)
+    await session.close()
+
+
+def main() -> None:
+    # Keep the protocol stream to ourselves: anything a library prints goes to stderr instead.
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    tune_litellm()
+    try:
+        import uvloop
+
+        uvloop.run(serve(out))
+    except ImportError:
+        asyncio.run(serve(out))
+
+
+if __name__ == "__main__":
+    main()
