@@ -31,7 +31,7 @@ def check(
 
 @app.command("synthesize")
 def synthesize(
-    out: Annotated[Path, typer.Option("--out", help="Characters file to write (YAML); scenes go to <out>.scenes.json.")],
+    out: Annotated[Path, typer.Option("--out", help="Characters file to write (YAML); its scenes go beside it: chars.yaml -> chars.scenes.json.")],
     n: Annotated[int, typer.Option("--n", help="Characters per group (they share a world and a scene).")] = 3,
     lang: Annotated[str, typer.Option("--lang", help="en or zh.")] = "en",
     groups: Annotated[int, typer.Option("--groups", help="Independent worlds to synthesize.")] = 1,

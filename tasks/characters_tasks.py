@@ -12,6 +12,7 @@ from storage.schemas import SCENES
 from tasks.characters.profile import full_profile
 from tasks.characters.schema import load_characters
 from tasks.characters.synthesis import OriginalityIndex, SynthesisConfig, SynthesisFailed, synthesize
+from tasks.progress import run_logger
 from tasks.runtime import get_runtime
 
 STARTERS = Path(__file__).resolve().parent.parent / "samples" / "characters"
@@ -34,9 +35,12 @@ async def synthesize_characters_task(out: str, n: int, language: str, groups: in
     index = OriginalityIndex(known_characters(pool))
     cfg = SynthesisConfig(n_characters=n, language=language, seed_roles=tuple(seed_roles), max_refine=max_refine)
     characters, scenes, failures, reports = [], [], [], []
+    logger = run_logger()
     for g in range(groups):
         try:
-            cast, scene, report = await synthesize(rt.gateway, cfg, index, run_id=f"{language}-{n}-{g}")
+            cast, scene, report = await synthesize(
+                rt.gateway, cfg, index, run_id=f"{language}-{n}-{g}",
+                on_step=lambda step, g=g: logger.info("synthesis, world %d/%d: %s", g + 1, groups, step))
         except SynthesisFailed as exc:
             failures.append(str(exc))
             continue

@@ -8,7 +8,7 @@ import time
 log = logging.getLogger("rpbench")
 
 
-def _run_logger() -> logging.Logger | logging.LoggerAdapter:
+def run_logger() -> logging.Logger | logging.LoggerAdapter:
     try:
         from prefect import get_run_logger
 
@@ -25,7 +25,7 @@ class Progress:
         self._last = 0.0
         self._started = time.monotonic()
         self._artifact = None
-        self._logger = _run_logger()
+        self._logger = run_logger()
         try:
             from prefect.artifacts import create_progress_artifact
 

@@ -71,8 +71,13 @@ class Scripted:
 async def test_synthesis_runs_every_step_refines_and_rejects_copies(tmp_path):
     index = OriginalityIndex([("Sherlock Holmes", "consulting detective in London, violin, Baker Street")])
     gateway = Scripted()
-    cast, scene, report = await synthesize(gateway, SynthesisConfig(n_characters=2), index, run_id="t")
+    steps: list[str] = []
+    cast, scene, report = await synthesize(gateway, SynthesisConfig(n_characters=2), index, run_id="t",
+                                           on_step=steps.append)
     assert [c.name for c in cast] == ["Ysolde Marrow", "Tamsin Oakes"]
+    # Progress: one line per finished step, in order.
+    assert [s.split(":")[0] for s in steps] == ["themes", "world", "character 1/2", "character 2/2",
+                                                "scene with Ysolde Marrow, Tamsin Oakes", "dialogue of 2 lines"]
     assert report.rejected_as_unoriginal == ["Sherlok Holmes"]  # fuzzy name match with a known character
     assert report.refine_rounds["worldview"] == 1 and "t:world:revise0" in gateway.tags
     assert scene.background.startswith("An archipelago of bell towers")  # the revised world was kept

@@ -11,6 +11,7 @@ Everything goes through the gateway, so a rerun repeats no call.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -186,18 +187,26 @@ async def _refined(gateway: Gateway, cfg: SynthesisConfig, report: SynthesisRepo
     return draft
 
 
-async def synthesize(gateway: Gateway, cfg: SynthesisConfig, index: OriginalityIndex, run_id: str = "s0"
+async def synthesize(gateway: Gateway, cfg: SynthesisConfig, index: OriginalityIndex, run_id: str = "s0",
+                     on_step: Callable[[str], None] | None = None,
                      ) -> tuple[list[Character], PoolScene, SynthesisReport]:
+    """One world with ``cfg.n_characters`` characters, a scene and its dialogue; ``on_step`` hears of each step done."""
     report = SynthesisReport()
     lang = cfg.language
+
+    def done(step: str) -> None:
+        if on_step is not None:
+            on_step(step)
     seeds: list[str] = []
     for k, role in enumerate(cfg.seed_roles):
         got = await _ask(gateway, role, "synth/seeds", lang, Seeds, f"{run_id}:seeds:{role}", sample_index=k)
         seeds += [t for t in got.themes if t not in seeds]
+    done(f"themes: {', '.join(seeds)}")
 
     world = await _ask(gateway, "synthesizer", "synth/worldview", lang, Worldview, f"{run_id}:world", themes=seeds)
     world = await _refined(gateway, cfg, report, "worldview", world, f"Themes: {', '.join(seeds)}",
                            "consistent with the themes; original (no existing fictional world); fluent", f"{run_id}:world")
+    done(f"world: {world.name}")
 
     cast: list[ProfileDraft] = []
     attempt = 0
@@ -217,6 +226,7 @@ async def synthesize(gateway: Gateway, cfg: SynthesisConfig, index: OriginalityI
                                "consistent with the world; original; memories and experiences explain the persona; fluent",
                                f"{run_id}:profile:{p.name}")
             cast.append(p)
+            done(f"character {len(cast)}/{cfg.n_characters}: {p.name}")
             if len(cast) == cfg.n_characters:
                 break
         attempt += 1
@@ -227,12 +237,14 @@ async def synthesize(gateway: Gateway, cfg: SynthesisConfig, index: OriginalityI
     scene = await _refined(gateway, cfg, report, "scene", scene, world.description,
                            f"uses only these characters: {', '.join(names)}; one first-person motivation each; fluent",
                            f"{run_id}:scene")
+    done(f"scene with {', '.join(scene.characters)}")
     dialogue = await _ask(gateway, "synthesizer", "synth/dialogue", lang, dialogue_schema(list(scene.characters)),
                           f"{run_id}:dialogue",
                           world=world.description, situation=scene.situation, participants=scene.participants)
     dialogue = await _refined(gateway, cfg, report, "dialogue", dialogue, scene.situation,
                               f"only these speakers: {', '.join(scene.characters)}; in character; natural; fluent",
                               f"{run_id}:dialogue")
+    done(f"dialogue of {len(dialogue.lines)} lines")
     return _characters(cast, lang, world), _scene(run_id, world, scene, dialogue, cast, lang), report
 
 
