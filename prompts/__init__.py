@@ -2,14 +2,16 @@
 
 Templates live beside this file as ``<group>/<name>.<lang>.j2``. A missing
 variable is an error, never an empty string. Every render records the
-template's SHA-256, so a run's manifest says exactly which prompt text made
-its calls.
+template's SHA-256 in the run it belongs to (``record_into``), so a run's
+manifest says exactly which prompt text made its calls, even when one process
+runs several flows.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import threading
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +29,8 @@ _env = Environment(
     lstrip_blocks=True,
     autoescape=False,
 )
-_used: dict[str, str] = {}
-_used_lock = threading.Lock()
+# Where renders in the current context are recorded: the template log of the run being worked on.
+_recorder: ContextVar[dict[str, str] | None] = ContextVar("rpbench_prompt_recorder", default=None)
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,18 @@ def template_name(name: str, language: str) -> str:
 
 
 def template_sha256(path: str) -> str:
+    return _sha256(path, (TEMPLATE_DIR / path).stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=512)
+def _sha256(path: str, mtime_ns: int) -> str:
+    # Keyed by modification time as well: an edited template gets a new hash, as Jinja reloads it.
     return hashlib.sha256((TEMPLATE_DIR / path).read_bytes()).hexdigest()
+
+
+def record_into(used: dict[str, str]) -> None:
+    """Record every render from here on in this context (and in tasks it starts) into ``used``: path to SHA-256."""
+    _recorder.set(used)
 
 
 def render(template: str, language: str = "en", /, **variables: Any) -> Rendered:
@@ -56,15 +69,10 @@ def render(template: str, language: str = "en", /, **variables: Any) -> Rendered
     path = template_name(template, language)
     text = _env.get_template(path).render(**variables).strip()
     digest = template_sha256(path)
-    with _used_lock:
-        _used[path] = digest
+    used = _recorder.get()
+    if used is not None:
+        used[path] = digest
     return Rendered(text=text, template=path, sha256=digest)
-
-
-def used_templates() -> dict[str, str]:
-    """Template path to SHA-256 for every template rendered in this process."""
-    with _used_lock:
-        return dict(sorted(_used.items()))
 
 
 def all_templates() -> dict[str, str]:

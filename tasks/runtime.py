@@ -7,10 +7,11 @@ look the live objects up here, built once per process and per run folder.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import prompts
 from storage.runs import RunDir
 from storage.schemas import CALLS
 from storage.tables import read_rows
@@ -26,18 +27,17 @@ class Runtime:
     run: RunDir
     gateway: Gateway
     models_path: str | None
+    templates: dict[str, str] = field(default_factory=dict)  # prompt templates this run rendered: path -> SHA-256
 
     def finish(self, **sections: Any) -> dict[str, Any]:
         """Flush call accounting into the run's ``calls`` table and rewrite the manifest."""
-        import prompts
-
         self.gateway.ledger.flush(self.run.table(CALLS))
         totals = summarize_calls(read_rows(self.run.table(CALLS), CALLS))
         return self.run.write_manifest(
             config=self.gateway.config.redacted(),
             models_file=self.models_path,
             models=totals.pop("models"),
-            prompt_templates=prompts.used_templates(),
+            prompt_templates=dict(sorted(self.templates.items())),
             totals=totals,
             **sections,
         )
@@ -48,6 +48,7 @@ _lock = threading.Lock()
 
 
 def get_runtime(run_dir: str | Path, models: str | None = None, cache: str | None = None) -> Runtime:
+    """The run's shared objects; prompts rendered from here on in the calling context count as this run's."""
     install_log_redaction()
     key = (str(Path(run_dir).resolve()), models, cache)
     with _lock:
@@ -55,4 +56,6 @@ def get_runtime(run_dir: str | Path, models: str | None = None, cache: str | Non
             config = load_models_config(models)
             cache_path = Path(cache) if cache else DEFAULT_CACHE
             _runtimes[key] = Runtime(RunDir(Path(run_dir)), Gateway(config, CallCache(cache_path)), models)
-        return _runtimes[key]
+        runtime = _runtimes[key]
+    prompts.record_into(runtime.templates)
+    return runtime

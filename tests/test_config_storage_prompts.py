@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextvars
+import hashlib
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -120,11 +123,31 @@ def test_manifest_holds_versions_counts_and_is_rewritten_atomically(tmp_path):
 
 # -- prompts ------------------------------------------------------------------------------------
 def test_render_is_strict_and_records_the_template_hash():
-    out = prompts.render("eval/checker", "en", rationale="Reply A invents a brother.", test_label="A")
+    used: dict[str, str] = {}
+
+    def in_a_run() -> prompts.Rendered:
+        prompts.record_into(used)
+        return prompts.render("eval/checker", "en", rationale="Reply A invents a brother.", test_label="A")
+
+    out = contextvars.copy_context().run(in_a_run)
     assert "Reply A invents a brother." in out.text and "Does the judge say that Reply A" in out.text
-    assert prompts.used_templates()["eval/checker.en.j2"] == out.sha256
+    assert used == {"eval/checker.en.j2": hashlib.sha256(Path(prompts.TEMPLATE_DIR, out.template).read_bytes()).hexdigest()}
     with pytest.raises(UndefinedError):
         prompts.render("eval/checker", "en", rationale="x")
+
+
+def test_each_run_records_only_its_own_templates(tmp_path):
+    from tasks.runtime import get_runtime
+
+    def run(name: str, template: str, language: str = "en", **variables) -> dict:
+        rt = get_runtime(tmp_path / name)
+        prompts.render(template, language, **variables)
+        return rt.finish()
+
+    first = contextvars.copy_context().run(run, "a", "eval/checker", "en", rationale="r", test_label="A")
+    second = contextvars.copy_context().run(run, "b", "eval/checker", "zh", rationale="r", test_label="A")
+    assert list(first["prompt_templates"]) == ["eval/checker.en.j2"]
+    assert list(second["prompt_templates"]) == ["eval/checker.zh.j2"]
 
 
 def test_chinese_variant_is_used_for_chinese():
