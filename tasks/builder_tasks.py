@@ -50,7 +50,8 @@ async def build_benchmark_tables(characters: str, pool: str, out: str, settings:
     cfg = BuildConfig(**{**settings, "sources": bind_sources(rt.gateway.config, settings.get("sources"))})
     budget = len(chars) * cfg.max_dialogues_per_character
     progress = Progress("dialogues (upper bound: the budget)", budget)
-    result = await build_benchmark(rt.gateway, chars, scenes, cfg, on_dialogue=lambda n, d: progress(n, budget))
+    async with rt.calls() as gateway:
+        result = await build_benchmark(gateway, chars, scenes, cfg, on_dialogue=lambda n, d: progress(n, budget))
     # The benchmark carries the characters and scenes its items refer to, so evaluation needs nothing else.
     write_characters(rt.run.root / "characters.yaml", chars)
     used = {d.scene.scene_id for d in result.dialogues}

@@ -36,18 +36,19 @@ async def synthesize_characters_task(out: str, n: int, language: str, groups: in
     cfg = SynthesisConfig(n_characters=n, language=language, seed_roles=tuple(seed_roles), max_refine=max_refine)
     characters, scenes, failures, reports = [], [], [], []
     logger = run_logger()
-    for g in range(groups):
-        try:
-            cast, scene, report = await synthesize(
-                rt.gateway, cfg, index, run_id=f"{language}-{n}-{g}",
-                on_step=lambda step, g=g: logger.info("synthesis, world %d/%d: %s", g + 1, groups, step))
-        except SynthesisFailed as exc:
-            failures.append(str(exc))
-            continue
-        characters += cast
-        scenes.append(scene)
-        reports.append(report.__dict__)
-        index = OriginalityIndex(known_characters(pool) + [(c.name, full_profile(c)) for c in characters])
+    async with rt.calls() as gateway:
+        for g in range(groups):
+            try:
+                cast, scene, report = await synthesize(
+                    gateway, cfg, index, run_id=f"{language}-{n}-{g}",
+                    on_step=lambda step, g=g: logger.info("synthesis, world %d/%d: %s", g + 1, groups, step))
+            except SynthesisFailed as exc:
+                failures.append(str(exc))
+                continue
+            characters += cast
+            scenes.append(scene)
+            reports.append(report.__dict__)
+            index = OriginalityIndex(known_characters(pool) + [(c.name, full_profile(c)) for c in characters])
     write_characters(out, characters)
     scenes_path = str(Path(out).with_suffix("")) + ".scenes.json"
     write_scene_file(scenes_path, scenes)

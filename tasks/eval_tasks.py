@@ -41,7 +41,8 @@ async def evaluate_models(bench: str, models: list[str], out: str, resamples: in
     items, characters, scenes = load_bench(bench)
     roles = bind_models(rt.gateway.config, models)
     cfg = EvalConfig(resamples=resamples, seed=seed)
-    tables = await evaluate(rt.gateway, items, characters, scenes, roles, cfg, progress=Progress)
+    async with rt.calls() as gateway:
+        tables = await evaluate(gateway, items, characters, scenes, roles, cfg, progress=Progress)
     write_table(rt.run.table(GENERATIONS), tables.generations, GENERATIONS)
     write_table(rt.run.table(JUDGMENTS), tables.judgments, JUDGMENTS)
     write_table(rt.run.table(CHECKS), tables.checks, CHECKS)

@@ -31,7 +31,8 @@ async def build_pool_tables(
     """Read the books, run the pool pipeline, write books/chunks/scenes/dropped_scenes/pool_stats."""
     rt = get_runtime(out, models, cache)
     parsed = [read_book(p, language) for p in books]
-    results = await build_pool(rt.gateway, parsed, pool_config(**settings), progress=Progress)
+    async with rt.calls() as gateway:
+        results = await build_pool(gateway, parsed, pool_config(**settings), progress=Progress)
     scenes = [s for r in results for s in r.scenes]
     dropped = [d for r in results for d in r.dropped]
     book_rows = [r.book for r in results]

@@ -6,7 +6,9 @@ look the live objects up here, built once per process and per run folder.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,14 @@ class Runtime:
     gateway: Gateway
     models_path: str | None
     templates: dict[str, str] = field(default_factory=dict)  # prompt templates this run rendered: path -> SHA-256
+
+    @contextlib.asynccontextmanager
+    async def calls(self) -> AsyncIterator[Gateway]:
+        """The gateway for a task's calls; its HTTP session and worker processes on this event loop close after."""
+        try:
+            yield self.gateway
+        finally:
+            await self.gateway.aclose()
 
     def finish(self, **sections: Any) -> dict[str, Any]:
         """Flush call accounting into the run's ``calls`` table and rewrite the manifest."""

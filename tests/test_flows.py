@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import subprocess
 
 import pytest
 from prefect.testing.utilities import prefect_test_harness
@@ -25,13 +27,20 @@ def harness():
         yield
 
 
-def _models_file(tmp_path, server) -> str:
+def _models_file(tmp_path, server, extra: str = "") -> str:
     path = tmp_path / "models.toml"
     path.write_text(
         f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\napi_key_env = "{TEST_KEY_ENV}"\n'
-        'structured = "json_schema"\ntimeout = 5\n'
+        'structured = "json_schema"\ntimeout = 5\n' + extra
     )
     return str(path)
+
+
+def _worker_processes() -> list[str]:
+    """Gateway worker processes started by this test process and still running."""
+    found = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "tasks.llm.process_worker"],
+                           capture_output=True, text=True)
+    return found.stdout.split()
 
 
 def _respond(body):
@@ -63,7 +72,9 @@ def test_evaluate_flow_writes_tables_report_and_resumes(harness, loopback, tmp_p
 
     monkeypatch.setenv(TEST_KEY_ENV, "sk-flow-test-secret")
     loopback.responder = _respond
-    models, out, cache = _models_file(tmp_path, loopback), tmp_path / "eval", str(tmp_path / "cache.sqlite")
+    # Calls go through gateway worker processes here, which must be gone when the flow is.
+    models = _models_file(tmp_path, loopback, extra="processes = 2\n")
+    out, cache = tmp_path / "eval", str(tmp_path / "cache.sqlite")
     bench = _bench(tmp_path)
     manifest = asyncio.run(evaluate(bench=str(bench), models=["openai/model-under-test"], out=str(out),
                                     resamples=200, models_file=models, cache=cache))
@@ -74,6 +85,7 @@ def test_evaluate_flow_writes_tables_report_and_resumes(harness, loopback, tmp_p
     assert manifest["row_counts"]["model_scores"] > 0 and manifest["totals"]["calls_sent"] == len(loopback.requests)
     assert {"eval/judge.en.j2", "builder/test_turn.en.j2"} <= set(manifest["prompt_templates"])
     sent = len(loopback.requests)
+    assert _worker_processes() == []
     # The leaderboard and the report are published as artifacts for the Prefect UI.
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
