@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import task
-from prefect.artifacts import acreate_table_artifact
+from prefect.artifacts import create_table_artifact
 
 from storage.pool import write_scenes
 from storage.schemas import BOOKS, CHUNKS, DROPPED_SCENES, POOL_STATS, SCENES
@@ -52,5 +52,5 @@ async def build_pool_tables(
 @task(name="publish-pool-stats")
 def publish_pool_stats(out: str) -> list[dict]:
     rows = read_rows(Path(out) / POOL_STATS.filename, POOL_STATS)
-    await acreate_table_artifact(table=rows, key="pool-stats", description=f"Character-scene pool in {out}")
+    create_table_artifact(table=rows, key="pool-stats", description=f"Character-scene pool in {out}", _sync=True)
     return rows
