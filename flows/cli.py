@@ -61,7 +61,9 @@ def show_models(models: ModelsOpt = None) -> None:
     typer.echo(f"default: {config.default.model} (temperature={config.default.temperature})")
     for role, spec in sorted(config.roles.items()):
         where = f" at {spec.api_base}" if spec.api_base else ""
-        typer.echo(f"{role}: {spec.model}{where} (temperature={spec.temperature}, max_tokens={spec.max_tokens})")
+        procs = f", processes={spec.processes}" if spec.processes > 1 else ""
+        typer.echo(f"{role}: {spec.model}{where} (temperature={spec.temperature}, max_tokens={spec.max_tokens}"
+                   f", max_concurrency={spec.max_concurrency}{procs})")
 
 
 def main() -> None:

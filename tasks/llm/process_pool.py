@@ -72,6 +72,8 @@ class _Worker:
             self.pending.clear()
 
     def send(self, call_id: int, kwargs: dict[str, Any], key_env: str | None) -> asyncio.Future:
+        if not self.alive:  # it died after it was picked: nobody would ever answer
+            raise WorkerCallError("the gateway worker process exited", transient=True)
         future = asyncio.get_running_loop().create_future()
         self.pending[call_id] = future
         assert self.proc.stdin is not None
