@@ -18,9 +18,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tasks.errors import InputError
+from tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
 
 LOCAL_MODEL = "local/smollm2-135m"
-LOCAL_PROVIDER_PREFIX = "local/"
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_models.toml")
 ENV_PREFIX = "RPBENCH_"
 
@@ -56,7 +56,7 @@ class ModelSpec(BaseModel):
 
     @model_validator(mode="after")
     def _local_model_stays_in_process(self) -> ModelSpec:
-        if self.processes > 1 and self.model.startswith(LOCAL_PROVIDER_PREFIX):
+        if self.processes > 1 and self.model.startswith(LOCAL_PROVIDER + "/"):
             raise ValueError("the embedded local model runs in the rpbench process: processes must be 1")
         return self
 
