@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from flows.quiet import quiet_prefect_exit
+from tasks.event_loop import run_coroutine
 
 ModelsOpt = Annotated[
     Path | None,
@@ -26,15 +27,6 @@ CacheOpt = Annotated[
 
 def opt(path: Path | None) -> str | None:
     return str(path) if path is not None else None
-
-
-def run_coroutine(coro: Any) -> Any:
-    """Run on uvloop when installed: litellm's per-call overhead is mostly event-loop work."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coro)
-    return uvloop.run(coro)
 
 
 def run_flow(flow_fn: Any, **params: Any) -> Any:

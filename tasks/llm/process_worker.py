@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from tasks.event_loop import run_coroutine
 from tasks.llm.litellm_call import add_transport, new_session, send, tune_litellm
 from tasks.llm.process_pool import LINE_LIMIT
 from tasks.llm.transient import is_transient
@@ -57,12 +58,7 @@ def main() -> None:
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     tune_litellm()
-    try:
-        import uvloop
-
-        uvloop.run(serve(out))
-    except ImportError:
-        asyncio.run(serve(out))
+    run_coroutine(serve(out))
 
 
 if __name__ == "__main__":
