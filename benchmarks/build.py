@@ -22,11 +22,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RPBENCH_BENCH_KEY", "sk-bench")
 
-from tasks.builder.build import build_benchmark  # noqa: E402
-from tasks.builder.simulate import BuildConfig  # noqa: E402
-from tasks.llm import Gateway  # noqa: E402
-from tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
-from tasks.llm.loopback_server import LoopbackServer  # noqa: E402
+from rpbench.tasks.modes.furina.builder.build import build_benchmark  # noqa: E402
+from rpbench.tasks.modes.furina.builder.simulate import BuildConfig  # noqa: E402
+from rpbench.tasks.llm import Gateway  # noqa: E402
+from rpbench.tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
+from tests.loopback import LoopbackServer  # noqa: E402
 from tests.helpers import schema_responder  # noqa: E402
 from tests.test_builder import SCENE, TEST  # noqa: E402
 

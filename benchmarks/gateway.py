@@ -34,8 +34,8 @@ os.environ.setdefault("RPBENCH_TEST_API_KEY", "sk-bench")
 
 import aiohttp  # noqa: E402
 
-from tasks.llm import CallCache, Gateway, Request, load_models_config  # noqa: E402
-from tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
+from rpbench.tasks.llm import CallCache, Gateway, Request, load_models_config  # noqa: E402
+from rpbench.tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
 
 
 def say(key: str, value: object) -> None:
@@ -45,7 +45,7 @@ def say(key: str, value: object) -> None:
 @contextmanager
 def server_process(latency: float):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tasks.llm.loopback_server", "--latency", str(latency)],
+        [sys.executable, "-m", "tests.loopback", "--latency", str(latency)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

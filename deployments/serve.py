@@ -13,10 +13,10 @@ from __future__ import annotations
 from prefect import serve
 from prefect.schedules import Cron
 
-from flows.build import build_benchmark
-from flows.characters import synthesize_characters
-from flows.evaluate import evaluate
-from flows.pool import build_pool
+from rpbench.flows.modes.furina.build import build_benchmark
+from rpbench.flows.modes.furina.characters import synthesize_characters
+from rpbench.flows.modes.furina.evaluate import evaluate
+from rpbench.flows.modes.furina.pool import build_pool
 
 NIGHTLY_EVAL = {"bench": "runs/bench", "models": ["local-greedy"], "out": "runs/eval-nightly"}
 

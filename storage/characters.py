@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from storage.tables import atomic_write_bytes
-from tasks.characters.schema import Character
-from tasks.pool.models import PoolScene
+from rpbench.storage.tables import atomic_write_bytes
+from rpbench.tasks.modes.furina.characters.schema import Character
+from rpbench.tasks.modes.furina.pool.models import PoolScene
 
 
 def write_characters(path: str | Path, characters: list[Character]) -> Path:

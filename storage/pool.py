@@ -6,10 +6,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from storage.schemas import SCENES
-from storage.tables import read_rows, write_table
-from tasks.errors import InputError, first_error
-from tasks.pool.models import PoolScene
+from rpbench.storage.schemas import SCENES
+from rpbench.storage.tables import read_rows, write_table
+from rpbench.tasks.core.errors import InputError, first_error
+from rpbench.tasks.modes.furina.pool.models import PoolScene
 
 
 def write_scenes(path: str | Path, scenes: list[PoolScene]) -> Path:

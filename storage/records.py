@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from tasks.errors import InputError
+from rpbench.tasks.core.errors import InputError
 
 
 def load_records(path: str | Path, what: str) -> list[Any]:

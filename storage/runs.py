@@ -18,9 +18,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from storage.schemas import TableSpec
-from storage.tables import atomic_write_bytes
-from tasks.secrets import scrub
+from rpbench.storage.schemas import TableSpec
+from rpbench.storage.tables import atomic_write_bytes
+from rpbench.tasks.core.secrets import scrub
 
 MANIFEST = "manifest.json"
 TRACKED_PACKAGES = ("rpbench", "prefect", "litellm", "transformers", "torch", "pyarrow", "polars", "peft", "xgrammar")

@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage.schemas import TableSpec
-from tasks.errors import InputError
+from rpbench.storage.schemas import TableSpec
+from rpbench.tasks.core.errors import InputError
 
 META_NAME = b"rpbench.table"
 META_VERSION = b"rpbench.schema_version"

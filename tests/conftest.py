@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pytest  # noqa: E402
 
-from tasks.llm import CallCache, Gateway  # noqa: E402
-from tasks.llm.loopback_server import LoopbackServer  # noqa: E402
+from rpbench.tasks.llm import CallCache, Gateway  # noqa: E402
+from tests.loopback import LoopbackServer  # noqa: E402
 from tests.helpers import TEST_KEY_ENV, loopback_config  # noqa: E402
 
 @pytest.fixture(scope="session")

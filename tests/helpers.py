@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tasks.llm import ModelsConfig, ModelSpec
-from tasks.llm.config import RetryPolicy
-from tasks.llm.loopback_server import LoopbackServer
+from rpbench.tasks.llm import ModelsConfig, ModelSpec
+from rpbench.tasks.llm.config import RetryPolicy
+from tests.loopback import LoopbackServer
 
 TEST_KEY_ENV = "RPBENCH_TEST_API_KEY"
 

@@ -7,14 +7,14 @@ from collections import Counter
 
 import pytest
 
-from tasks.builder.build import build_benchmark, build_stats
-from tasks.builder.dwrs import DIMENSIONS, covered, dwrs_choose, dwrs_probabilities, dwrs_weights
-from tasks.builder.rules import rule_flags
-from tasks.builder.simulate import BuildConfig, Dialogue, simulate
-from tasks.builder.turns import DialogueGrade, SelectionVerdict
-from tasks.characters.schema import Character
-from tasks.llm import CallResult, ModelsConfig
-from tasks.pool.models import PoolScene
+from rpbench.tasks.modes.furina.builder.build import build_benchmark, build_stats
+from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, covered, dwrs_choose, dwrs_probabilities, dwrs_weights
+from rpbench.tasks.modes.furina.builder.rules import rule_flags
+from rpbench.tasks.modes.furina.builder.simulate import BuildConfig, Dialogue, simulate
+from rpbench.tasks.modes.furina.builder.turns import DialogueGrade, SelectionVerdict
+from rpbench.tasks.modes.furina.characters.schema import Character
+from rpbench.tasks.llm import CallResult, ModelsConfig
+from rpbench.tasks.modes.furina.pool.models import PoolScene
 
 # -- DWRS ----------------------------------------------------------------------------------------
 

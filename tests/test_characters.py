@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-import prompts
-from tasks.characters.profile import full_profile, public_profile, public_profiles
-from tasks.characters.schema import Character, load_characters
-from tasks.errors import InputError
+from rpbench import prompts
+from rpbench.tasks.modes.furina.characters.profile import full_profile, public_profile, public_profiles
+from rpbench.tasks.modes.furina.characters.schema import Character, load_characters
+from rpbench.tasks.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTERS = [ROOT / "samples" / "characters" / "starter.en.yaml", ROOT / "samples" / "characters" / "starter.zh.yaml"]
@@ -106,12 +106,12 @@ def test_no_template_that_renders_other_characters_can_leak_private_values():
 
 
 def test_cli_check_prints_a_summary_and_fails_cleanly(tmp_path):
-    ok = subprocess.run([sys.executable, "-m", "flows.cli", "characters", "check", *map(str, STARTERS)],
+    ok = subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", "characters", "check", *map(str, STARTERS)],
                         capture_output=True, text=True, cwd=ROOT)
     assert ok.returncode == 0 and "Sherlock Holmes [en, established]" in ok.stdout and "孙悟空" in ok.stdout
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**LONG, "language": "xx"}))
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "characters", "check", str(bad)],
+    proc = subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", "characters", "check", str(bad)],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().startswith(f"error: {bad}: character Zero: field 'language'")

@@ -13,7 +13,7 @@ STARTERS = ROOT / "samples" / "characters" / "starter.en.yaml"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=120)
 
 

@@ -13,14 +13,14 @@ import pytest
 from jinja2 import UndefinedError
 from pydantic import BaseModel
 
-import prompts
-from storage.runs import RunDir
-from storage.schemas import CALLS, MODEL_SCORES, TableSpec
-from storage.tables import read_rows, read_table, write_table
-from tasks.errors import InputError
-from tasks.llm.cache import request_key
-from tasks.llm.config import LOCAL_MODEL, load_models_config
-from tasks.llm.structured import extract_json, parse_reply
+from rpbench import prompts
+from rpbench.storage.runs import RunDir
+from rpbench.storage.schemas import CALLS, MODEL_SCORES, TableSpec
+from rpbench.storage.tables import read_rows, read_table, write_table
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm.cache import request_key
+from rpbench.tasks.llm.config import LOCAL_MODEL, load_models_config
+from rpbench.tasks.llm.structured import extract_json, parse_reply
 
 
 # -- config -------------------------------------------------------------------------------------
@@ -127,32 +127,32 @@ def test_render_is_strict_and_records_the_template_hash():
 
     def in_a_run() -> prompts.Rendered:
         prompts.record_into(used)
-        return prompts.render("eval/checker", "en", rationale="Reply A invents a brother.", test_label="A")
+        return prompts.render("furina/eval/checker", "en", rationale="Reply A invents a brother.", test_label="A")
 
     out = contextvars.copy_context().run(in_a_run)
     assert "Reply A invents a brother." in out.text and "Does the judge say that Reply A" in out.text
-    assert used == {"eval/checker.en.j2": hashlib.sha256(Path(prompts.TEMPLATE_DIR, out.template).read_bytes()).hexdigest()}
+    assert used == {"furina/eval/checker.en.j2": hashlib.sha256(Path(prompts.TEMPLATE_DIR, out.template).read_bytes()).hexdigest()}
     with pytest.raises(UndefinedError):
-        prompts.render("eval/checker", "en", rationale="x")
+        prompts.render("furina/eval/checker", "en", rationale="x")
 
 
 def test_each_run_records_only_its_own_templates(tmp_path):
-    from tasks.runtime import get_runtime
+    from rpbench.flows.kit.runtime import get_runtime
 
     def run(name: str, template: str, language: str = "en", **variables) -> dict:
         rt = get_runtime(tmp_path / name)
         prompts.render(template, language, **variables)
         return rt.finish()
 
-    first = contextvars.copy_context().run(run, "a", "eval/checker", "en", rationale="r", test_label="A")
-    second = contextvars.copy_context().run(run, "b", "eval/checker", "zh", rationale="r", test_label="A")
-    assert list(first["prompt_templates"]) == ["eval/checker.en.j2"]
-    assert list(second["prompt_templates"]) == ["eval/checker.zh.j2"]
+    first = contextvars.copy_context().run(run, "a", "furina/eval/checker", "en", rationale="r", test_label="A")
+    second = contextvars.copy_context().run(run, "b", "furina/eval/checker", "zh", rationale="r", test_label="A")
+    assert list(first["prompt_templates"]) == ["furina/eval/checker.en.j2"]
+    assert list(second["prompt_templates"]) == ["furina/eval/checker.zh.j2"]
 
 
 def test_chinese_variant_is_used_for_chinese():
-    out = prompts.render("dims/question", "zh", dim="CR", target="孙悟空")
-    assert out.template == "dims/question.zh.j2" and "让孙悟空调用已经确立的信息" in out.text
+    out = prompts.render("furina/dims/question", "zh", dim="CR", target="孙悟空")
+    assert out.template == "furina/dims/question.zh.j2" and "让孙悟空调用已经确立的信息" in out.text
 
 
 def test_every_template_has_english_and_chinese_variants():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_deployments_declare_flows_and_a_nightly_schedule():
-    from deployments.serve import NIGHTLY_EVAL, deployments
+    from rpbench.deployments.serve import NIGHTLY_EVAL, deployments
 
     deps = {(d.flow_name, d.name): d for d in deployments()}
     assert ("rpbench-evaluate", "nightly-eval") in deps and ("rpbench-build-pool", "on-demand") in deps

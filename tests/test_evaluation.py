@@ -9,11 +9,11 @@ from collections import Counter
 import pytest
 from scipy import stats
 
-from tasks.characters.schema import Character
-from tasks.evaluation.aggregate import hallucination_rates, leaderboard, model_scores
-from tasks.evaluation.report import charts, html_report, markdown_report
-from tasks.evaluation.run import CheckVerdict, EvalConfig, JudgeVerdict, evaluate
-from tasks.evaluation.scoring import (
+from rpbench.tasks.modes.furina.characters.schema import Character
+from rpbench.tasks.modes.furina.evaluation.aggregate import hallucination_rates, leaderboard, model_scores
+from rpbench.tasks.modes.furina.evaluation.report import charts, html_report, markdown_report
+from rpbench.tasks.modes.furina.evaluation.run import CheckVerdict, EvalConfig, JudgeVerdict, evaluate
+from rpbench.tasks.modes.furina.evaluation.scoring import (
     bootstrap_ci,
     hallucinated,
     item_score,
@@ -24,7 +24,7 @@ from tasks.evaluation.scoring import (
     reliability,
     separability_index,
 )
-from tasks.llm import CallResult
+from rpbench.tasks.llm import CallResult
 from tests.test_builder import SCENE, TEST
 
 # -- math ----------------------------------------------------------------------------------------
@@ -198,7 +198,7 @@ async def test_adding_a_model_reuses_base_answers_and_earlier_judgments(tmp_path
 
 # -- human validation ---------------------------------------------------------------------------------
 def test_validation_accuracy_correlation_and_agreement(tmp_path):
-    from tasks.evaluation.validation import load_annotations, validate
+    from rpbench.tasks.modes.furina.evaluation.validation import load_annotations, validate
 
     item_scores = [{"item_id": f"i{k}", "model": "m", "dimension": "CR" if k < 4 else "PA", "sigma1": s}
                    for k, s in enumerate([1, 2, 4, 5, 3, 2])]
@@ -219,8 +219,8 @@ def test_validation_accuracy_correlation_and_agreement(tmp_path):
 
 
 def test_bad_annotations_name_the_record_and_field(tmp_path):
-    from tasks.errors import InputError
-    from tasks.evaluation.validation import load_annotations
+    from rpbench.tasks.core.errors import InputError
+    from rpbench.tasks.modes.furina.evaluation.validation import load_annotations
 
     path = tmp_path / "labels.csv"
     path.write_text("item_id,annotator,dimension,score\ni1,a,CR,7\n")

@@ -11,10 +11,10 @@ import subprocess
 import pytest
 from prefect.testing.utilities import prefect_test_harness
 
-from storage.characters import write_characters
-from storage.pool import write_scenes
-from storage.schemas import CALLS, ITEM_SCORES, ITEMS, JUDGMENTS
-from storage.tables import read_rows, write_table
+from rpbench.storage.characters import write_characters
+from rpbench.storage.pool import write_scenes
+from rpbench.storage.schemas import CALLS, ITEM_SCORES, ITEMS, JUDGMENTS
+from rpbench.storage.tables import read_rows, write_table
 from tests.helpers import TEST_KEY_ENV
 from tests.test_builder import SCENE, TEST
 
@@ -38,7 +38,7 @@ def _models_file(tmp_path, server, extra: str = "") -> str:
 
 def _worker_processes() -> list[str]:
     """Gateway worker processes started by this test process and still running."""
-    found = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "tasks.llm.process_worker"],
+    found = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "rpbench.tasks.llm.process_worker"],
                            capture_output=True, text=True)
     return found.stdout.split()
 
@@ -68,7 +68,7 @@ def _bench(tmp_path):
 
 
 def test_evaluate_flow_writes_tables_report_and_resumes(harness, loopback, tmp_path, monkeypatch):
-    from flows.evaluate import evaluate
+    from rpbench.flows.modes.furina.evaluate import evaluate
 
     monkeypatch.setenv(TEST_KEY_ENV, "sk-flow-test-secret")
     loopback.responder = _respond
@@ -83,7 +83,7 @@ def test_evaluate_flow_writes_tables_report_and_resumes(harness, loopback, tmp_p
     assert len(read_rows(out / "judgments.parquet", JUDGMENTS)) == 6
     assert (out / "report.html").read_text().count("data:image/png;base64,") == 3
     assert manifest["row_counts"]["model_scores"] > 0 and manifest["totals"]["calls_sent"] == len(loopback.requests)
-    assert {"eval/judge.en.j2", "builder/test_turn.en.j2"} <= set(manifest["prompt_templates"])
+    assert {"furina/eval/judge.en.j2", "furina/builder/test_turn.en.j2"} <= set(manifest["prompt_templates"])
     sent = len(loopback.requests)
     assert _worker_processes() == []
     # The leaderboard and the report are published as artifacts for the Prefect UI.

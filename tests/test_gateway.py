@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from tasks.llm import Request
+from rpbench.tasks.llm import Request
 
 
 class Verdict(BaseModel):
@@ -95,7 +95,7 @@ async def test_concurrency_bound_is_respected(make_gateway, loopback):
     loopback.latency = 0.05
     in_flight, peak = 0, 0
     gateway = make_gateway(max_concurrency=4, cache=False)
-    import tasks.llm.gateway as gw
+    import rpbench.tasks.llm.gateway as gw
 
     real = gw.litellm.acompletion
 

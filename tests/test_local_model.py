@@ -7,8 +7,8 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from tasks.llm import Gateway, Request, load_models_config
-from tasks.llm.local_engine import LocalEngine
+from rpbench.tasks.llm import Gateway, Request, load_models_config
+from rpbench.tasks.llm.local_engine import LocalEngine
 
 pytestmark = pytest.mark.local_model
 
@@ -49,7 +49,7 @@ async def test_concurrent_requests_share_batches(gateway):
 
 async def test_greedy_and_sampled_requests_share_a_batch_and_greedy_stays_greedy(gateway):
     engine = LocalEngine.shared()
-    from tasks.llm.local_engine import GenRequest
+    from rpbench.tasks.llm.local_engine import GenRequest
 
     msg = [{"role": "user", "content": "Name one fruit."}]
     alone = engine.generate(msg, max_tokens=12, temperature=0.0, top_p=None, seed=0, schema=None)

@@ -9,19 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from storage.pool import read_scenes
-from tasks.errors import InputError
-from tasks.llm import CallResult
-from tasks.pool.boundaries import apply_boundaries, locate
-from tasks.pool.build import PoolConfig, build_book
-from tasks.pool.chapters import find_headings
-from tasks.pool.chunking import ChunkingConfig, static_chunks
-from tasks.pool.custom import load_custom_scenes, merge_scenes
-from tasks.pool.extract import stitch
-from tasks.pool.filters import FilterConfig
-from tasks.pool.ingest import clean_text, read_book
-from tasks.pool.models import AliasMap, BoundaryVerdict, ExtractedScene, PoolScene
-from tasks.pool.names import alias_mapping
+from rpbench.storage.pool import read_scenes
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm import CallResult
+from rpbench.tasks.modes.furina.pool.boundaries import apply_boundaries, locate
+from rpbench.tasks.modes.furina.pool.build import PoolConfig, build_book
+from rpbench.tasks.modes.furina.pool.chapters import find_headings
+from rpbench.tasks.modes.furina.pool.chunking import ChunkingConfig, static_chunks
+from rpbench.tasks.modes.furina.pool.custom import load_custom_scenes, merge_scenes
+from rpbench.tasks.modes.furina.pool.extract import stitch
+from rpbench.tasks.modes.furina.pool.filters import FilterConfig
+from rpbench.tasks.modes.furina.pool.ingest import clean_text, read_book
+from rpbench.tasks.modes.furina.pool.models import AliasMap, BoundaryVerdict, ExtractedScene, PoolScene
+from rpbench.tasks.modes.furina.pool.names import alias_mapping
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples" / "books"
@@ -61,7 +61,7 @@ def test_bad_books_get_a_one_line_error(tmp_path, content, message):
 def test_cli_reports_a_bad_book_in_one_line_with_nonzero_exit(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "pool", "chunk", str(empty), "--out", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", "pool", "chunk", str(empty), "--out", str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"error: {empty}: the file is empty"
@@ -188,7 +188,7 @@ class ScriptedGateway:
                  .split(".")[0].split(", ")]
         sketch = {k: "" for k in ("nickname", "gender", "age", "appearance", "persona", "relationships", "hobbies",
                                   "background_public", "background_private")}
-        from tasks.pool.models import Fragment
+        from rpbench.tasks.modes.furina.pool.models import Fragment
 
         return _ok(Fragment(world="A rocky coast.", situation="Night.", characters=[
             {"name": n, **sketch, "speech_pattern": "terse", "persona": "brave", "motivation": "I want the truth."}
@@ -208,7 +208,7 @@ async def test_build_book_end_to_end_with_scripted_llm():
                     scene("Fen mends a net alone", ["Fen"]).model_dump(),
                     scene("Captain Varga asks for the ledger", ["Isolde", "Maren"]).model_dump()]},
     ] + [{"scenes": []}] * (n_chunks - 2)
-    from tasks.pool.models import ChunkExtraction
+    from rpbench.tasks.modes.furina.pool.models import ChunkExtraction
 
     gateway = ScriptedGateway([ChunkExtraction.model_validate(e) for e in extractions],
                               AliasMap(groups=[{"canonical": "Maren Holt", "aliases": ["Maren", "Miss Holt"]}]),
@@ -247,12 +247,12 @@ def test_pool_add_validates_and_appends(tmp_path):
     pool = tmp_path / "pool"
     pool.mkdir()
     for _ in range(1):
-        proc = subprocess.run([sys.executable, "-m", "flows.cli", "pool", "add", str(path), "--pool", str(pool)],
+        proc = subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", "pool", "add", str(path), "--pool", str(pool)],
                               capture_output=True, text=True, cwd=ROOT)
         assert proc.returncode == 0, proc.stderr
     scenes = read_scenes(pool / "scenes.parquet")
     assert [s.scene_id for s in scenes] == ["custom-1"] and scenes[0].source == "custom"
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "pool", "add", str(path), "--pool", str(pool)],
+    proc = subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", "pool", "add", str(path), "--pool", str(pool)],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "already in the pool" in proc.stderr
 

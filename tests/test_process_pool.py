@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from tasks.errors import InputError
-from tasks.llm import ModelSpec, Request, load_models_config
-from tasks.llm.litellm_call import request_kwargs
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm import ModelSpec, Request, load_models_config
+from rpbench.tasks.llm.litellm_call import request_kwargs
 from tests.helpers import TEST_KEY_ENV
 from tests.test_gateway import MSG, Verdict
 

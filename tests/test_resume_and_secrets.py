@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from tests.helpers import TEST_KEY_ENV, loopback_config
-from tasks.llm import CallCache, Gateway, Request
-from tasks.secrets import install_log_redaction, scrub
+from rpbench.tasks.llm import CallCache, Gateway, Request
+from rpbench.tasks.core.secrets import install_log_redaction, scrub
 
 ROOT = Path(__file__).resolve().parent.parent
 N_CALLS = 40
@@ -29,8 +29,8 @@ CHILD = textwrap.dedent(
     sys.path.insert(0, sys.argv[3])
     from tests.test_resume_and_secrets import _requests
     from tests.helpers import loopback_config
-    from tasks.llm import CallCache, Gateway
-    from tasks.llm.loopback_server import LoopbackServer
+    from rpbench.tasks.llm import CallCache, Gateway
+    from tests.loopback import LoopbackServer
 
     server = LoopbackServer(port=int(sys.argv[1]))
     gateway = Gateway(loopback_config(server, max_concurrency=2), CallCache(sys.argv[2]))
@@ -75,7 +75,7 @@ async def test_rerun_after_kill_repeats_no_completed_call(loopback, tmp_path, mo
 
 
 async def test_api_key_never_reaches_logs_tables_or_manifest(make_gateway, loopback, tmp_path, caplog):
-    from storage.runs import RunDir
+    from rpbench.storage.runs import RunDir
 
     secret = os.environ[TEST_KEY_ENV]
     install_log_redaction()

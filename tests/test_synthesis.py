@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import yaml
 
-from storage.characters import write_characters, write_scene_file
-from tasks.characters.schema import load_characters
-from tasks.characters.synthesis import (
+from rpbench.storage.characters import write_characters, write_scene_file
+from rpbench.tasks.modes.furina.characters.schema import load_characters
+from rpbench.tasks.modes.furina.characters.synthesis import (
     Cast,
     DialogueDraft,
     OriginalityIndex,
@@ -17,8 +17,8 @@ from tasks.characters.synthesis import (
     Worldview,
     synthesize,
 )
-from tasks.llm import CallResult
-from tasks.pool.custom import load_custom_scenes
+from rpbench.tasks.llm import CallResult
+from rpbench.tasks.modes.furina.pool.custom import load_custom_scenes
 
 
 def profile(name: str, persona: str = "A quiet cartographer of drowned streets.") -> dict:

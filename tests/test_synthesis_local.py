@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tasks.characters.schema import load_characters
+from rpbench.tasks.modes.furina.characters.schema import load_characters
 
 pytestmark = pytest.mark.local_model
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cli(*args: str, env: dict[str, str], timeout: int = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 

@@ -15,10 +15,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # transformers' GGUF loader draws a tqdm bar per load; rpbench reports loading in its own log lines.
 os.environ.setdefault("TQDM_DISABLE", "1")
 
-from tasks.llm.cache import CallCache, request_key  # noqa: E402
-from tasks.llm.config import ModelsConfig, ModelSpec, load_models_config  # noqa: E402
-from tasks.llm.gateway import CallResult, Gateway, Request  # noqa: E402
-from tasks.llm.ledger import Ledger  # noqa: E402
+from rpbench.tasks.llm.cache import CallCache, request_key  # noqa: E402
+from rpbench.tasks.llm.config import ModelsConfig, ModelSpec, load_models_config  # noqa: E402
+from rpbench.tasks.llm.gateway import CallResult, Gateway, Request  # noqa: E402
+from rpbench.tasks.llm.ledger import Ledger  # noqa: E402
 
 __all__ = [
     "CallCache",

@@ -17,8 +17,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tasks.errors import InputError
-from tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
 
 LOCAL_MODEL = "local/smollm2-135m"
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_models.toml")

@@ -27,16 +27,16 @@ from aiolimiter import AsyncLimiter
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from tasks.llm.cache import CallCache, request_key
-from tasks.llm.config import ModelsConfig, ModelSpec
-from tasks.llm.ledger import CallRecord, Ledger
-from tasks.llm.litellm_call import add_transport, new_session, request_kwargs, send, tune_litellm
-from tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
-from tasks.llm.local_provider import register_local_provider
-from tasks.llm.process_pool import ProcessPool
-from tasks.llm.structured import json_schema, parse_reply, repair_messages, schema_instruction
-from tasks.llm.transient import is_transient
-from tasks.secrets import scrub_text
+from rpbench.tasks.llm.cache import CallCache, request_key
+from rpbench.tasks.llm.config import ModelsConfig, ModelSpec
+from rpbench.tasks.llm.ledger import CallRecord, Ledger
+from rpbench.tasks.llm.litellm_call import add_transport, new_session, request_kwargs, send, tune_litellm
+from rpbench.tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.llm.local_provider import register_local_provider
+from rpbench.tasks.llm.process_pool import ProcessPool
+from rpbench.tasks.llm.structured import json_schema, parse_reply, repair_messages, schema_instruction
+from rpbench.tasks.llm.transient import is_transient
+from rpbench.tasks.core.secrets import scrub_text
 
 T = TypeVar("T", bound=BaseModel)
 Message = dict[str, Any]

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from storage.schemas import CALLS
-from storage.tables import read_rows, write_table
+from rpbench.storage.schemas import CALLS
+from rpbench.storage.tables import read_rows, write_table
 
 
 _PROCESS_TAG = f"{os.getpid():x}-{os.urandom(4).hex()}"

@@ -13,8 +13,8 @@ from typing import Any
 import aiohttp
 import litellm
 
-from tasks.llm.config import ModelSpec
-from tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.llm.config import ModelSpec
+from rpbench.tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
 
 Message = dict[str, Any]
 

@@ -14,7 +14,7 @@ from typing import Any
 import litellm
 from litellm import CustomLLM, ModelResponse
 
-from tasks.llm.local_engine import GenRequest, GenResult, LocalEngine
+from rpbench.tasks.llm.local_engine import GenRequest, GenResult, LocalEngine
 
 PROVIDER = "local"
 

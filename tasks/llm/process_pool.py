@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from tasks.llm.transient import WorkerCallError
+from rpbench.tasks.llm.transient import WorkerCallError
 
 START_TIMEOUT_S = 180.0
 LINE_LIMIT = 64 * 1024 * 1024  # one protocol line holds a whole reply
@@ -37,7 +37,7 @@ class _Worker:
     @classmethod
     async def start(cls) -> _Worker:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tasks.llm.process_worker",
+            sys.executable, "-m", "rpbench.tasks.llm.process_worker",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=LINE_LIMIT,
         )
         assert proc.stdout is not None

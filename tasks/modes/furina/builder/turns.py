@@ -1,0 +1,100 @@
+"""Prompts and structured outputs of one simulated dialogue: director, scene character, test character, judge.
+
+Visibility rules (FURINA section 3.3): a scene character sees the background,
+its own full profile, P_pub of everyone else, the history, its motivation and
+the original dialogue. The test character sees the background, its own full
+profile, P_pub of the scene characters and the history - never another
+character's private attributes, motivations or the original dialogue, unless
+``test_sees_scene_extras`` is set (appendix C's richer prompt).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from rpbench import prompts
+from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS
+from rpbench.tasks.modes.furina.characters.profile import full_profile, public_profiles
+from rpbench.tasks.modes.furina.characters.schema import Character
+from rpbench.tasks.llm import Request
+from rpbench.tasks.modes.furina.pool.models import PoolScene, SceneCharacter
+
+END = "END"
+
+
+class SelectionVerdict(BaseModel):
+    """The judge reasons first, then names the dimension the turn tests, then scores source (A) vs base (B)."""
+
+    # Capped so that a small model's constrained reply always closes within its token budget.
+    reasoning: str = Field(max_length=500)
+    dimension: Literal["CR", "FR", "RR", "CA", "PA"]
+    sigma: Literal[1, 2, 3, 4, 5]
+
+
+class DialogueGrade(BaseModel):
+    reason: str = Field(max_length=300)
+    grade: Literal["poor", "moderate", "high"]
+
+
+def director_schema(roster: list[str]) -> type[BaseModel]:
+    """A schema whose `next` can only be someone on the roster, or END."""
+    choice = Literal[tuple([*roster, END])]  # type: ignore[valid-type]
+    return create_model("DirectorChoice", reason=(str, Field(max_length=200)), next=(choice, ...))
+
+
+def history_lines(history: list[dict[str, str]]) -> list[str]:
+    return [f"{t['speaker']}: {t['text']}" for t in history]
+
+
+def dimension_text(kind: str, dim: str, language: str, **extra: Any) -> str:
+    return prompts.render(f"furina/dims/{kind}", language, dim=dim, **extra).text
+
+
+def director_request(scene: PoolScene, roster: list[str], history: list[dict[str, str]], language: str,
+                     tag: str, min_left: int) -> Request:
+    text = prompts.render(
+        "furina/builder/director", language, background=scene.background, situation=scene.situation, roster=roster,
+        history=history_lines(history), may_end=min_left <= 0,
+    ).text
+    return Request("director", [{"role": "user", "content": text}], schema=director_schema(roster), tag=tag)
+
+
+def scene_turn_request(scene: PoolScene, me: SceneCharacter, others: list[Character | SceneCharacter],
+                       history: list[dict[str, str]], test_name: str, dim: str, language: str, tag: str) -> Request:
+    text = prompts.render(
+        "furina/builder/scene_turn", language, background=scene.background, situation=scene.situation, name=me.name,
+        my_profile=full_profile(me, language), others=public_profiles(others, language),
+        motivation=me.motivation, original=history_lines([t.model_dump() for t in scene.original_dialogue]),
+        history=history_lines(history), instruction=dimension_text("question", dim, language, target=test_name),
+    ).text
+    return Request("scene", [{"role": "user", "content": text}], tag=tag)
+
+
+def test_turn_messages(scene: PoolScene, test: Character, scene_chars: list[SceneCharacter],
+                       history: list[dict[str, str]], dim: str, language: str, extras: bool) -> list[dict[str, str]]:
+    """Prompt(c_test) plus S(d): shared by the builder's source/base calls and by evaluation."""
+    text = prompts.render(
+        "furina/builder/test_turn", language, background=scene.background, situation=scene.situation, name=test.name,
+        my_profile=full_profile(test, language), others=public_profiles(scene_chars, language),
+        history=history_lines(history), strategy=dimension_text("strategy", dim, language),
+        motivations=[f"{c.name}: {c.motivation}" for c in scene_chars] if extras else [],
+        original=history_lines([t.model_dump() for t in scene.original_dialogue]) if extras else [],
+    ).text
+    return [{"role": "user", "content": text}]
+
+
+def selection_request(scene: PoolScene, test: Character, history: list[dict[str, str]], source: str, base: str,
+                      language: str, tag: str) -> Request:
+    text = prompts.render(
+        "furina/builder/select", language, background=scene.background, name=test.name,
+        profile=full_profile(test, language), history=history_lines(history), reply_a=source, reply_b=base,
+        definitions=[dimension_text("definition", d, language) for d in DIMENSIONS],
+    ).text
+    return Request("judge", [{"role": "user", "content": text}], schema=SelectionVerdict, tag=tag)
+
+
+def grade_request(scene: PoolScene, history: list[dict[str, str]], language: str, tag: str) -> Request:
+    text = prompts.render("furina/builder/grade", language, situation=scene.situation, history=history_lines(history)).text
+    return Request("judge", [{"role": "user", "content": text}], schema=DialogueGrade, tag=tag)

@@ -1,0 +1,118 @@
+"""Human validation of the judge (FURINA section 4.4): dimension accuracy, judge-human correlation, agreement.
+
+Annotations (CSV or JSONL) have ``item_id, annotator`` and a ``dimension`` and/or a pairwise ``score``
+(1-5, 1 = strong preference for the reply under test, the judge's first order), optionally a ``model``.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.modes.furina.evaluation.scoring import pearson
+
+
+def load_annotations(path: str | Path) -> list[dict[str, Any]]:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    if path.suffix.lower() == ".csv":
+        with path.open(encoding="utf-8", newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    else:
+        rows = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}: line {n}: not JSON ({exc.msg})") from None
+    out = []
+    for i, row in enumerate(rows):
+        for field in ("item_id", "annotator"):
+            if not str(row.get(field) or "").strip():
+                raise InputError(f"{path}: record {i}: field '{field}': missing")
+        dim = (row.get("dimension") or "").strip() or None
+        if dim is not None and dim not in DIMENSIONS:
+            raise InputError(f"{path}: record {i}: field 'dimension': unknown dimension '{dim}'")
+        score = row.get("score")
+        if score in ("", None):
+            score = None
+        else:
+            try:
+                score = int(score)
+            except (TypeError, ValueError):
+                raise InputError(f"{path}: record {i}: field 'score': not an integer 1-5") from None
+            if not 1 <= score <= 5:
+                raise InputError(f"{path}: record {i}: field 'score': {score} is outside 1-5")
+        if dim is None and score is None:
+            raise InputError(f"{path}: record {i}: needs a 'dimension' or a 'score'")
+        out.append({"item_id": str(row["item_id"]), "annotator": str(row["annotator"]), "dimension": dim,
+                    "score": score, "model": (row.get("model") or None)})
+    return out
+
+
+def validate(annotations: list[dict], item_scores: list[dict]) -> dict[str, Any]:
+    """Accuracy of the item dimension per human dimension, Pearson judge-vs-human per dimension, agreement."""
+    item_dim = {s["item_id"]: s["dimension"] for s in item_scores}
+    judge = {(s["model"], s["item_id"]): s["sigma1"] for s in item_scores}
+    models = sorted({s["model"] for s in item_scores})
+
+    accuracy = {}
+    for d in DIMENSIONS:
+        sel = [a for a in annotations if a["dimension"] == d and a["item_id"] in item_dim]
+        accuracy[d] = {"n": len(sel), "accuracy": sum(item_dim[a["item_id"]] == d for a in sel) / len(sel)
+                       if sel else None}
+
+    correlation = {}
+    for d in [*DIMENSIONS, "all"]:
+        pairs = []
+        for a in annotations:
+            if a["score"] is None or a["item_id"] not in item_dim or d not in ("all", item_dim[a["item_id"]]):
+                continue
+            model = a["model"] or (models[0] if len(models) == 1 else None)
+            if (model, a["item_id"]) in judge:
+                pairs.append((judge[(model, a["item_id"])], a["score"]))
+        if len(pairs) >= 3 and len({p[0] for p in pairs}) > 1 and len({p[1] for p in pairs}) > 1:
+            r, p = pearson([x for x, _ in pairs], [y for _, y in pairs])
+            correlation[d] = {"n": len(pairs), "r": r, "p": p}
+        else:
+            correlation[d] = {"n": len(pairs), "r": None, "p": None}
+
+    by_item: dict[str, dict[str, dict]] = defaultdict(dict)
+    for a in annotations:
+        by_item[a["item_id"]][a["annotator"]] = a
+    annotators = sorted({a["annotator"] for a in annotations})
+    agreement = []
+    for x, y in itertools.combinations(annotators, 2):
+        shared = [v for v in by_item.values() if x in v and y in v]
+        dims = [(v[x]["dimension"], v[y]["dimension"]) for v in shared if v[x]["dimension"] and v[y]["dimension"]]
+        scores = [(v[x]["score"], v[y]["score"]) for v in shared if v[x]["score"] and v[y]["score"]]
+        r = None
+        if len(scores) >= 3 and len({s[0] for s in scores}) > 1 and len({s[1] for s in scores}) > 1:
+            r = pearson([s[0] for s in scores], [s[1] for s in scores])[0]
+        agreement.append({"pair": f"{x}/{y}", "dimension_agreement": sum(a == b for a, b in dims) / len(dims)
+                          if dims else None, "n_dimension": len(dims), "score_r": r, "n_score": len(scores)})
+    return {"dimension_accuracy": accuracy, "correlation": correlation, "agreement": agreement}
+
+
+def validation_markdown(result: dict[str, Any]) -> str:
+    def f(x: Any) -> str:
+        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+    lines = ["# Human validation", "", "## Dimension selection accuracy", "", "| dimension | n | accuracy |", "|---|---|---|"]
+    lines += [f"| {d} | {v['n']} | {f(v['accuracy'])} |" for d, v in result["dimension_accuracy"].items()]
+    lines += ["", "## Judge vs human scores (Pearson)", "", "| dimension | n | r | p |", "|---|---|---|---|"]
+    lines += [f"| {d} | {v['n']} | {f(v['r'])} | {f(v['p'])} |" for d, v in result["correlation"].items()]
+    lines += ["", "## Agreement between annotators", "", "| pair | dimension agreement | n | score r | n |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {a['pair']} | {f(a['dimension_agreement'])} | {a['n_dimension']} | {f(a['score_r'])} | {a['n_score']} |"
+              for a in result["agreement"]]
+    return "\n".join(lines) + "\n"
