@@ -22,12 +22,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RPBENCH_BENCH_KEY", "sk-bench")
 
-from rpbench.tasks.modes.furina.builder.build import build_benchmark  # noqa: E402
-from rpbench.tasks.modes.furina.builder.simulate import BuildConfig  # noqa: E402
 from rpbench.tasks.llm import Gateway  # noqa: E402
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
-from tests.loopback import LoopbackServer  # noqa: E402
+from rpbench.tasks.modes.furina.builder.build import build_benchmark  # noqa: E402
+from rpbench.tasks.modes.furina.builder.simulate import BuildConfig  # noqa: E402
 from tests.helpers import schema_responder  # noqa: E402
+from tests.loopback import LoopbackServer  # noqa: E402
 from tests.test_builder import SCENE, TEST  # noqa: E402
 
 LATENCY, CONCURRENCY, ROUNDS, DIALOGUES = 0.2, 16, 8, 48
@@ -45,18 +45,19 @@ async def main() -> None:
     gateway = Gateway(ModelsConfig(default=spec), cache=None)
     # tau is out of reach, so the run ends when every dialogue of the budget has been played.
     cfg = BuildConfig(tau=10_000, min_rounds=ROUNDS, max_rounds=ROUNDS, max_test_gap=1,
-                      max_dialogues_per_character=DIALOGUES, concurrency=CONCURRENCY)
+                      max_dialogues_per_character=DIALOGUES, wave_size=CONCURRENCY)
     start = time.perf_counter()
     result = await build_benchmark(gateway, [TEST], [SCENE], cfg)
     elapsed = time.perf_counter() - start
     await gateway.aclose()
     server.stop()
     calls = len(server.requests)
+    dialogues = len({t.dialogue_id for t in result.turns})
     per_dialogue_s = (ROUNDS * 3 + 1) * LATENCY
     bound = CONCURRENCY / per_dialogue_s * 60
-    rate = len(result.dialogues) / elapsed * 60
-    say("dialogues", len(result.dialogues))
-    say("calls_per_dialogue", f"{calls / len(result.dialogues):.1f}")
+    rate = dialogues / elapsed * 60
+    say("dialogues", dialogues)
+    say("calls_per_dialogue", f"{calls / dialogues:.1f}")
     say("dialogues_per_minute", f"{rate:.1f}")
     say("bound_dialogues_per_minute", f"{bound:.1f}")
     say("build_c16_ratio_of_bound", f"{rate / bound:.3f}")

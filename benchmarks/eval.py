@@ -21,11 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RPBENCH_BENCH_KEY", "sk-bench")
 
-from rpbench.tasks.modes.furina.evaluation.run import EvalConfig, evaluate  # noqa: E402
+from rpbench.tasks.core.records import Item  # noqa: E402
 from rpbench.tasks.llm import Gateway  # noqa: E402
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
-from tests.loopback import LoopbackServer  # noqa: E402
+from rpbench.tasks.modes.furina.evaluation.run import Bench, EvalConfig, evaluate  # noqa: E402
 from tests.helpers import schema_responder  # noqa: E402
+from tests.loopback import LoopbackServer  # noqa: E402
 from tests.test_builder import SCENE, TEST  # noqa: E402
 
 LATENCY, CONCURRENCY, N_ITEMS = 0.2, 16, 200
@@ -46,11 +47,12 @@ async def main() -> None:
         config.roles[role] = spec.model_copy(update={"temperature": 0.1 * (k + 1)})
     gateway = Gateway(config, cache=None)
     dims = ["CR", "FR", "RR", "CA", "PA"]
-    items = [{"item_id": f"i{k}", "character": TEST.name, "character_type": TEST.type, "language": "en",
-              "scene_id": SCENE.scene_id, "dimension": dims[k % 5],
-              "history": [{"speaker": "Starbuck", "text": f"Question number {k}?"}]} for k in range(N_ITEMS)]
+    items = [Item(item_id=f"i{k}", character=TEST.name, character_type=TEST.type, language="en",
+                  scene_id=SCENE.scene_id, dialogue_id="d0", dimension=dims[k % 5],
+                  history=[{"speaker": "Starbuck", "text": f"Question number {k}?"}], test_utterance="t",
+                  base_utterance="b", source_model="m", sigma=1) for k in range(N_ITEMS)]
     start = time.perf_counter()
-    tables = await evaluate(gateway, items, {TEST.name: TEST}, {SCENE.scene_id: SCENE}, MODELS, EvalConfig())
+    tables = await evaluate(gateway, Bench(items, {TEST.name: TEST}, {SCENE.scene_id: SCENE}), MODELS, EvalConfig())
     elapsed = time.perf_counter() - start
     await gateway.aclose()
     server.stop()

@@ -1,35 +1,35 @@
 """Serve rpbench's flows as Prefect deployments, with a nightly evaluation schedule.
 
-Run ``python -m deployments.serve`` with PREFECT_API_URL pointing at a Prefect server
-(``prefect server start``). The process registers the deployments and runs their
-flow runs; trigger one from the UI, from the CLI
-(``prefect deployment run 'rpbench-evaluate/nightly-eval'``) or from code:
-``prefect.deployments.run_deployment("rpbench-evaluate/nightly-eval", parameters={...})``.
-Edit NIGHTLY_EVAL for your benchmark folder and models.
+Every flow of every registered benchmark mode is served on demand; the
+nightly evaluation's parameters are an ``EvalSettings`` (edit NIGHTLY_EVAL for
+your benchmark folder and models). Run ``python -m rpbench.deployments.serve``
+with PREFECT_API_URL pointing at a Prefect server (``prefect server start``);
+trigger a run from the UI, from the CLI
+(``prefect deployment run 'rpbench-evaluate/nightly-eval'``) or from code with
+``prefect.deployments.run_deployment``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from prefect import serve
 from prefect.schedules import Cron
 
-from rpbench.flows.modes.furina.build import build_benchmark
-from rpbench.flows.modes.furina.characters import synthesize_characters
+from rpbench.flows.kit.registry import modes
 from rpbench.flows.modes.furina.evaluate import evaluate
-from rpbench.flows.modes.furina.pool import build_pool
+from rpbench.flows.modes.furina.settings import EvalSettings
 
-NIGHTLY_EVAL = {"bench": "runs/bench", "models": ["local-greedy"], "out": "runs/eval-nightly"}
+NIGHTLY_EVAL = EvalSettings(bench="runs/bench", models=["local-greedy"], out="runs/eval-nightly")
 
 
-def deployments() -> list:
-    return [
-        build_pool.to_deployment(name="on-demand", tags=["rpbench"]),
-        synthesize_characters.to_deployment(name="on-demand", tags=["rpbench"]),
-        build_benchmark.to_deployment(name="on-demand", tags=["rpbench"]),
-        evaluate.to_deployment(name="on-demand", tags=["rpbench"]),
-        evaluate.to_deployment(name="nightly-eval", tags=["rpbench", "scheduled"], parameters=NIGHTLY_EVAL,
-                               schedules=[Cron("0 3 * * *", timezone="UTC")]),
-    ]
+def deployments() -> list[Any]:
+    out = [flow.to_deployment(name="on-demand", tags=["rpbench", mode.name])
+           for mode in modes().values() for flow in mode.flows().values()]
+    out.append(evaluate.to_deployment(name="nightly-eval", tags=["rpbench", "furina", "scheduled"],
+                                      parameters={"settings": NIGHTLY_EVAL.model_dump()},
+                                      schedules=[Cron("0 3 * * *", timezone="UTC")]))
+    return out
 
 
 if __name__ == "__main__":

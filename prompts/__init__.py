@@ -80,3 +80,21 @@ def all_templates() -> dict[str, str]:
         str(p.relative_to(TEMPLATE_DIR)): template_sha256(str(p.relative_to(TEMPLATE_DIR)))
         for p in sorted(TEMPLATE_DIR.rglob("*.j2"))
     }
+
+
+def templates_digest(names: tuple[str, ...]) -> dict[str, str]:
+    """SHA-256 of every template a stage may render: ``group/name`` in every language, or all under ``group/``."""
+    everything = all_templates()
+    out = {}
+    for name in names:
+        matches = {p: h for p, h in everything.items()
+                   if (p.startswith(name) if name.endswith("/") else p.rsplit(".", 2)[0] == name)}
+        if not matches:
+            raise TemplateNotFound(name)
+        out.update(matches)
+    return dict(sorted(out.items()))
+
+
+def covered_by(path: str, names: tuple[str, ...]) -> bool:
+    """Whether a rendered template's path is one of ``names`` (as ``templates_digest`` reads them)."""
+    return any(path.startswith(n) if n.endswith("/") else path.rsplit(".", 2)[0] == n for n in names)

@@ -1,4 +1,4 @@
-"""Atomic Parquet writes and validating reads.
+"""Atomic Parquet writes and validating reads, of rows or of typed records.
 
 Every table rpbench writes carries its name and schema version in the Parquet
 metadata, so a read can tell a stale or foreign file from a good one and say
@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import BaseModel, ValidationError
 
 from rpbench.storage.schemas import TableSpec
-from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.errors import InputError, first_error
 
 META_NAME = b"rpbench.table"
 META_VERSION = b"rpbench.schema_version"
+R = TypeVar("R", bound=BaseModel)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -38,25 +40,23 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def to_arrow(rows: Iterable[Mapping[str, Any]] | pa.Table, spec: TableSpec) -> pa.Table:
+def to_arrow(rows: Iterable[Mapping[str, Any]] | pa.Table, spec: TableSpec[Any]) -> pa.Table:
     """Build a table of exactly the spec's schema from rows (missing nullable columns become null)."""
     if isinstance(rows, pa.Table):
-        table = rows
-    else:
-        rows = list(rows)
-        columns = {f.name: [r.get(f.name) for r in rows] for f in spec.schema}
-        for i, row in enumerate(rows):
-            unknown = set(row) - set(columns)
-            if unknown:
-                raise ValueError(f"table {spec.name}: row {i} has unknown columns {sorted(unknown)}")
-        return pa.Table.from_pydict(columns, schema=spec.schema)
-    missing = [f.name for f in spec.schema if f.name not in table.column_names]
-    if missing:
-        raise ValueError(f"table {spec.name}: missing columns {missing}")
-    return table.select([f.name for f in spec.schema]).cast(spec.schema)
+        missing = [f.name for f in spec.schema if f.name not in rows.column_names]
+        if missing:
+            raise ValueError(f"table {spec.name}: missing columns {missing}")
+        return rows.select([f.name for f in spec.schema]).cast(spec.schema)
+    rows = list(rows)
+    columns = {f.name: [r.get(f.name) for r in rows] for f in spec.schema}
+    for i, row in enumerate(rows):
+        unknown = set(row) - set(columns)
+        if unknown:
+            raise ValueError(f"table {spec.name}: row {i} has unknown columns {sorted(unknown)}")
+    return pa.Table.from_pydict(columns, schema=spec.schema)
 
 
-def write_table(path: str | Path, rows: Iterable[Mapping[str, Any]] | pa.Table, spec: TableSpec) -> Path:
+def write_table(path: str | Path, rows: Iterable[Mapping[str, Any]] | pa.Table, spec: TableSpec[Any]) -> Path:
     """Validate rows against ``spec`` and write them atomically as Parquet."""
     path = Path(path)
     table = to_arrow(rows, spec)
@@ -70,7 +70,12 @@ def write_table(path: str | Path, rows: Iterable[Mapping[str, Any]] | pa.Table, 
     return path
 
 
-def read_table(path: str | Path, spec: TableSpec) -> pa.Table:
+def write_records(path: str | Path, records: Sequence[R], spec: TableSpec[R]) -> Path:
+    """Write typed records as the table ``spec`` describes."""
+    return write_table(path, [r.model_dump() for r in records], spec)
+
+
+def read_table(path: str | Path, spec: TableSpec[Any]) -> pa.Table:
     """Read a table and check that it is the table ``spec`` describes, failing with one clear line."""
     path = Path(path)
     if not path.is_file():
@@ -104,5 +109,18 @@ def read_table(path: str | Path, spec: TableSpec) -> pa.Table:
     return table.select([f.name for f in spec.schema])
 
 
-def read_rows(path: str | Path, spec: TableSpec) -> list[dict[str, Any]]:
+def read_rows(path: str | Path, spec: TableSpec[Any]) -> list[dict[str, Any]]:
     return read_table(path, spec).to_pylist()
+
+
+def read_records(path: str | Path, spec: TableSpec[R]) -> list[R]:
+    """The table's rows as validated records; a bad row is an InputError naming the file, the row and the field."""
+    out = []
+    for i, row in enumerate(read_rows(path, spec)):
+        try:
+            out.append(spec.record.model_validate(row))
+        except ValidationError as exc:
+            field, msg = first_error(exc)
+            key = next(iter(row.values()), None)
+            raise InputError(f"{path}: {spec.name} row {i} ({key}): field '{field}': {msg}") from None
+    return out

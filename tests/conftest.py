@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 # Offline and quiet before anything imports prefect, litellm or transformers.
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_HOME", str(Path(__file__).resolve().parent.parent / ".prefect-test"))
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from rpbench.flows.kit.environment import setup_environment
+
+setup_environment(prefect_home=Path(__file__).resolve().parent.parent / ".prefect-test")
 
 import pytest  # noqa: E402
 
 from rpbench.tasks.llm import CallCache, Gateway  # noqa: E402
-from tests.loopback import LoopbackServer  # noqa: E402
 from tests.helpers import TEST_KEY_ENV, loopback_config  # noqa: E402
+from tests.loopback import LoopbackServer  # noqa: E402
+
 
 @pytest.fixture(scope="session")
 def _server():

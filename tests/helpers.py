@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 from rpbench.tasks.llm import ModelsConfig, ModelSpec
 from rpbench.tasks.llm.config import RetryPolicy
 from tests.loopback import LoopbackServer
 
 TEST_KEY_ENV = "RPBENCH_TEST_API_KEY"
+# How tests run the command line: the installed entry point's module, with this interpreter.
+CLI = [sys.executable, "-m", "rpbench.flows.cli.main"]
 
 
 

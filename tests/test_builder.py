@@ -7,14 +7,13 @@ from collections import Counter
 
 import pytest
 
+from rpbench.tasks.core.records import Character, Scene
+from rpbench.tasks.llm import ModelsConfig, NoReply, Reply
 from rpbench.tasks.modes.furina.builder.build import build_benchmark, build_stats
 from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, covered, dwrs_choose, dwrs_probabilities, dwrs_weights
 from rpbench.tasks.modes.furina.builder.rules import rule_flags
 from rpbench.tasks.modes.furina.builder.simulate import BuildConfig, Dialogue, simulate
 from rpbench.tasks.modes.furina.builder.turns import DialogueGrade, SelectionVerdict
-from rpbench.tasks.modes.furina.characters.schema import Character
-from rpbench.tasks.llm import CallResult, ModelsConfig
-from rpbench.tasks.modes.furina.pool.models import PoolScene
 
 # -- DWRS ----------------------------------------------------------------------------------------
 
@@ -48,7 +47,7 @@ TEST = Character.model_validate({
     "attributes": [{"key": "persona", "value": "Calm and logical.", "visibility": "public"},
                    {"key": "background_private", "value": "ZERO-SECRET escaped the crèche", "visibility": "private"}],
 })
-SCENE = PoolScene.model_validate({
+SCENE = Scene.model_validate({
     "scene_id": "s1", "book_id": "b", "language": "en", "summary": "A storm.", "background": "A whaler at sea.",
     "situation": "Night, storm.",
     "original_dialogue": [{"speaker": "Starbuck", "text": "ORIGINAL-LINE the sea warns us."}],
@@ -75,7 +74,7 @@ class Scripted:
         self.config = ModelsConfig()
 
     def _ok(self, req, text, parsed=None):
-        return CallResult(role=req.role, model="fake", status="ok", text=text, parsed=parsed)
+        return Reply(req.role, "fake", text, parsed, 1, False)
 
     async def run(self, req):
         kind = req.tag.rsplit(":", 1)[1]
@@ -83,7 +82,7 @@ class Scripted:
         self.n[kind] += 1
         if kind == "director":
             if self.director_fails:
-                return CallResult(role=req.role, model="fake", status="failed", text="??", error="unparseable")
+                return NoReply(req.role, "fake", "??", "unparseable", 1)
             nxt = self.director(self.n[kind]) if self.director else "Starbuck"
             return self._ok(req, nxt, req.schema.model_validate({"reason": "r", "next": nxt}))
         if kind == "scene":
@@ -101,7 +100,7 @@ class Scripted:
 
 
 def _cfg(**kw):
-    return BuildConfig(**{"tau": 1, "min_rounds": 4, "max_rounds": 6, "max_test_gap": 2, "concurrency": 2, **kw})
+    return BuildConfig(**{"tau": 1, "min_rounds": 4, "max_rounds": 6, "max_test_gap": 2, "wave_size": 2, **kw})
 
 
 async def test_sigma_at_most_3_keeps_the_source_reply_and_above_keeps_base():
@@ -152,13 +151,13 @@ async def test_director_failures_and_early_ends_use_a_recorded_fallback():
 
 async def test_build_stops_when_every_dimension_reaches_tau_and_items_are_source_wins():
     gw = Scripted(sigmas=(1, 2, 5), dims=DIMENSIONS)
-    result = await build_benchmark(gw, [TEST], [SCENE], _cfg(tau=1, max_dialogues_per_character=10, concurrency=1))
+    result = await build_benchmark(gw, [TEST], [SCENE], _cfg(tau=1, max_dialogues_per_character=10, wave_size=1))
     assert result.coverage["Zero"] and min(result.coverage["Zero"].values()) >= 1
     assert result.budget_exhausted == []
-    assert len(result.dialogues) < 10  # stopped by coverage, not by budget
-    assert result.items and all(i["sigma"] < 3 for i in result.items)
-    assert all(i["test_utterance"].startswith("source reply") for i in result.items)
-    stats = build_stats(result, [TEST])
+    assert len({t.dialogue_id for t in result.turns}) < 10  # stopped by coverage, not by budget
+    assert result.items and all(i.sigma < 3 for i in result.items)
+    assert all(i.test_utterance.startswith("source reply") for i in result.items)
+    stats = build_stats(result, [TEST], [SCENE])
     assert stats[-1]["language"] == "all" and stats[-1]["items"] == len(result.items)
 
 
@@ -179,3 +178,40 @@ def test_rule_flags():
     assert rule_flags("We go on.", "Zero", names, "en", ["We  go on."]) == ["repeats_earlier_line"]
     assert rule_flags("", "Zero", names, "en", []) == ["empty"]
     assert rule_flags("(smiles) Fine, let us go.", "Zero", names, "en", []) == []
+
+
+class Deterministic:
+    """Answers that depend only on the prompt (as a seeded real model's would), after a random delay."""
+
+    def __init__(self, delays: random.Random, max_delay: float):
+        self.delays, self.max_delay = delays, max_delay
+        self.config = ModelsConfig()
+
+    async def run(self, req):
+        import asyncio
+        import hashlib
+
+        await asyncio.sleep(self.delays.random() * self.max_delay)
+        h = int(hashlib.sha256((req.tag.rsplit(":", 1)[1] + req.messages[-1]["content"]).encode()).hexdigest(), 16)
+        kind = req.tag.rsplit(":", 1)[1]
+        if kind == "director":
+            choices = [c for c in req.schema.model_fields["next"].annotation.__args__ if c != "END"]
+            nxt = choices[h % len(choices)]
+            return Reply(req.role, "fake", nxt, req.schema.model_validate({"reason": "r", "next": nxt}), 1, False)
+        if kind == "judge":
+            v = SelectionVerdict(reasoning="r", dimension=DIMENSIONS[h % 5], sigma=1 + h % 4)
+            return Reply(req.role, "fake", "{}", v, 1, False)
+        if kind == "grade":
+            return Reply(req.role, "fake", "{}", DialogueGrade(reason="r", grade=("high", "moderate")[h % 2]), 1, False)
+        return Reply(req.role, "fake", f"{kind} line {h % 1000}", None, 1, False)
+
+
+async def test_the_same_inputs_and_seed_give_the_same_tables_whatever_the_timing():
+    """Calls finish in a different order each run (random delays); dialogues, grades and items stay the same."""
+    other = Character.model_validate({**TEST.model_dump(), "name": "Nil"})
+    cfg = _cfg(tau=2, max_dialogues_per_character=6, wave_size=3)
+    first = await build_benchmark(Deterministic(random.Random(1), 0.0), [TEST, other], [SCENE], cfg)
+    second = await build_benchmark(Deterministic(random.Random(2), 0.01), [TEST, other], [SCENE], cfg)
+    assert len(first.turns) > 10 and first.items
+    assert first.turns == second.turns and first.grades == second.grades and first.items == second.items
+    assert first.coverage == second.coverage

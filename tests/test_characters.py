@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from rpbench import prompts
-from rpbench.tasks.modes.furina.characters.profile import full_profile, public_profile, public_profiles
-from rpbench.tasks.modes.furina.characters.schema import Character, load_characters
+from rpbench.storage.characters import load_characters
 from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import Character
+from rpbench.tasks.modes.furina.characters.profile import full_profile, public_profile, public_profiles
+from tests.helpers import CLI
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTERS = [ROOT / "samples" / "characters" / "starter.en.yaml", ROOT / "samples" / "characters" / "starter.zh.yaml"]
@@ -63,7 +64,7 @@ def test_starter_sets_are_valid_and_keep_the_papers_private_keys():
                          {"key": "age", "value": "10", "visibility": "public"}]},
          "character Zero: field 'attributes': duplicate key 'age'"),
         ({"attributes": [{"key": "age", "value": "  ", "visibility": "public"}]},
-         "character Zero: field 'attributes': empty value for key 'age'"),
+         "character Zero: field 'attributes.0.value': the value is blank"),
     ],
 )
 def test_each_validation_error_names_file_character_and_field(tmp_path, change, expected):
@@ -106,12 +107,12 @@ def test_no_template_that_renders_other_characters_can_leak_private_values():
 
 
 def test_cli_check_prints_a_summary_and_fails_cleanly(tmp_path):
-    ok = subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", "characters", "check", *map(str, STARTERS)],
+    ok = subprocess.run([*CLI, "characters", "check", *map(str, STARTERS)],
                         capture_output=True, text=True, cwd=ROOT)
     assert ok.returncode == 0 and "Sherlock Holmes [en, established]" in ok.stdout and "孙悟空" in ok.stdout
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**LONG, "language": "xx"}))
-    proc = subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", "characters", "check", str(bad)],
+    proc = subprocess.run([*CLI, "characters", "check", str(bad)],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().startswith(f"error: {bad}: character Zero: field 'language'")

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import CLI
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTERS = ROOT / "samples" / "characters" / "starter.en.yaml"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=120)
 
 
@@ -27,17 +29,54 @@ def _run(*args: str) -> subprocess.CompletedProcess:
         (["models", "--models", "/nonexistent.toml"], "/nonexistent.toml: models config not found"),
         (["characters", "synthesize", "--out", "/tmp/x.yaml", "--lang", "fr"], "unknown language 'fr'"),
         (["export", "/tmp", "--format", "csv"], "unknown format 'csv'"),
+        # A typo in a model name is an error listing the names there are, never the default model.
+        (["eval", "--bench", "/nonexistent", "--model", "local-greedyy", "--out", "/tmp/x"],
+         "--model: unknown model 'local-greedyy' (known: base, checker, director, extractor, judge, local-greedy, "
+         "local-sampled, scene, source, synthesizer, test)"),
+        (["eval", "--bench", "/nonexistent", "--model", "local/smollm2-13m", "--out", "/tmp/x"],
+         "--model: unknown local model 'smollm2-13m' (known: smollm2-135m)"),
+        (["build", "--characters", str(STARTERS), "--pool", str(ROOT / "tests"), "--out", "/tmp/x", "--source", "sorce"],
+         "no scenes.parquet"),
+        (["characters", "synthesize", "--out", "/tmp/x.yaml", "--seed-role", "synthesiser"],
+         "--seed-role: unknown model 'synthesiser'"),
+        (["build", "--characters", str(STARTERS), "--pool", "/tmp", "--out", "/tmp/x", "--keep-grade", "great"],
+         "--keep-grade: unknown grade great"),
+        (["eval", "--bench", "/tmp", "--out", "/tmp/x"], "Missing option '--model'"),
     ],
 )
 def test_bad_input_gives_one_line_and_exit_2(args, message):
     proc = _run(*args)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip(" ╭╰─│")]
+    assert message in proc.stderr and ("error: " in lines[0] or "Missing option" in proc.stderr)
+    if "Missing option" not in message:
+        assert len(lines) == 1 and lines[0].startswith("error: ")
 
 
 def test_every_command_has_help():
-    for args in (["--help"], ["pool", "build", "--help"], ["eval", "--help"]):
+    for args in (["--help"], ["pool", "build", "--help"], ["eval", "--help"], ["build", "--help"], ["modes"]):
         proc = _run(*args)
-        assert proc.returncode == 0 and "Usage" in proc.stdout, args
+        assert proc.returncode == 0 and ("Usage" in proc.stdout or "furina" in proc.stdout), args
+    # Options and their defaults come from the flows' settings models.
+    build = _run("build", "--help").stdout
+    assert "--threshold" in build and "[default: 10]" in build and "--wave-size" in build
+
+
+def test_eval_from_the_command_line_is_clean_and_a_rerun_sends_nothing(loopback, tmp_path):
+    """Stages run on several event loops at once: no library may print a traceback doing so."""
+    from tests.test_flows import _bench, _respond
+
+    loopback.responder = _respond
+    models = tmp_path / "models.toml"
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+                      'api_key_env = "RPBENCH_CLI_KEY"\nstructured = "json_schema"\ntimeout = 5\n'
+                      '[roles.warm]\ntemperature = 0.7\n')
+    args = ["eval", "--bench", str(_bench(tmp_path)), "--model", "openai/under-test", "--model", "warm",
+            "--out", str(tmp_path / "eval"), "--models", str(models), "--cache", str(tmp_path / "calls.sqlite")]
+    env = {**os.environ, "RPBENCH_CLI_KEY": "sk-cli", "PREFECT_HOME": str(tmp_path / "prefect")}
+    for expected in ("stages: 10 (0 cached)", "stages: 10 (10 cached); calls sent by this run: 0"):
+        proc = subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 0 and "Traceback" not in output and "ERROR" not in output, output[-3000:]
+        assert expected in proc.stdout and "report: " in proc.stdout

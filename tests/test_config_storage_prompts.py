@@ -15,9 +15,10 @@ from pydantic import BaseModel
 
 from rpbench import prompts
 from rpbench.storage.runs import RunDir
-from rpbench.storage.schemas import CALLS, MODEL_SCORES, TableSpec
+from rpbench.storage.schemas import CALLS, TableSpec
 from rpbench.storage.tables import read_rows, read_table, write_table
 from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import Record
 from rpbench.tasks.llm.cache import request_key
 from rpbench.tasks.llm.config import LOCAL_MODEL, load_models_config
 from rpbench.tasks.llm.structured import extract_json, parse_reply
@@ -71,6 +72,28 @@ def test_request_key_changes_with_every_part_of_the_identity():
 
 
 # -- storage ------------------------------------------------------------------------------------
+class ScoreRow(Record):
+    model: str
+    dimension: str
+    language: str
+    character_type: str
+    score: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+MODEL_SCORES = TableSpec("model_scores", 1, ScoreRow)
+
+
+def test_arrow_schemas_come_from_the_records():
+    schema = MODEL_SCORES.schema
+    assert schema.field("n").type == pa.int64() and schema.field("score").type == pa.float64()
+    assert not schema.field("model").nullable
+    calls = CALLS.schema
+    assert calls.field("started_at").type == pa.timestamp("ms", tz="UTC") and calls.field("error").nullable
+
+
 def _demo_row(i: int) -> dict:
     return {"model": f"p{i}", "dimension": "CR", "language": "en", "character_type": "all", "score": 50.0,
             "ci_low": 40.0, "ci_high": 60.0, "n": 10}
@@ -95,7 +118,7 @@ def test_reads_fail_with_one_clear_line(tmp_path):
     with pytest.raises(InputError, match="not found"):
         read_table(tmp_path / "none.parquet", MODEL_SCORES)
     (tmp_path / "junk.parquet").write_bytes(b"not parquet at all")
-    with pytest.raises(InputError, match="junk.parquet: not a readable Parquet file"):
+    with pytest.raises(InputError, match=r"junk\.parquet: not a readable Parquet file"):
         read_table(tmp_path / "junk.parquet", MODEL_SCORES)
     path = write_table(tmp_path / "calls.parquet", [], CALLS)
     with pytest.raises(InputError, match="holds table 'calls', expected 'model_scores'"):
@@ -103,7 +126,7 @@ def test_reads_fail_with_one_clear_line(tmp_path):
     pq.write_table(pa.table({"model": ["a"]}), tmp_path / "thin.parquet")
     with pytest.raises(InputError, match="lacks column 'dimension'"):
         read_table(tmp_path / "thin.parquet", MODEL_SCORES)
-    newer = TableSpec(MODEL_SCORES.name, 99, MODEL_SCORES.schema)
+    newer = TableSpec(MODEL_SCORES.name, 99, ScoreRow)
     write_table(tmp_path / "new.parquet", [_demo_row(0)], newer)
     with pytest.raises(InputError, match="schema version 99"):
         read_table(tmp_path / "new.parquet", MODEL_SCORES)
@@ -136,18 +159,33 @@ def test_render_is_strict_and_records_the_template_hash():
         prompts.render("furina/eval/checker", "en", rationale="x")
 
 
-def test_each_run_records_only_its_own_templates(tmp_path):
-    from rpbench.flows.kit.runtime import get_runtime
+def test_each_stage_records_only_its_own_templates(tmp_path):
+    from rpbench.flows.kit.stage import StageRun, StageSpec
 
-    def run(name: str, template: str, language: str = "en", **variables) -> dict:
-        rt = get_runtime(tmp_path / name)
-        prompts.render(template, language, **variables)
-        return rt.finish()
+    def run(name: str, language: str):
+        stage = StageRun(StageSpec(name, templates=("furina/eval/checker",)), {"out": str(tmp_path / name)})
+        prompts.record_into(stage.templates)
+        prompts.render("furina/eval/checker", language, rationale="r", test_label="A")
+        return stage.result()
 
-    first = contextvars.copy_context().run(run, "a", "furina/eval/checker", "en", rationale="r", test_label="A")
-    second = contextvars.copy_context().run(run, "b", "furina/eval/checker", "zh", rationale="r", test_label="A")
-    assert list(first["prompt_templates"]) == ["furina/eval/checker.en.j2"]
-    assert list(second["prompt_templates"]) == ["furina/eval/checker.zh.j2"]
+    first = contextvars.copy_context().run(run, "a", "en")
+    second = contextvars.copy_context().run(run, "b", "zh")
+    assert list(first.templates) == ["furina/eval/checker.en.j2"]
+    assert list(second.templates) == ["furina/eval/checker.zh.j2"]
+
+
+def test_a_stage_that_renders_an_undeclared_template_is_refused(tmp_path):
+    """Its cache key would miss edits to that template: a programming error, caught at once."""
+    from rpbench.flows.kit.stage import StageRun, StageSpec
+
+    def run():
+        stage = StageRun(StageSpec("s", templates=("furina/eval/judge",)), {"out": str(tmp_path)})
+        prompts.record_into(stage.templates)
+        prompts.render("furina/eval/checker", "en", rationale="r", test_label="A")
+        return stage.result()
+
+    with pytest.raises(RuntimeError, match="undeclared templates"):
+        contextvars.copy_context().run(run)
 
 
 def test_chinese_variant_is_used_for_chinese():

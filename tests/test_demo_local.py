@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from rpbench.storage.schemas import ITEMS, SCENES
 from rpbench.storage.tables import read_rows
+from tests.helpers import CLI
 
 pytestmark = pytest.mark.local_model
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,7 +20,7 @@ def test_demo_runs_end_to_end_on_the_local_model(tmp_path):
     out = tmp_path / "demo"
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect")}
     proc = subprocess.run(
-        [sys.executable, "-m", "rpbench.flows.cli.main", "demo", "--out", str(out), "--cache", str(tmp_path / "calls.sqlite")],
+        [*CLI, "demo", "--out", str(out), "--cache", str(tmp_path / "calls.sqlite")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=3000,
     )
     output = proc.stdout + proc.stderr

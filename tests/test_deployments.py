@@ -1,13 +1,23 @@
-"""Deployments are declared with the right flows, parameters and schedule (no server needed)."""
+"""Deployments are declared for every flow of every mode, with settings as parameters (no server needed)."""
 
 from __future__ import annotations
 
 
-def test_deployments_declare_flows_and_a_nightly_schedule():
+def test_deployments_declare_every_flow_and_a_nightly_schedule():
     from rpbench.deployments.serve import NIGHTLY_EVAL, deployments
+    from rpbench.flows.kit.registry import modes
 
     deps = {(d.flow_name, d.name): d for d in deployments()}
-    assert ("rpbench-evaluate", "nightly-eval") in deps and ("rpbench-build-pool", "on-demand") in deps
+    for mode in modes().values():
+        for flow in mode.flows().values():
+            assert (flow.name, "on-demand") in deps
     nightly = deps[("rpbench-evaluate", "nightly-eval")]
-    assert nightly.parameters == NIGHTLY_EVAL
+    assert nightly.parameters == {"settings": NIGHTLY_EVAL.model_dump()}
     assert nightly.schedules[0].schedule.cron == "0 3 * * *"
+    # The parameters are the flow's own settings model: Prefect validates them against it.
+    from prefect.utilities.callables import parameter_schema
+
+    from rpbench.flows.modes.furina.evaluate import evaluate
+
+    schema = parameter_schema(evaluate).model_dump()
+    assert list(schema["properties"]) == ["settings"] and "EvalSettings" in str(schema["definitions"])

@@ -9,22 +9,21 @@ from collections import Counter
 import pytest
 from scipy import stats
 
-from rpbench.tasks.modes.furina.characters.schema import Character
-from rpbench.tasks.modes.furina.evaluation.aggregate import hallucination_rates, leaderboard, model_scores
-from rpbench.tasks.modes.furina.evaluation.report import charts, html_report, markdown_report
-from rpbench.tasks.modes.furina.evaluation.run import CheckVerdict, EvalConfig, JudgeVerdict, evaluate
+from rpbench.tasks.core.records import Character, Item
+from rpbench.tasks.llm import NoReply, Reply
+from rpbench.tasks.modes.furina.evaluation.analysis import EXTRA_COLUMNS, SCORING, analyze
+from rpbench.tasks.modes.furina.evaluation.run import Bench, CheckVerdict, EvalConfig, JudgeVerdict, evaluate
 from rpbench.tasks.modes.furina.evaluation.scoring import (
-    bootstrap_ci,
     hallucinated,
     item_score,
     pareto_front,
-    pearson,
     performance,
+    performance_statistic,
     position_bias,
     reliability,
-    separability_index,
 )
-from rpbench.tasks.llm import CallResult
+from rpbench.tasks.reports.report import build_report
+from rpbench.tasks.stats import bootstrap_ci, pearson, separability_index
 from tests.test_builder import SCENE, TEST
 
 # -- math ----------------------------------------------------------------------------------------
@@ -53,11 +52,14 @@ def test_bootstrap_interval_contains_the_estimate_and_narrows_with_n():
     rng = random.Random(1)
     small = [rng.choice([0, 0.5, 1, 3]) for _ in range(30)]
     large = small * 20
-    lo_s, hi_s = bootstrap_ci(small, seed=0)
-    lo_l, hi_l = bootstrap_ci(large, seed=0)
+    def ci(values):
+        return bootstrap_ci(values, performance(values), performance_statistic, seed=0)
+
+    lo_s, hi_s = ci(small)
+    lo_l, hi_l = ci(large)
     assert lo_s <= performance(small) <= hi_s and lo_l <= performance(large) <= hi_l
     assert hi_l - lo_l < hi_s - lo_s
-    assert bootstrap_ci(small, seed=0) == (lo_s, hi_s)  # seeded: the same interval twice
+    assert ci(small) == (lo_s, hi_s)  # seeded: the same interval twice
 
 
 def test_position_bias_diagnostics():
@@ -91,15 +93,22 @@ def test_pearson_matches_scipy():
 ESTABLISHED = Character.model_validate({**TEST.model_dump(), "name": "Holmes", "type": "established"})
 
 
+def _item(item_id, character, character_type, dimension, speaker, text):
+    return Item(item_id=item_id, character=character, character_type=character_type, language="en", scene_id="s1",
+                dialogue_id="d0", dimension=dimension, history=[{"speaker": speaker, "text": text}],
+                test_utterance="t", base_utterance="b", source_model="m", sigma=1)
+
+
 def _items():
     return [
-        {"item_id": "i1", "character": "Zero", "character_type": "synthesized", "language": "en", "scene_id": "s1",
-         "dimension": "CR", "history": [{"speaker": "Starbuck", "text": "Why are you here?"}]},
-        {"item_id": "i2", "character": "Holmes", "character_type": "established", "language": "en", "scene_id": "s1",
-         "dimension": "FR", "history": [{"speaker": "Stubb", "text": "Who are you?"}]},
-        {"item_id": "i3", "character": "Zero", "character_type": "synthesized", "language": "en", "scene_id": "s1",
-         "dimension": "PA", "history": [{"speaker": "Stubb", "text": "Tell me a joke."}]},
+        _item("i1", "Zero", "synthesized", "CR", "Starbuck", "Why are you here?"),
+        _item("i2", "Holmes", "established", "FR", "Stubb", "Who are you?"),
+        _item("i3", "Zero", "synthesized", "PA", "Stubb", "Tell me a joke."),
     ]
+
+
+def _bench():
+    return Bench(_items(), {"Zero": TEST, "Holmes": ESTABLISHED}, {"s1": SCENE})
 
 
 class EvalScripted:
@@ -112,19 +121,18 @@ class EvalScripted:
         parts = req.tag.split(":")
         item, who = parts[1], parts[2]
         if len(parts) == 3:  # an answer
-            return CallResult(role=req.role, model="fake", status="ok", text=f"{who} answers {item}")
+            return Reply(req.role, "fake", f"{who} answers {item}", None, 1, False)
         if parts[3] == "judge":
             if (item, who) in self.fail_judge_for:
-                return CallResult(role=req.role, model="fake", status="failed", text="garbage", error="no JSON")
+                return NoReply(req.role, "fake", "garbage", "no JSON", 3)
             order = int(parts[4][-1])
             good = who == "good/model"
             sigma = (1 if good else 4) if order == 1 else (5 if good else 2)
-            return CallResult(role=req.role, model="fake", status="ok", text="{}",
-                              parsed=JudgeVerdict(reasoning=f"{who} {'is fine' if good else 'hallucinates'}", sigma=sigma))
+            verdict = JudgeVerdict(reasoning=f"{who} {'is fine' if good else 'hallucinates'}", sigma=sigma)
+            return Reply(req.role, "fake", "{}", verdict, 1, False)
         if parts[3].startswith("check"):
             says = "model hallucinates" in req.messages[0]["content"]
-            return CallResult(role=req.role, model="fake", status="ok", text="{}",
-                              parsed=CheckVerdict(answer="Yes" if says else "No"))
+            return Reply(req.role, "fake", "{}", CheckVerdict(answer="Yes" if says else "No"), 1, False)
         raise AssertionError(req.tag)
 
     async def run_all(self, requests, on_done=None):
@@ -132,37 +140,35 @@ class EvalScripted:
 
 
 async def _evaluate(gw, models):
-    chars = {"Zero": TEST, "Holmes": ESTABLISHED}
-    return await evaluate(gw, _items(), chars, {"s1": SCENE}, {m: f"test@{m}" for m in models}, EvalConfig())
+    return await evaluate(gw, _bench(), {m: f"test@{m}" for m in models}, EvalConfig())
 
 
 async def test_evaluation_scores_checks_and_reports():
     gw = EvalScripted(fail_judge_for={("i3", "bad/model")})
     tables = await _evaluate(gw, ["good/model", "bad/model"])
-    good = [s for s in tables.item_scores if s["model"] == "good/model"]
-    assert [s["score"] for s in good] == [3.0, 3.0, 3.0]
-    bad = [s for s in tables.item_scores if s["model"] == "bad/model"]
-    assert [s["item_id"] for s in bad] == ["i1", "i2"]  # the failed judgment left i3 out...
-    assert tables.failures["bad/model"] == {"judgment_failed": 1}  # ...and was counted
-    assert all(s["hallucinated"] for s in bad) and not any(s["hallucinated"] for s in good)
-    failed = [j for j in tables.judgments if j["status"] == "failed"]
-    assert len(failed) == 2 and all(j["sigma"] is None and j["raw"] == "garbage" for j in failed)
+    good = [s for s in tables.item_scores if s.model == "good/model"]
+    assert [s.score for s in good] == [3.0, 3.0, 3.0]
+    bad = [s for s in tables.item_scores if s.model == "bad/model"]
+    assert [s.item_id for s in bad] == ["i1", "i2"]  # the failed judgment left i3 out...
+    assert [(f.model, f.item_id, f.kind) for f in tables.failures] == [("bad/model", "i3", "judgment_failed")]
+    assert all(s.hallucinated for s in bad) and not any(s.hallucinated for s in good)
+    failed = [j for j in tables.judgments if j.status == "failed"]
+    assert len(failed) == 2 and all(j.sigma is None and j.raw == "garbage" for j in failed)
     # checks run only on CR (synthesized) and FR (established) items, both orders
-    assert Counter(c["item_id"] for c in tables.checks) == {"i1": 4, "i2": 4}
+    assert Counter(c.item_id for c in tables.checks) == {"i1": 4, "i2": 4}
 
-    scores = model_scores(tables.item_scores, resamples=200)
-    halluc = hallucination_rates(tables.item_scores)
-    board = leaderboard(scores, tables.item_scores, halluc, tables.failures)
-    assert [r["model"] for r in board["rows"]] == ["good/model", "bad/model"]
-    assert board["rows"][0]["score"] == 100.0 and board["rows"][1]["score"] == 0.0
-    assert board["rows"][0]["reliability"] is None and board["rows"][1]["reliability"] == 1.0
-    assert board["pareto"] == ["good/model"]
-    bad_row = board["rows"][1]
+    report = build_report("rpbench evaluation", "3 benchmark items.", SCORING, tables.item_scores, tables.failures,
+                          200, 0, EXTRA_COLUMNS, analyze)
+    board = report.board
+    assert [r["model"] for r in board] == ["good/model", "bad/model"]
+    assert board[0]["score"] == 100.0 and board[1]["score"] == 0.0
+    assert board[0]["reliability"] is None and board[1]["reliability"] == 1.0
+    assert report.analysis.summary["pareto"] == ["good/model"]
+    bad_row = board[1]
     assert bad_row["established"] == 0.0 and bad_row["synthesized"] == 0.0 and bad_row["gap"] == 0.0
-    md = markdown_report(board, halluc, tables.failures, 3)
-    assert "undefined" in md and "judgment_failed 1" in md
-    page = html_report(md, charts(board, scores))
-    assert page.count("data:image/png;base64,") == 3 and "<table>" in page
+    assert bad_row["failed"] == 1 and bad_row["RR"] is None  # no RR item: a missing value, not 0
+    assert "undefined" in report.markdown and "judgment_failed 1" in report.markdown
+    assert report.html.count("data:image/png;base64,") == 3 and "<table>" in report.html
 
 
 async def test_adding_a_model_reuses_base_answers_and_earlier_judgments(tmp_path, make_gateway, loopback):
@@ -183,13 +189,12 @@ async def test_adding_a_model_reuses_base_answers_and_earlier_judgments(tmp_path
 
     loopback.responder = respond
     gateway = make_gateway()
-    chars = {"Zero": TEST, "Holmes": ESTABLISHED}
     models_a = {"m1": "role-m1"}
-    await evaluate(gateway, _items(), chars, {"s1": SCENE}, models_a, EvalConfig())
+    await evaluate(gateway, _bench(), models_a, EvalConfig())
     first = len(loopback.requests)
     gateway = make_gateway()
     gateway.config.roles["role-m2"] = gateway.config.default.model_copy(update={"temperature": 0.5})
-    tables = await evaluate(gateway, _items(), chars, {"s1": SCENE}, {**models_a, "m2": "role-m2"}, EvalConfig())
+    tables = await evaluate(gateway, _bench(), {**models_a, "m2": "role-m2"}, EvalConfig())
     new = len(loopback.requests) - first
     # m2: 3 answers + 6 judgments + 4 checks (CR and FR items, both orders); nothing for the base or m1.
     assert new == 3 + 6 + 4

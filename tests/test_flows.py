@@ -7,15 +7,20 @@ import hashlib
 import json
 import os
 import subprocess
+from collections import Counter
+from pathlib import Path
 
 import pytest
 from prefect.testing.utilities import prefect_test_harness
 
+from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings, PoolSettings
+from rpbench.samples import sample_path
 from rpbench.storage.characters import write_characters
-from rpbench.storage.pool import write_scenes
-from rpbench.storage.schemas import CALLS, ITEM_SCORES, ITEMS, JUDGMENTS
-from rpbench.storage.tables import read_rows, write_table
-from tests.helpers import TEST_KEY_ENV
+from rpbench.storage.scenes import write_scenes
+from rpbench.storage.schemas import CALLS, ITEM_SCORES, ITEMS, JUDGMENTS, SCENES
+from rpbench.storage.tables import read_records, read_rows, write_records
+from rpbench.tasks.core.records import Item
+from tests.helpers import TEST_KEY_ENV, schema_responder
 from tests.test_builder import SCENE, TEST
 
 pytestmark = pytest.mark.flow
@@ -27,8 +32,8 @@ def harness():
         yield
 
 
-def _models_file(tmp_path, server, extra: str = "") -> str:
-    path = tmp_path / "models.toml"
+def _models_file(tmp_path: Path, server, extra: str = "", name: str = "models.toml") -> str:
+    path = tmp_path / name
     path.write_text(
         f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\napi_key_env = "{TEST_KEY_ENV}"\n'
         'structured = "json_schema"\ntimeout = 5\n' + extra
@@ -46,61 +51,135 @@ def _worker_processes() -> list[str]:
 def _respond(body):
     name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
     digest = hashlib.md5(json.dumps(body["messages"]).encode()).hexdigest()[:6]
-    if name == "JudgeVerdict":
-        return json.dumps({"reasoning": f"A is better {digest}", "sigma": 2})
+    if name == "JudgeVerdict":  # a judge's words depend on how it samples, as a real one's would
+        return json.dumps({"reasoning": f"A is better {digest} t={body.get('temperature')}", "sigma": 2})
     if name == "CheckVerdict":
         return json.dumps({"answer": "No"})
     return f"(nods) reply {digest}"
 
 
-def _bench(tmp_path):
+def _bench(tmp_path: Path) -> Path:
     bench = tmp_path / "bench"
     bench.mkdir()
     write_characters(bench / "characters.yaml", [TEST])
     write_scenes(bench / "scenes.parquet", [SCENE])
-    items = [{"item_id": f"i{k}", "character": "Zero", "character_type": "synthesized", "language": "en",
-              "scene_id": "s1", "dialogue_id": "d0", "dimension": dim,
-              "history": [{"speaker": "Starbuck", "text": f"Question {k}?"}], "test_utterance": "t",
-              "base_utterance": "b", "source_model": "m", "sigma": 1, "flags": []}
+    items = [Item(item_id=f"i{k}", character="Zero", character_type="synthesized", language="en", scene_id="s1",
+                  dialogue_id="d0", dimension=dim, history=[{"speaker": "Starbuck", "text": f"Question {k}?"}],
+                  test_utterance="t", base_utterance="b", source_model="m", sigma=1)
              for k, dim in enumerate(["CR", "FR", "PA"])]
-    write_table(bench / "items.parquet", items, ITEMS)
+    write_records(bench / "items.parquet", items, ITEMS)
     return bench
 
 
-def test_evaluate_flow_writes_tables_report_and_resumes(harness, loopback, tmp_path, monkeypatch):
+def _task_states(state) -> Counter[str]:
+    """How Prefect itself recorded the task runs of a flow run (the UI shows the same)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    async def read() -> list:
+        async with get_client() as client:
+            return await client.read_task_runs(flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+
+    return Counter((run.name.split("-", 2)[0] + "-" + run.name.split("-", 2)[1], run.state.name)
+                   for run in asyncio.run(read()))
+
+
+def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback, tmp_path, monkeypatch):
     from rpbench.flows.modes.furina.evaluate import evaluate
 
     monkeypatch.setenv(TEST_KEY_ENV, "sk-flow-test-secret")
     loopback.responder = _respond
     # Calls go through gateway worker processes here, which must be gone when the flow is.
     models = _models_file(tmp_path, loopback, extra="processes = 2\n")
-    out, cache = tmp_path / "eval", str(tmp_path / "cache.sqlite")
-    bench = _bench(tmp_path)
-    manifest = asyncio.run(evaluate(bench=str(bench), models=["openai/model-under-test"], out=str(out),
-                                    resamples=200, models_file=models, cache=cache))
-    scores = read_rows(out / "item_scores.parquet", ITEM_SCORES)
-    assert len(scores) == 3 and all(s["score"] == 0.5 for s in scores)  # sigma 2 twice: (f(2) + f(6 - 2)) / 2
+    out = tmp_path / "eval"
+    settings = EvalSettings(bench=str(_bench(tmp_path)), models=["openai/model-under-test"], out=str(out),
+                            resamples=200, models_file=models, cache=str(tmp_path / "cache.sqlite"))
+    state = evaluate(settings, return_state=True)
+    manifest = state.result()
+    scores = read_records(out / "item_scores.parquet", ITEM_SCORES)
+    assert len(scores) == 3 and all(s.score == 0.5 for s in scores)  # sigma 2 twice: (f(2) + f(6 - 2)) / 2
     assert len(read_rows(out / "judgments.parquet", JUDGMENTS)) == 6
     assert (out / "report.html").read_text().count("data:image/png;base64,") == 3
-    assert manifest["row_counts"]["model_scores"] > 0 and manifest["totals"]["calls_sent"] == len(loopback.requests)
+    assert manifest["totals"]["calls_sent"] == len(loopback.requests) == manifest["this_run"]["calls_sent"]
     assert {"furina/eval/judge.en.j2", "furina/builder/test_turn.en.j2"} <= set(manifest["prompt_templates"])
-    sent = len(loopback.requests)
+    # Each stage is its own task run, per model where it maps over models, with its table on disk.
+    first = _task_states(state)
+    assert first == {("eval-answers", "Completed"): 2, ("eval-judgments", "Completed"): 1,
+                     ("eval-checks", "Completed"): 1, ("eval-scores", "Completed"): 1,
+                     ("eval-report", "Completed"): 1}
+    assert (out / "stages" / "openai-model-under-test" / "judgments.parquet").is_file()
     assert _worker_processes() == []
-    # The leaderboard and the report are published as artifacts for the Prefect UI.
+    sent = len(loopback.requests)
+
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
     async def artifact_keys() -> set[str]:
         async with get_client() as client:
             found = await client.read_artifacts(artifact_filter=ArtifactFilter(
-                key=ArtifactFilterKey(any_=["leaderboard", "evaluation-report", "run-summary-eval"])))
+                key=ArtifactFilterKey(any_=["furina-leaderboard", "furina-report", "eval-judgments-openai-model-under-test"])))
         return {a.key for a in found}
 
-    assert {"leaderboard", "evaluation-report"} <= asyncio.run(artifact_keys())
+    assert asyncio.run(artifact_keys()) == {"furina-leaderboard", "furina-report",
+                                            "eval-judgments-openai-model-under-test"}
 
-    asyncio.run(evaluate(bench=str(bench), models=["openai/model-under-test"], out=str(out), resamples=200,
-                         models_file=models, cache=cache))
-    assert len(loopback.requests) == sent  # the rerun sent nothing
-    calls = read_rows(out / "calls.parquet", CALLS)
-    assert sum(c["cached"] for c in calls) == sent
+    # The same flow again: every stage Cached in Prefect, no LLM call sent, the same tables.
+    again = evaluate(settings, return_state=True)
+    assert set(_task_states(again)) == {(name, "Cached") for name, _ in first}
+    assert len(loopback.requests) == sent
+    assert again.result()["this_run"] == {"stages": 6, "cached": 6, "run": [], "calls_sent": 0}
+    assert read_records(out / "item_scores.parquet", ITEM_SCORES) == scores
     assert "sk-flow-test-secret" not in (out / "manifest.json").read_text()
+
+    # Another judge: answers stay cached; judgments and everything after them run again.
+    other = _models_file(tmp_path, loopback, extra='processes = 2\n[roles.judge]\ntemperature = 0.5\n', name="m2.toml")
+    rejudged = evaluate(settings.model_copy(update={"models_file": other}), return_state=True)
+    assert rejudged.result()["this_run"]["run"] == ["eval-judgments[openai-model-under-test]",
+                                                    "eval-checks[openai-model-under-test]",
+                                                    "eval-scores[openai-model-under-test]", "eval-report"]
+    asked = {(r.get("response_format") or {}).get("json_schema", {}).get("name") for r in loopback.requests[sent:]}
+    assert asked == {"JudgeVerdict", "CheckVerdict"}  # no answer was asked for again
+
+    # A stage whose tables were deleted runs again instead of trusting its cached result.
+    (out / "report.md").unlink()
+    evaluate(settings, return_state=True)
+    assert (out / "report.md").is_file()
+
+
+def test_pool_and_build_flows_run_stage_by_stage(harness, loopback, tmp_path, monkeypatch):
+    from rpbench.flows.modes.furina.build import build_benchmark
+    from rpbench.flows.modes.furina.pool import build_pool
+
+    monkeypatch.setenv(TEST_KEY_ENV, "sk-flow-test")
+    loopback.responder = schema_responder
+    models, cache = _models_file(tmp_path, loopback), str(tmp_path / "cache.sqlite")
+    book = tmp_path / "ledger.txt"
+    book.write_text(sample_path("books", "the_keepers_ledger.en.txt").read_text())
+    state = build_pool(PoolSettings(books=[str(book)], out=str(tmp_path / "pool"), target_tokens=1024,
+                                    min_tokens=512, max_tokens=2048, models_file=models, cache=cache),
+                       return_state=True)
+    assert _task_states(state) == {(f"pool-{s}", "Completed"): 1
+                                   for s in ("chunk", "boundaries", "extract", "stitch", "assemble", "merge")}
+    for table in ("books", "chunks", "scenes", "dropped_scenes", "pool_stats"):
+        assert (tmp_path / "pool" / f"{table}.parquet").is_file(), table
+    assert (tmp_path / "pool" / "stages" / "ledger" / "extractions.parquet").is_file()
+
+    # The loopback extractor finds no dialogue in a book: give the builder a pool of its own.
+    pool = tmp_path / "pool2"
+    write_scenes(pool / SCENES.filename, [SCENE])
+    chars = tmp_path / "chars.yaml"
+    write_characters(chars, [TEST])
+    settings = BuildSettings(characters=str(chars), pool=str(pool), out=str(tmp_path / "bench"), tau=1,
+                             min_rounds=2, max_rounds=3, budget=2, wave_size=2, models_file=models, cache=cache)
+    state = build_benchmark(settings, return_state=True)
+    manifest = state.result()
+    states = _task_states(state)
+    assert states[("build-simulate", "Completed")] >= 1 and states[("build-items", "Completed")] == 1
+    assert states[("build-grade", "Completed")] == states[("build-simulate", "Completed")]
+    items = read_records(tmp_path / "bench" / "items.parquet", ITEMS)
+    assert len(items) == manifest["build"]["items"] and manifest["build"]["dialogues"] >= 1
+    sent = len(loopback.requests)
+    rerun = build_benchmark(settings, return_state=True)
+    assert {s for _, s in _task_states(rerun)} == {"Cached"} and len(loopback.requests) == sent
+    assert read_records(tmp_path / "bench" / "calls.parquet", CALLS)  # the accounting survives the rerun

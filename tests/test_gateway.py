@@ -59,7 +59,7 @@ async def test_unparseable_reply_is_retried_then_recorded_as_failure(make_gatewa
     assert result.status == "failed"
     assert result.parsed is None  # never a default score
     assert result.text == "still nothing"
-    assert result.raw_replies == ["no json here", '{"reason": "x", "score": 9}', "still nothing"]
+    assert result.raw_replies == ("no json here", '{"reason": "x", "score": 9}', "still nothing")
     assert "score" in (gateway.ledger.records()[1].error or "")
     totals = gateway.ledger.totals()
     assert totals["parse_errors"] == 3 and totals["calls_sent"] == 3

@@ -39,7 +39,7 @@ async def test_local_model_returns_a_valid_structured_object(gateway):
 
 
 async def test_concurrent_requests_share_batches(gateway):
-    engine = LocalEngine.shared()
+    engine = LocalEngine.for_model("smollm2-135m")
     before = engine.batches_run
     requests = [Request("scene", [{"role": "user", "content": f"Name a colour, number {i}."}]) for i in range(6)]
     results = await gateway.run_all(requests)
@@ -48,7 +48,7 @@ async def test_concurrent_requests_share_batches(gateway):
 
 
 async def test_greedy_and_sampled_requests_share_a_batch_and_greedy_stays_greedy(gateway):
-    engine = LocalEngine.shared()
+    engine = LocalEngine.for_model("smollm2-135m")
     from rpbench.tasks.llm.local_engine import GenRequest
 
     msg = [{"role": "user", "content": "Name one fruit."}]

@@ -4,24 +4,25 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from rpbench.storage.pool import read_scenes
+from rpbench.storage.scenes import load_scene_file, read_scenes
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm import CallResult
+from rpbench.tasks.core.records import Scene
+from rpbench.tasks.llm import NoReply, Reply
 from rpbench.tasks.modes.furina.pool.boundaries import apply_boundaries, locate
 from rpbench.tasks.modes.furina.pool.build import PoolConfig, build_book
 from rpbench.tasks.modes.furina.pool.chapters import find_headings
 from rpbench.tasks.modes.furina.pool.chunking import ChunkingConfig, static_chunks
-from rpbench.tasks.modes.furina.pool.custom import load_custom_scenes, merge_scenes
+from rpbench.tasks.modes.furina.pool.custom import merge_scenes
 from rpbench.tasks.modes.furina.pool.extract import stitch
 from rpbench.tasks.modes.furina.pool.filters import FilterConfig
 from rpbench.tasks.modes.furina.pool.ingest import clean_text, read_book
-from rpbench.tasks.modes.furina.pool.models import AliasMap, BoundaryVerdict, ExtractedScene, PoolScene
+from rpbench.tasks.modes.furina.pool.models import AliasMap, BoundaryVerdict, ExtractedScene
 from rpbench.tasks.modes.furina.pool.names import alias_mapping
+from tests.helpers import CLI
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples" / "books"
@@ -61,7 +62,7 @@ def test_bad_books_get_a_one_line_error(tmp_path, content, message):
 def test_cli_reports_a_bad_book_in_one_line_with_nonzero_exit(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    proc = subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", "pool", "chunk", str(empty), "--out", str(tmp_path)],
+    proc = subprocess.run([*CLI, "pool", "chunk", str(empty), "--out", str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"error: {empty}: the file is empty"
@@ -104,8 +105,8 @@ def test_few_headings_fall_back_to_windows():
 
 
 # -- boundaries -----------------------------------------------------------------------------------
-def _ok(parsed) -> CallResult:
-    return CallResult(role="extractor", model="fake", status="ok", text="{}", parsed=parsed)
+def _ok(parsed) -> Reply:
+    return Reply("extractor", "fake", "{}", parsed, 1, False)
 
 
 def test_boundary_move_keeps_text_whole_and_snaps_to_line_start():
@@ -120,7 +121,7 @@ def test_boundary_move_keeps_text_whole_and_snaps_to_line_start():
 def test_boundary_verdicts_that_cannot_apply_are_recorded():
     text = "x" * 1000 + "\n" + "y" * 1000
     spans = [(0, 1001), (1001, 2001)]
-    failed = CallResult(role="extractor", model="fake", status="failed", text=None, error="bad")
+    failed = NoReply("extractor", "fake", None, "bad", 1)
     nowhere = _ok(BoundaryVerdict(reason="", unfinished=True, unfinished_starts_with="words not in the text"))
     fine = _ok(BoundaryVerdict(reason="", unfinished=False))
     assert [apply_boundaries(text, spans, [v])[1][0].status for v in (failed, nowhere, fine)] == [
@@ -145,7 +146,7 @@ def test_stitching_joins_a_truncated_scene_to_its_continuation():
     a = scene("Maren and Tobias watch the dark ship", ["Maren", "Tobias"], "truncated", 3)
     b_other = scene("The village market opens", ["Grocer", "Child"])
     b_cont = scene("Maren and Tobias keep watching the dark ship", ["Maren", "Tobias"], "finished", 2)
-    out = stitch([[a], [b_other, b_cont]])
+    out = stitch("b", [[a], [b_other, b_cont]])
     joined = [s for s in out if s.stitched]
     assert len(joined) == 1 and joined[0].chunk_indices == [0, 1] and len(joined[0].dialogue) == 5
     assert len(out) == 2
@@ -154,7 +155,7 @@ def test_stitching_joins_a_truncated_scene_to_its_continuation():
 def test_an_unmatched_truncated_scene_is_kept_with_a_note():
     a = scene("A storm at sea", ["Ahab", "Starbuck"], "truncated")
     b = scene("Tea in the garden", ["Alice", "Hatter"])
-    out = stitch([[a], [b]])
+    out = stitch("b", [[a], [b]])
     assert len(out) == 2 and out[0].notes == ["continuation not found in the next chunk"]
 
 
@@ -183,7 +184,7 @@ class ScriptedGateway:
             return _ok(self.aliases)
         index = int(req.tag.rsplit(":", 1)[1])
         if index in self.fragment_fail:
-            return CallResult(role="extractor", model="fake", status="failed", text="nonsense", error="no JSON")
+            return NoReply("extractor", "fake", "nonsense", "no JSON", 3)
         names = [n.strip("- ") for n in req.messages[0]["content"].split("one entry for each of these characters: ")[1]
                  .split(".")[0].split(", ")]
         sketch = {k: "" for k in ("nickname", "gender", "age", "appearance", "persona", "relationships", "hobbies",
@@ -214,7 +215,7 @@ async def test_build_book_end_to_end_with_scripted_llm():
                               AliasMap(groups=[{"canonical": "Maren Holt", "aliases": ["Maren", "Miss Holt"]}]),
                               fragment_fail={1})
     result = await build_book(gateway, book, cfg)
-    assert [c["boundary"] for c in result.chunks][-1] == "last"
+    assert [c.boundary for c in result.chunks][-1] == "last"
     assert len(result.scenes) == 1  # stitched scene kept; the captain's scene failed assembly
     kept = result.scenes[0]
     assert kept.chunk_indices == [0, 1]
@@ -222,7 +223,7 @@ async def test_build_book_end_to_end_with_scripted_llm():
     assert all(ln.speaker != "Maren" and ln.speaker != "Miss Holt" for ln in kept.original_dialogue)
     private = {a.key for c in kept.characters for a in c.profile if a.visibility == "private"}
     assert private == {"speech_pattern"}  # the only private-by-default attribute that was filled in
-    reasons = sorted(d["reason"] for d in result.dropped)
+    reasons = sorted(d.reason for d in result.dropped)
     assert reasons == ["fragment call failed: no JSON", "only 1 speaker(s) (minimum 2)"]
     assert result.failures["fragment"] == 1
 
@@ -247,12 +248,12 @@ def test_pool_add_validates_and_appends(tmp_path):
     pool = tmp_path / "pool"
     pool.mkdir()
     for _ in range(1):
-        proc = subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", "pool", "add", str(path), "--pool", str(pool)],
+        proc = subprocess.run([*CLI, "pool", "add", str(path), "--pool", str(pool)],
                               capture_output=True, text=True, cwd=ROOT)
         assert proc.returncode == 0, proc.stderr
     scenes = read_scenes(pool / "scenes.parquet")
     assert [s.scene_id for s in scenes] == ["custom-1"] and scenes[0].source == "custom"
-    proc = subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", "pool", "add", str(path), "--pool", str(pool)],
+    proc = subprocess.run([*CLI, "pool", "add", str(path), "--pool", str(pool)],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "already in the pool" in proc.stderr
 
@@ -272,11 +273,11 @@ def test_pool_add_errors_name_file_record_and_field(tmp_path, change, field):
 
     path.write_text(yaml.safe_dump([{**CUSTOM, **change}]))
     with pytest.raises(InputError, match=rf"scenes.yaml: record 0 \(custom-1\): field '{field}'"):
-        load_custom_scenes(path)
+        load_scene_file(path)
 
 
 def test_merge_refuses_duplicate_ids():
-    s = PoolScene.model_validate(CUSTOM)
+    s = Scene.model_validate(CUSTOM)
     with pytest.raises(InputError, match="already in the pool"):
         merge_scenes([s], [s], "f.json")
 

@@ -11,9 +11,9 @@ import textwrap
 import time
 from pathlib import Path
 
-from tests.helpers import TEST_KEY_ENV, loopback_config
-from rpbench.tasks.llm import CallCache, Gateway, Request
 from rpbench.tasks.core.secrets import install_log_redaction, scrub
+from rpbench.tasks.llm import CallCache, Gateway, Request
+from tests.helpers import TEST_KEY_ENV, loopback_config
 
 ROOT = Path(__file__).resolve().parent.parent
 N_CALLS = 40
@@ -94,7 +94,7 @@ async def test_api_key_never_reaches_logs_tables_or_manifest(make_gateway, loopb
     assert any(secret in h for h in loopback.auth_headers)
 
     run = RunDir(tmp_path / "run")
-    gateway.ledger.flush(run.root / "calls.parquet")
+    gateway.ledger.write(run.root / "calls.parquet")
     run.write_manifest(config=gateway.config.redacted(), echo={"api_key": secret, "note": f"k={secret}"})
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "manifest.json" for p in written)

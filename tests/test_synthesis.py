@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import yaml
 
-from rpbench.storage.characters import write_characters, write_scene_file
-from rpbench.tasks.modes.furina.characters.schema import load_characters
+from rpbench.storage.characters import load_characters, write_characters
+from rpbench.storage.scenes import load_scene_file, write_scene_file
+from rpbench.tasks.llm import Reply
 from rpbench.tasks.modes.furina.characters.synthesis import (
     Cast,
     DialogueDraft,
@@ -17,8 +18,6 @@ from rpbench.tasks.modes.furina.characters.synthesis import (
     Worldview,
     synthesize,
 )
-from rpbench.tasks.llm import CallResult
-from rpbench.tasks.modes.furina.pool.custom import load_custom_scenes
 
 
 def profile(name: str, persona: str = "A quiet cartographer of drowned streets.") -> dict:
@@ -65,7 +64,7 @@ class Scripted:
         elif step == "dialogue":
             parsed = DialogueDraft(lines=[{"speaker": "Ysolde Marrow", "text": "You rang for me."},
                                           {"speaker": "Tamsin Oakes", "text": "(pulls the rope) I rang for the truth."}])
-        return CallResult(role=req.role, model="fake", status="ok", text="{}", parsed=parsed)
+        return Reply(req.role, "fake", "{}", parsed, 1, False)
 
 
 async def test_synthesis_runs_every_step_refines_and_rejects_copies(tmp_path):
@@ -88,7 +87,7 @@ async def test_synthesis_runs_every_step_refines_and_rejects_copies(tmp_path):
     chars_path = write_characters(tmp_path / "synth.yaml", cast)
     assert load_characters(chars_path) == cast  # `rpbench characters check` accepts it
     scenes_path = write_scene_file(tmp_path / "synth.scenes.json", [scene])
-    (loaded,) = load_custom_scenes(scenes_path)  # `rpbench pool add` accepts it
+    (loaded,) = load_scene_file(scenes_path)  # `rpbench pool add` accepts it
     assert loaded.source == "synthesized" and [c.name for c in loaded.characters] == ["Ysolde Marrow", "Tamsin Oakes"]
     assert yaml.safe_load(chars_path.read_text())[0]["type"] == "synthesized"
 

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from rpbench.tasks.modes.furina.characters.schema import load_characters
+from rpbench.storage.characters import load_characters
+from tests.helpers import CLI
 
 pytestmark = pytest.mark.local_model
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cli(*args: str, env: dict[str, str], timeout: int = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rpbench.flows.cli.main", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([*CLI, *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -28,7 +28,7 @@ def test_synthesis_on_the_local_model_writes_files_the_checkers_accept(tmp_path)
     output = made.stdout + made.stderr
     assert made.returncode == 0, output[-3000:]
     assert "Traceback" not in output
-    assert "synthesis, world 1/1: character 2/2" in output and "synthesis, world 1/1: dialogue of" in output
+    assert "synthesize-world[world-0]: character 2/2" in output and "synthesize-world[world-0]: dialogue of" in output
 
     checked = _cli("characters", "check", str(out), env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr

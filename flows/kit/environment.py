@@ -1,4 +1,4 @@
-"""Process set-up for commands: offline settings, and a quiet Prefect."""
+"""Process set-up for commands and tests: offline settings, a quiet Prefect, and a clean shutdown."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from rpbench.tasks.core.offline import OFFLINE_ENV
 from rpbench.tasks.core.secrets import install_log_redaction
 
-OFFLINE_DEFAULTS = {
+PREFECT_ENV = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "HF_HUB_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
     # Prefect's console and UI handlers also carry our own loggers' lines (model loading, progress).
     "PREFECT_LOGGING_EXTRA_LOGGERS": "rpbench",
     # The local model logs from its own worker thread, outside any flow run: print those lines, do not warn.
@@ -25,11 +23,11 @@ OFFLINE_DEFAULTS = {
 }
 
 
-def setup_environment() -> None:
+def setup_environment(prefect_home: Path | None = None) -> None:
     """Defaults that make a command work offline with no configuration (each can be overridden)."""
-    for key, value in OFFLINE_DEFAULTS.items():
+    for key, value in {**OFFLINE_ENV, **PREFECT_ENV}.items():
         os.environ.setdefault(key, value)
-    os.environ.setdefault("PREFECT_HOME", str(Path.cwd() / ".prefect"))
+    os.environ.setdefault("PREFECT_HOME", str(prefect_home or Path.cwd() / ".prefect"))
     install_log_redaction()
     logging.getLogger("rpbench").setLevel(logging.INFO)
     for noisy in ("httpx", "LiteLLM", "litellm", "transformers", "urllib3"):

@@ -4,19 +4,44 @@ An ``InputError`` names the file, the record and the field that are wrong. The
 CLI prints its message on one line and exits non-zero, with no traceback.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
+
 from pydantic import ValidationError
+
+T = TypeVar("T")
 
 
 class InputError(Exception):
-    """Bad input from the user: a file, a record or a field that cannot be used."""
+    """Bad input from the user: a file, a record, a field or a name that cannot be used."""
+
+
+def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> InputError:
+    """The error for a name that resolves to nothing: it lists the names that do exist."""
+    listed = ", ".join(sorted(set(known))) or "none"
+    return InputError(f"unknown {kind} '{name}' (known: {listed}){'; ' + hint if hint else ''}")
 
 
 def first_error(exc: ValidationError) -> tuple[str, str]:
-    """The first problem of a pydantic ValidationError as (dotted field path, message)."""
+    """The first problem of a pydantic ValidationError as (dotted field path, message fit for a user)."""
     err = exc.errors()[0]
-    return ".".join(str(p) for p in err["loc"]) or "record", err["msg"].removeprefix("Value error, ")
+    loc = [str(p) for p in err["loc"]]
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "missing":
+        msg = "missing"
+    elif err["type"] == "literal_error":
+        expected = str((err.get("ctx") or {}).get("expected", "")).replace("'", "")
+        what = loc[-1] if loc and not loc[-1].isdigit() else "value"
+        msg = f"unknown {what} '{err.get('input')}' (use {expected})"
+    return ".".join(loc) or "record", msg
 
 
-def duplicates(values: list) -> list:
+def duplicates(values: Sequence[T]) -> list[T]:
     """The values that occur more than once, sorted."""
-    return sorted({v for v in values if values.count(v) > 1})
+    seen: set[Any] = set()
+    dupes: set[Any] = set()
+    for v in values:
+        (dupes if v in seen else seen).add(v)
+    return sorted(dupes)

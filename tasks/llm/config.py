@@ -17,10 +17,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.core.errors import InputError, first_error
+from rpbench.tasks.llm.local_models import EMBEDDED, LocalModelSpec, local_name
+from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
 
-LOCAL_MODEL = "local/smollm2-135m"
+LOCAL_MODEL = f"{LOCAL_PROVIDER}/{EMBEDDED}"
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_models.toml")
 ENV_PREFIX = "RPBENCH_"
 
@@ -42,8 +43,8 @@ class ModelSpec(BaseModel):
     max_tokens: int = 256
     seed: int | None = 0
     timeout: float = 120.0
-    max_concurrency: int = 16
-    rpm: int | None = Field(default=None, description="Requests per minute for this model; None for no limit.")
+    max_concurrency: int = Field(default=16, ge=1, description="Requests in flight to this model's endpoint.")
+    rpm: int | None = Field(default=None, ge=1, description="Requests per minute for this model; None for no limit.")
     processes: int = Field(
         default=1, ge=1, le=32,
         description="Worker processes that send this model's calls. Above 1, litellm's per-call CPU is spread "
@@ -70,6 +71,11 @@ class ModelSpec(BaseModel):
         out.update(self.extra)
         return out
 
+    def identity(self) -> dict[str, Any]:
+        """What decides the replies (not how fast they come): stage cache keys include it."""
+        return {"model": self.model, "api_base": self.api_base or "", "sampling": self.sampling(),
+                "structured": self.structured}
+
     def endpoint(self) -> str:
         """The identity of the server behind the model, used for limits and cache keys."""
         return f"{self.model}@{self.api_base or ''}"
@@ -92,9 +98,36 @@ class ModelsConfig(BaseModel):
     default: ModelSpec = Field(default_factory=ModelSpec)
     roles: dict[str, ModelSpec] = Field(default_factory=dict)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    local_models: dict[str, LocalModelSpec] = Field(
+        default_factory=dict, description="Named local models, addressed as local/<name>, beside the embedded one.")
+
+    @model_validator(mode="after")
+    def _local_models_exist(self) -> ModelsConfig:
+        known = {EMBEDDED, *self.local_models}
+        for where, spec in [("default", self.default), *((f"roles.{r}", s) for r, s in self.roles.items())]:
+            name = local_name(spec.model)
+            if name is not None and name not in known:
+                raise ValueError(f"{where}: unknown local model '{name}' (known: {', '.join(sorted(known))})")
+        return self
 
     def for_role(self, role: str) -> ModelSpec:
-        return self.roles.get(role, self.default)
+        """A role's settings.
+
+        ``<like>@<model>`` (what ``bind_model`` returns) is the model string with the settings of role
+        ``like``, so the name alone says everything, in any process. A built-in role the file leaves out uses
+        [default]; names a user gives are checked before any work starts (``rpbench.tasks.llm.names``).
+        """
+        if role in self.roles:
+            return self.roles[role]
+        like, at, model = role.partition("@")
+        if at and like and model:
+            return self.for_role(like).model_copy(update={"model": model})
+        return self.default
+
+    @staticmethod
+    def bind_model(model: str, like: str) -> str:
+        """The role that calls litellm model string ``model`` with the settings of role ``like``."""
+        return f"{like}@{model}"
 
     def redacted(self) -> dict[str, Any]:
         """A dump safe for manifests: only env-var names, never values, are in here by construction."""
@@ -159,6 +192,5 @@ def load_models_config(path: str | Path | None = None, environ: dict[str, str] |
     try:
         return ModelsConfig.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise InputError(f"{path}: field '{where}': {err['msg']}") from None
+        where, msg = first_error(exc)
+        raise InputError(f"{path}: field '{where}': {msg}" if where != "record" else f"{path}: {msg}") from None

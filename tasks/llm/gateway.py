@@ -13,57 +13,77 @@ raw text. Nothing is ever replaced by a default.
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import random
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar, overload
 
 import aiohttp
 import litellm
-from aiolimiter import AsyncLimiter
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from rpbench.tasks.core.records import CallRecord
+from rpbench.tasks.core.secrets import scrub_text
+from rpbench.tasks.llm.bounds import bounds_for
 from rpbench.tasks.llm.cache import CallCache, request_key
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec
-from rpbench.tasks.llm.ledger import CallRecord, Ledger
+from rpbench.tasks.llm.ledger import Ledger, next_call_id
 from rpbench.tasks.llm.litellm_call import add_transport, new_session, request_kwargs, send, tune_litellm
-from rpbench.tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
 from rpbench.tasks.llm.local_provider import register_local_provider
 from rpbench.tasks.llm.process_pool import ProcessPool
 from rpbench.tasks.llm.structured import json_schema, parse_reply, repair_messages, schema_instruction
 from rpbench.tasks.llm.transient import is_transient
-from rpbench.tasks.core.secrets import scrub_text
 
-T = TypeVar("T", bound=BaseModel)
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 Message = dict[str, Any]
 
 
-@dataclass
-class CallResult(Generic[T]):
-    """What a caller gets back: the text, the parsed object when asked for, and how it went."""
+@dataclass(frozen=True)
+class Reply(Generic[T]):
+    """A usable reply: its text and, when a schema was asked for, the validated object."""
 
     role: str
     model: str
-    status: str  # "ok" or "failed"
+    text: str
+    parsed: T
+    attempts: int
+    cached: bool
+    raw_replies: tuple[str, ...] = ()
+    ok: Literal[True] = True
+    status: Literal["ok"] = "ok"
+    error: None = None
+
+
+@dataclass(frozen=True)
+class NoReply:
+    """No usable reply: the error, and the last raw text if the model answered at all. Never a default."""
+
+    role: str
+    model: str
     text: str | None
-    parsed: T | None = None
-    error: str | None = None
-    attempts: int = 0
+    error: str
+    attempts: int
     cached: bool = False
-    raw_replies: list[str] = field(default_factory=list)
+    raw_replies: tuple[str, ...] = ()
+    ok: Literal[False] = False
+    status: Literal["failed"] = "failed"
+    parsed: None = None
 
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
+
+# ``if result.ok:`` narrows a CallResult to the Reply, whose ``parsed`` is then the schema's type.
+CallResult = Reply[T] | NoReply
 
 
-@dataclass
-class Request:
-    """One call for ``Gateway.run_all``."""
+@dataclass(frozen=True)
+class Request(Generic[T]):
+    """One call for ``Gateway.run_all``; ``schema`` None asks for free text (a ``Request[None]``)."""
 
     role: str
     messages: list[Message]
@@ -98,22 +118,6 @@ def call_cost(spec: ModelSpec, prompt_tokens: int, completion_tokens: int) -> fl
     return prices[0] * prompt_tokens + prices[1] * completion_tokens
 
 
-class _Bounds:
-    """Per-endpoint bounds: at most N requests in flight and at most R requests a minute."""
-
-    def __init__(self, spec: ModelSpec) -> None:
-        self.slots = asyncio.Semaphore(spec.max_concurrency)
-        self.rate = AsyncLimiter(spec.rpm, 60) if spec.rpm else None
-
-    async def __aenter__(self) -> None:
-        await self.slots.acquire()
-        if self.rate is not None:
-            await self.rate.acquire()
-
-    async def __aexit__(self, *exc: Any) -> None:
-        self.slots.release()
-
-
 class Gateway:
     """Role-addressed, cached, bounded, retried access to any litellm model."""
 
@@ -121,11 +125,8 @@ class Gateway:
         self.config = config
         self.cache = cache
         self.ledger = ledger or Ledger()
-        # Keyed by event loop (weakly): asyncio objects belong to one loop, and Prefect or
-        # successive asyncio.run() calls may use several; a dead loop's entries go with it.
-        self._bounds: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Bounds]] = (
-            weakref.WeakKeyDictionary()
-        )
+        # Keyed by event loop (weakly): an HTTP session and worker processes belong to one loop, and each
+        # Prefect task may run on its own; a dead loop's entries go with it.
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
             weakref.WeakKeyDictionary()
         )
@@ -133,15 +134,18 @@ class Gateway:
             weakref.WeakKeyDictionary()
         )
         tune_litellm()
-        register_local_provider()
+        register_local_provider(config.local_models)
+
+    def fork(self, ledger: Ledger | None = None) -> Gateway:
+        """The same gateway (config, cache, sessions, worker processes) with its own accounting.
+
+        Each stage records its calls in a ledger of its own, however many stages run at once.
+        """
+        twin = copy.copy(self)
+        twin.ledger = ledger or Ledger()
+        return twin
 
     # -- plumbing -------------------------------------------------------------------------------
-    def _bounds_for(self, spec: ModelSpec) -> _Bounds:
-        per_loop = self._bounds.setdefault(asyncio.get_running_loop(), {})
-        if spec.endpoint() not in per_loop:
-            per_loop[spec.endpoint()] = _Bounds(spec)
-        return per_loop[spec.endpoint()]
-
     def _session(self) -> aiohttp.ClientSession:
         """One pooled HTTP session per event loop, shared by every call on it."""
         loop = asyncio.get_running_loop()
@@ -167,7 +171,7 @@ class Gateway:
         for pool in self._pools.pop(loop, {}).values():
             await pool.aclose()
 
-    def _response_format(self, spec: ModelSpec, schema: type[BaseModel] | None) -> dict[str, Any] | None:
+    def _response_format(self, spec: ModelSpec, schema: type[Any] | None) -> dict[str, Any] | None:
         if schema is None or self._structured_mode(spec) == "prompt":
             return None
         if self._structured_mode(spec) == "json_object":
@@ -188,12 +192,14 @@ class Gateway:
         except Exception:  # unknown models (e.g. a vLLM server) are asked in the prompt
             return "prompt"
 
-    async def _send(self, spec: ModelSpec, messages: list[Message], response_format: dict | None) -> tuple[dict, int]:
+    async def _send(
+        self, spec: ModelSpec, messages: list[Message], response_format: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], int]:
         """One completed model reply, after as many transient retries as the policy allows."""
         policy = self.config.retry
         kwargs = request_kwargs(spec, messages, response_format)
         pool = self._pool_for(spec) if spec.processes > 1 else None
-        bounds = self._bounds_for(spec)
+        bounds = bounds_for(spec.endpoint(), spec.max_concurrency, spec.rpm)
 
         async def attempt_once() -> tuple[dict[str, Any], float]:
             async with bounds:
@@ -228,56 +234,67 @@ class Gateway:
         cost = call_cost(spec, n_in, n_out or 0) if n_in is not None else None
         return {**reply, "latency_s": latency, "cost_usd": cost}, retries
 
+    async def _reply(self, spec: ModelSpec, record: CallRecord, convo: list[Message],
+                     response_format: dict[str, Any] | None) -> dict[str, Any]:
+        """The reply to one attempt, from the cache or the model; a permanent failure raises."""
+        cached = self.cache.get(record.cache_key) if self.cache is not None else None
+        if cached is not None:
+            return cached
+        record.cached = False
+        reply, record.transient_retries = await self._send(spec, convo, response_format)
+        if self.cache is not None:
+            self.cache.put(record.cache_key, reply)
+        return reply
+
     # -- public ---------------------------------------------------------------------------------
+    @overload
+    async def complete(self, role: str, messages: list[Message], *, schema: type[M],
+                       sample_index: int = 0, tag: str | None = None) -> CallResult[M]: ...
+
+    @overload
+    async def complete(self, role: str, messages: list[Message], *, schema: None = None,
+                       sample_index: int = 0, tag: str | None = None) -> CallResult[None]: ...
+
     async def complete(
         self,
         role: str,
         messages: list[Message],
         *,
-        schema: type[T] | None = None,
+        schema: type[BaseModel] | None = None,
         sample_index: int = 0,
         tag: str | None = None,
-    ) -> CallResult[T]:
+    ) -> CallResult[Any]:
         """Ask the model bound to ``role``; see the module docstring for the guarantees."""
+        return await self._complete(role, messages, schema, sample_index, tag)
+
+    async def _complete(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
+                        sample_index: int, tag: str | None) -> CallResult[Any]:
         spec = self.config.for_role(role)
         response_format = self._response_format(spec, schema)
         convo = list(messages)
         if schema is not None and response_format is None:
             convo = [*convo[:-1], {**convo[-1], "content": f"{convo[-1]['content']}\n\n{schema_instruction(schema)}"}]
-        attempts = self.config.retry.parse_attempts
-        result: CallResult[T] = CallResult(role=role, model=spec.model, status="failed", text=None)
+        raw: list[str] = []
+        error = "no attempt was made (parse_attempts is 0)"
         all_cached = True
-        for attempt in range(attempts):
-            key = request_key(
-                model=spec.model,
-                api_base=spec.api_base,
-                messages=convo,
-                sampling=spec.sampling(),
-                sample_index=sample_index,
-                attempt=attempt,
-                response_schema=response_format,
-            )
-            record = CallRecord(cache_key=key, role=role, model=spec.model, tag=tag, attempt=attempt, cached=True,
-                                outcome="ok")
-            reply = self.cache.get(key) if self.cache is not None else None
-            if reply is None:
-                all_cached = False
-                record.cached = False
-                try:
-                    reply, record.transient_retries = await self._send(spec, convo, response_format)
-                except Exception as exc:  # permanent error, or transient retries exhausted: a failure, not a default
-                    # Some providers echo the key in their error text: mask it before it is stored anywhere.
-                    record.outcome, record.error = "failed", scrub_text(f"{type(exc).__name__}: {exc}")[:500]
-                    self.ledger.add(record)
-                    result.error, result.attempts = record.error, attempt + 1
-                    return result
-                if self.cache is not None:
-                    self.cache.put(key, reply)
+        for attempt in range(self.config.retry.parse_attempts):
+            key = request_key(model=spec.model, api_base=spec.api_base, messages=convo, sampling=spec.sampling(),
+                              sample_index=sample_index, attempt=attempt, response_schema=response_format)
+            record = CallRecord(call_id=next_call_id(), cache_key=key, role=role, model=spec.model, tag=tag,
+                                attempt=attempt, cached=True, outcome="ok")
+            try:
+                reply = await self._reply(spec, record, convo, response_format)
+            except Exception as exc:  # permanent error, or transient retries exhausted: a failure, not a default
+                # Some providers echo the key in their error text: mask it before it is stored anywhere.
+                record.outcome, record.error = "failed", scrub_text(f"{type(exc).__name__}: {exc}")[:500]
+                self.ledger.add(record)
+                return NoReply(role, spec.model, raw[-1] if raw else None, record.error, attempt + 1,
+                               raw_replies=tuple(raw))
+            all_cached = all_cached and record.cached
             record.prompt_tokens, record.completion_tokens = reply["prompt_tokens"], reply["completion_tokens"]
             record.latency_s, record.cost_usd = reply["latency_s"], reply["cost_usd"]
-            text = reply["text"]
-            result.raw_replies.append(text)
-            result.text, result.attempts = text, attempt + 1
+            text: str = reply["text"]
+            raw.append(text)
             try:
                 if not text.strip():
                     raise ValueError("the reply is empty")
@@ -285,31 +302,29 @@ class Gateway:
             except ValueError as exc:
                 record.outcome, record.error = "parse_error", str(exc)[:500]
                 self.ledger.add(record)
-                result.error = str(exc)
-                convo = repair_messages(convo, text, str(exc))
+                error = str(exc)
+                convo = repair_messages(convo, text, error)
                 continue
             self.ledger.add(record)
-            result.status, result.parsed, result.error, result.cached = "ok", parsed, None, all_cached
-            return result
-        result.cached = all_cached
-        return result
+            return Reply(role, spec.model, text, parsed, attempt + 1, all_cached, tuple(raw))
+        return NoReply(role, spec.model, raw[-1] if raw else None, error, len(raw), all_cached, tuple(raw))
 
-    async def run(self, req: Request) -> CallResult:
+    async def run(self, req: Request[T]) -> CallResult[T]:
         """``complete`` for a prepared ``Request``."""
-        return await self.complete(req.role, req.messages, schema=req.schema, sample_index=req.sample_index, tag=req.tag)
+        return await self._complete(req.role, req.messages, req.schema, req.sample_index, req.tag)
 
     async def run_all(
         self,
-        requests: Sequence[Request],
+        requests: Sequence[Request[T]],
         *,
         limit: int = 64,
-        on_done: Callable[[int, int], Awaitable[None] | None] | None = None,
-    ) -> list[CallResult]:
+        on_done: Callable[[int, int], Any] | None = None,
+    ) -> list[CallResult[T]]:
         """Run many calls concurrently (at most ``limit`` at once), results in request order."""
         gate = asyncio.Semaphore(limit)
         done = 0
 
-        async def one(req: Request) -> CallResult:
+        async def one(req: Request[T]) -> CallResult[T]:
             nonlocal done
             async with gate:
                 res = await self.run(req)

@@ -14,7 +14,7 @@ import aiohttp
 import litellm
 
 from rpbench.tasks.llm.config import ModelSpec
-from rpbench.tasks.llm.local_provider import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
 
 Message = dict[str, Any]
 
@@ -42,6 +42,9 @@ def tune_litellm() -> None:
     Logging.response_cost_calculator = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
     Logging.async_success_handler = _no_async_success  # type: ignore[method-assign]
     Logging.handle_sync_success_callbacks_for_async_calls = lambda self, *a, **k: None  # type: ignore[method-assign]
+    # Nor schedule the (now empty) success log at all: litellm queues it on one process-wide worker bound to
+    # one event loop, and stage tasks run on several loops at once, which that worker cannot follow.
+    litellm.utils._schedule_async_success_logging = lambda *args, **kwargs: None
 
 
 def request_kwargs(spec: ModelSpec, messages: list[Message], response_format: dict | None) -> dict[str, Any]:

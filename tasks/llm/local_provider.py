@@ -1,8 +1,10 @@
-"""The embedded model as a litellm custom provider: ``local/<name>``.
+"""Local models as a litellm custom provider: ``local/<name>``.
 
-litellm routes any model string with the ``local/`` prefix here, so the local
-model is called exactly like a remote one and every call still goes through
-litellm. A JSON schema given as ``response_format`` is enforced by
+litellm routes any model string with the ``local/`` prefix here (passing the
+name after the prefix), so a local model is called exactly like a remote one
+and every call still goes through litellm. The name picks the model from the
+local registry; an unknown name fails the call, it never falls back to the
+embedded model. A JSON schema given as ``response_format`` is enforced by
 constrained decoding.
 """
 
@@ -15,8 +17,7 @@ import litellm
 from litellm import CustomLLM, ModelResponse
 
 from rpbench.tasks.llm.local_engine import GenRequest, GenResult, LocalEngine
-
-PROVIDER = "local"
+from rpbench.tasks.llm.local_models import PROVIDER, LocalModelSpec, register_local_models
 
 
 def _schema_of(optional_params: dict[str, Any]) -> dict[str, Any] | None:
@@ -62,12 +63,12 @@ def _response(model: str, result: GenResult) -> ModelResponse:
 class LocalProvider(CustomLLM):
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         params = kwargs.get("optional_params") or {}
-        result = LocalEngine.shared().submit(_request(messages, params)).result()
+        result = LocalEngine.for_model(model).submit(_request(messages, params)).result()
         return _response(model, result)
 
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         params = kwargs.get("optional_params") or {}
-        future = LocalEngine.shared().submit(_request(messages, params))
+        future = LocalEngine.for_model(model).submit(_request(messages, params))
         result = await asyncio.wrap_future(future)
         return _response(model, result)
 
@@ -75,9 +76,10 @@ class LocalProvider(CustomLLM):
 _registered = False
 
 
-def register_local_provider() -> None:
-    """Make ``local/...`` model strings resolve to the embedded model (idempotent, loads nothing)."""
+def register_local_provider(models: dict[str, LocalModelSpec] | None = None) -> None:
+    """Route ``local/<name>`` model strings here and register named local models (idempotent, loads nothing)."""
     global _registered
+    register_local_models(models or {})
     if _registered:
         return
     litellm.custom_provider_map = [

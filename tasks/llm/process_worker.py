@@ -17,11 +17,11 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from rpbench.tasks.core.secrets import scrub_text
 from rpbench.tasks.llm.event_loop import run_coroutine
 from rpbench.tasks.llm.litellm_call import add_transport, new_session, send, tune_litellm
 from rpbench.tasks.llm.process_pool import LINE_LIMIT
 from rpbench.tasks.llm.transient import is_transient
-from rpbench.tasks.core.secrets import scrub_text
 
 
 async def serve(out: BinaryIO) -> None:

@@ -24,7 +24,7 @@ def extract_json(text: str) -> Any:
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
         candidates.append(text[start : end + 1])
-    last_error: Exception | None = None
+    last_error: json.JSONDecodeError | None = None
     for candidate in candidates:
         if not candidate:
             continue

@@ -19,4 +19,8 @@ def run_summary_markdown(manifest: dict[str, Any], run_dir: str) -> str:
         f"- cost: ${totals.get('cost_usd', 0.0):.4f}",
         f"- wall time: {manifest.get('timings', {}).get('wall_s', 0):.1f} s",
     ]
+    this_run = manifest.get("this_run")
+    if this_run:
+        lines.append(f"- this run: {this_run['stages']} stages, {this_run['cached']} of them cached; "
+                     f"{this_run['calls_sent']} calls sent")
     return "\n".join(lines) + "\n"

@@ -1,37 +1,167 @@
-"""Flow: characters + pool -> benchmark (dialogues, items, stats) under ``out``."""
+"""Flow: characters + pool -> benchmark, each stage a cached Prefect task per test character.
+
+Per character, in waves: simulate (a wave of dialogues from the same count
+snapshot) -> grade (the judge grades each finished dialogue); the kept items
+decide whether another wave is needed. Then items: dialogues, items, stats,
+chart, and the characters and scenes the items refer to, under ``out``.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
 from prefect import flow
 
-from rpbench.flows.modes.furina.build_stages import build_benchmark_tables
-from rpbench.flows.kit.run import finish_run, publish_run_summary
+from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.runtime import models_config
+from rpbench.flows.kit.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.ui import publish_table
+from rpbench.flows.modes.furina.settings import BuildSettings
+from rpbench.storage.characters import load_characters, write_characters
+from rpbench.storage.scenes import read_scenes
+from rpbench.storage.schemas import ITEMS, SCENES
+from rpbench.storage.tables import read_records, write_table
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import Character
+from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.furina.builder.build import (
+    build_stats,
+    finish_build,
+    grade_wave,
+    kept_counts,
+    plan_wave,
+    scene_queue,
+    simulate_wave,
+    slug,
+)
+from rpbench.tasks.modes.furina.builder.chart import items_per_dimension_chart
+from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, covered
+from rpbench.tasks.modes.furina.builder.simulate import BuildConfig, turn_records
+from rpbench.tasks.modes.furina.roles import ROLES
+from rpbench.tasks.modes.furina.tables import BUILD_STATS, DIALOGUES, GRADES
+
+WORKERS = 4  # character shards at once; LLM calls are bounded by the gateway whatever this is
+SIMULATION_TEMPLATES = ("furina/builder/director", "furina/builder/scene_turn", "furina/builder/test_turn",
+                        "furina/builder/select", "furina/dims/")
 
 
-@flow(name="rpbench-build-benchmark", log_prints=True)
-async def build_benchmark(
-    characters: str,
-    pool: str,
-    out: str = "runs/bench",
-    only: list[str] | None = None,
-    tau: int = 10,
-    min_rounds: int = 6,
-    max_rounds: int = 20,
-    max_test_gap: int = 3,
-    max_dialogues_per_character: int = 40,
-    sources: list[str] | None = None,
-    keep_grades: list[str] | None = None,
-    concurrency: int = 8,
-    seed: int = 0,
-    test_sees_scene_extras: bool = False,
-    models: str | None = None,
-    cache: str | None = None,
-) -> dict:
-    settings = {"tau": tau, "min_rounds": min_rounds, "max_rounds": max_rounds, "max_test_gap": max_test_gap,
-                "max_dialogues_per_character": max_dialogues_per_character, "sources": sources or ["source"],
-                "keep_grades": tuple(keep_grades or ["high"]), "concurrency": concurrency, "seed": seed,
-                "test_sees_scene_extras": test_sees_scene_extras}
-    summary = await build_benchmark_tables(characters, pool, out, settings, models, cache, only)
-    manifest = finish_run(out, models, cache, build=summary, build_settings=settings)
-    publish_run_summary(out, "rpbench-build")
-    return manifest
+@stage("build-simulate", templates=SIMULATION_TEMPLATES, inputs=("pool",),
+       roles=lambda p: ["director", "scene", "base", "judge", *p["config"].sources])
+async def simulate(run: StageRun, character: Character, pool: str, config: BuildConfig, wave: int, started: int,
+                   kept: dict[str, int], out: str, shard: str, models_file: str | None, cache: str | None
+                   ) -> StageResult:
+    """One wave of a character's dialogues, each steered from the same snapshot of its kept items."""
+    dialogues = plan_wave(character, scene_queue(character, read_scenes(pool), config), config, started, kept)
+    async with run.gateway() as gateway:
+        done = await simulate_wave(gateway, dialogues, kept, config, run.progress.track("dialogues", len(dialogues)))
+    run.write(DIALOGUES, [t for d in done for t in turn_records(d)], f"dialogues-w{wave}.parquet")
+    failures: Counter[str] = Counter()
+    for d in done:
+        failures.update(d.failures)
+    return run.result(dialogues=len(done), failures=dict(failures))
+
+
+@stage("build-grade", templates=("furina/builder/grade",), roles=("judge",), inputs=("dialogues", "pool"))
+async def grade(run: StageRun, dialogues: str, pool: str, config: BuildConfig, wave: int, out: str, shard: str,
+                models_file: str | None, cache: str | None) -> StageResult:
+    """The judge grades each dialogue of the wave; what the kept ones give counts toward tau."""
+    turns = read_records(dialogues, DIALOGUES)
+    n = len({t.dialogue_id for t in turns})
+    async with run.gateway() as gateway:
+        grades = await grade_wave(gateway, turns, {s.scene_id: s for s in read_scenes(pool)},
+                                  run.progress.track("grades", n))
+    run.write(GRADES, grades, f"grades-w{wave}.parquet")
+    return run.result(kept=kept_counts(turns, grades, config),
+                      failures={"grade": sum(g.status == "failed" for g in grades)})
+
+
+@stage("build-items", inputs=("pool", "dialogues", "grades"))
+async def items(run: StageRun, characters: list[Character], pool: str, dialogues: list[str], grades: list[str],
+                config: BuildConfig, coverage: dict[str, dict[str, int]], source_models: dict[str, str],
+                out: str) -> StageResult:
+    """Items from the kept dialogues; the benchmark folder gets everything evaluation needs."""
+    scenes = read_scenes(pool)
+    result = finish_build([t for p in dialogues for t in read_records(p, DIALOGUES)],
+                          [g for p in grades for g in read_records(p, GRADES)], characters, scenes, config,
+                          coverage, {}, source_models)
+    run.write(ITEMS, result.items, final=True)
+    run.write(DIALOGUES, result.turns, final=True)
+    run.write(GRADES, result.grades, final=True)
+    used = {t.scene_id for t in result.turns}
+    run.write(SCENES, [s for s in scenes if s.scene_id in used], final=True)
+    stats = build_stats(result, characters, scenes, config.keep_grades)
+    write_table(Path(out) / BUILD_STATS.filename, stats, BUILD_STATS)
+    run.tables[BUILD_STATS.name] = str(Path(out) / BUILD_STATS.filename)
+    # The benchmark carries the characters its items refer to, so evaluation needs nothing else.
+    run.tables["characters"] = str(write_characters(Path(out) / "characters.yaml", characters))
+    run.tables["chart"] = str(items_per_dimension_chart(result.items, Path(out) / "items_per_dimension.png"))
+    await publish_table("benchmark-coverage",
+                        [{"character": name, **dims, "covered": name not in result.budget_exhausted}
+                         for name, dims in result.coverage.items()],
+                        f"Kept items per dimension (tau={config.tau}); uncovered = budget spent")
+    return run.result(dialogues=len({t.dialogue_id for t in result.turns}), items=len(result.items),
+                      budget_exhausted=result.budget_exhausted)
+
+
+def selected_characters(s: BuildSettings) -> list[Character]:
+    """The characters to build for; a name in ``--only`` that is not in the file is an input error."""
+    characters = load_characters(s.characters)
+    unknown = sorted(set(s.only) - {c.name for c in characters})
+    if unknown:
+        raise InputError(f"{s.characters}: no character named {', '.join(unknown)}")
+    return [c for c in characters if not s.only or c.name in s.only]
+
+
+def check(s: BuildSettings) -> tuple[list[Character], tuple[str, ...]]:
+    """Everything a build needs, checked before any work: characters, the pool, the source names."""
+    characters = selected_characters(s)
+    scenes_path = Path(s.pool) / SCENES.filename
+    if not scenes_path.is_file():
+        raise InputError(f"{s.pool}: no scenes.parquet (build a pool first: rpbench pool build)")
+    scenes = read_scenes(scenes_path)
+    config = s.build(("source",))
+    for c in characters:
+        scene_queue(c, scenes, config)  # every character has a scene to play in
+    roles = resolve_all(models_config(s.models_file), s.sources, ROLES, like="source", option="--source")
+    return characters, tuple(roles[name] for name in s.sources)
+
+
+@flow(name="rpbench-build-benchmark", log_prints=True, task_runner=thread_runner(WORKERS))
+def build_benchmark(settings: BuildSettings) -> dict:
+    """Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark items."""
+    s, stages = settings, Stages()
+    characters, sources = check(s)
+    config = s.build(sources)
+    pool = str(Path(s.pool) / SCENES.filename)
+    run = {"pool": pool, "config": config, "out": s.out, "models_file": s.models_file, "cache": s.cache}
+    kept = {c.name: dict.fromkeys(DIMENSIONS, 0) for c in characters}
+    started = dict.fromkeys(kept, 0)
+    dialogues: list[str] = []
+    grades: list[str] = []
+    failures: Counter[str] = Counter()
+    for wave in range(s.budget):
+        active = [c for c in characters
+                  if not covered(list(kept[c.name].values()), s.tau) and started[c.name] < s.budget]
+        if not active:
+            break
+        shards: list[dict[str, Any]] = [{**run, "wave": wave, "shard": slug(c.name)} for c in active]
+        simulated = stages.map(simulate, [{**sh, "character": c, "started": started[c.name], "kept": kept[c.name]}
+                                          for sh, c in zip(shards, active, strict=True)])
+        graded = stages.map(grade, [{**sh, "dialogues": r.path(f"dialogues-w{wave}")}
+                                    for sh, r in zip(shards, simulated, strict=True)])
+        for c, sim, gr in zip(active, simulated, graded, strict=True):
+            started[c.name] += sim.summary["dialogues"]
+            kept[c.name] = {d: kept[c.name][d] + n for d, n in gr.summary["kept"].items()}
+            dialogues.append(sim.path(f"dialogues-w{wave}"))
+            grades.append(gr.path(f"grades-w{wave}"))
+            failures.update(sim.summary["failures"])
+            failures.update(gr.summary["failures"])
+    cfg = models_config(s.models_file)
+    built = stages.run(items, characters=characters, pool=pool, dialogues=dialogues, grades=grades, config=config,
+                       coverage=kept, source_models={r: cfg.for_role(r).model for r in sources}, out=s.out)
+    summary = {"dialogues": built.summary["dialogues"], "items": built.summary["items"], "coverage": kept,
+               "budget_exhausted": built.summary["budget_exhausted"], "failed_calls": dict(failures), "tau": s.tau}
+    return finish_run(s.out, stages, s.models_file, "build-benchmark", build=summary,
+                      build_settings=s.model_dump(exclude={"models_file", "cache"}))

@@ -2,9 +2,9 @@
 
 pool (the project's sample book) -> starter characters -> benchmark (tau = 1)
 -> evaluation of two local configurations (greedy and sampled), written under
-``out/pool``, ``out/bench`` and ``out/eval``. Each stage is its own flow, run
-here as a subflow, so the Prefect UI shows the same runs a user would start
-one by one.
+``out/pool``, ``out/bench`` and ``out/eval``. Each part is its own flow, run
+here as a subflow, so the Prefect UI shows the same runs and stages a user
+would start one by one; a second run finds every stage cached.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 
 from prefect import flow
 
-from rpbench.samples import sample_path
-
 from rpbench.flows.modes.furina.build import build_benchmark
 from rpbench.flows.modes.furina.evaluate import evaluate
 from rpbench.flows.modes.furina.pool import build_pool
+from rpbench.flows.modes.furina.settings import BuildSettings, DemoSettings, EvalSettings, PoolSettings
+from rpbench.samples import sample_path
 
 DEMO_BOOK = sample_path("books", "the_keepers_ledger.en.txt")
 DEMO_CHARACTERS = sample_path("characters", "starter.en.yaml")
@@ -25,13 +25,26 @@ DEMO_CAST = ["Sherlock Holmes", "Elizabeth Bennet"]
 DEMO_MODELS = ["local-greedy", "local-sampled"]
 
 
+def demo_settings(s: DemoSettings) -> tuple[PoolSettings, BuildSettings, EvalSettings]:
+    """The three flows' settings for the demo: small chunks, tau = 1, short dialogues, two local models."""
+    root, models, cache = Path(s.out), s.models_file, s.cache
+    pool = PoolSettings(books=[str(DEMO_BOOK)], out=str(root / "pool"), target_tokens=1024, min_tokens=512,
+                        max_tokens=2048, min_utterances=2, models_file=models, cache=cache)
+    bench = BuildSettings(characters=str(DEMO_CHARACTERS), pool=pool.out, out=str(root / "bench"), only=DEMO_CAST,
+                          tau=1, min_rounds=2, max_rounds=4, budget=2, keep_grades=["poor", "moderate", "high"],
+                          wave_size=2, models_file=models, cache=cache)
+    evaluation = EvalSettings(bench=bench.out, models=DEMO_MODELS, out=str(root / "eval"), models_file=models,
+                              cache=cache)
+    return pool, bench, evaluation
+
+
 @flow(name="rpbench-demo", log_prints=True)
-async def demo(out: str = "runs/demo", models: str | None = None, cache: str | None = None) -> dict:
-    root = Path(out)
-    await build_pool(books=[str(DEMO_BOOK)], out=str(root / "pool"), target_tokens=1024, min_tokens=512,
-                     max_tokens=2048, min_utterances=2, models=models, cache=cache)
-    await build_benchmark(characters=str(DEMO_CHARACTERS), pool=str(root / "pool"), out=str(root / "bench"),
-                          only=DEMO_CAST, tau=1, min_rounds=2, max_rounds=4, max_dialogues_per_character=2,
-                          keep_grades=["poor", "moderate", "high"], concurrency=4, models=models, cache=cache)
-    return await evaluate(bench=str(root / "bench"), models=DEMO_MODELS, out=str(root / "eval"), resamples=1000,
-                          models_file=models, cache=cache)
+def demo(settings: DemoSettings) -> dict:
+    """The whole pipeline on the embedded local model (no keys, no network): pool, benchmark, evaluation."""
+    pool, bench, evaluation = demo_settings(settings)
+    pooled = build_pool(pool)
+    built = build_benchmark(bench)
+    manifest = evaluate(evaluation)
+    manifest["demo"] = {name: m.get("this_run") for name, m in (("pool", pooled), ("bench", built),
+                                                                ("eval", manifest))}
+    return manifest

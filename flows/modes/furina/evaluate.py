@@ -1,17 +1,133 @@
-"""Flow: models under test answer the benchmark; both-order judgments; scores, checks, reports."""
+"""Flow: models under test answer the benchmark; both-order judgments; checks; scores; the report.
+
+answers (the base, and each model under test) -> judgments -> checks ->
+scores, each a cached Prefect task per model, then one report stage. Adding
+a model to an earlier evaluation runs only that model's stages (and the
+report); binding the judge to another model re-runs judgments and what
+follows them, never the answers.
+"""
 
 from __future__ import annotations
 
 from prefect import flow
 
-from rpbench.flows.modes.furina.evaluate_stages import evaluate_models
-from rpbench.flows.kit.run import finish_run, publish_run_summary
+from rpbench.flows.kit.report import publish_report
+from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.runtime import models_config
+from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.modes.furina.mode import FURINA
+from rpbench.flows.modes.furina.settings import EvalSettings
+from rpbench.storage.schemas import FAILURES, GENERATIONS, ITEM_SCORES, JUDGMENTS
+from rpbench.storage.tables import read_records
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench
+from rpbench.tasks.modes.furina.evaluation.run import BASE, EvalConfig, answer, check, judge, score
+from rpbench.tasks.modes.furina.roles import ROLES
+from rpbench.tasks.modes.furina.tables import CHECKS
+from rpbench.tasks.reports.report import failure_counts
+
+WORKERS = 4  # model shards at once; LLM calls are bounded by the gateway whatever this is
+BENCH = ("items", "characters", "scenes")
 
 
-@flow(name="rpbench-evaluate", log_prints=True)
-async def evaluate(bench: str, models: list[str], out: str = "runs/eval", resamples: int = 1000, seed: int = 0,
-                   models_file: str | None = None, cache: str | None = None) -> dict:
-    summary = await evaluate_models(bench, models, out, resamples, seed, models_file, cache)
-    manifest = finish_run(out, models_file, cache, evaluation=summary)
-    publish_run_summary(out, "rpbench-eval")
-    return manifest
+@stage("eval-answers", templates=("furina/builder/test_turn", "furina/dims/"), roles=lambda p: [p["role"]],
+       inputs=BENCH)
+async def answers(run: StageRun, items: str, characters: str, scenes: str, role: str, name: str, out: str,
+                  shard: str, models_file: str | None, cache: str | None) -> StageResult:
+    bench = load_bench(items, characters, scenes)
+    async with run.gateway() as gateway:
+        made = await answer(gateway, bench, role, name, EvalConfig(),
+                            run.progress.track(f"answers of {name}", len(bench.items)))
+    run.write(GENERATIONS, made)
+    return run.result(failed=sum(g.status == "failed" for g in made))
+
+
+@stage("eval-judgments", templates=("furina/eval/judge", "furina/dims/"), roles=("judge",),
+       inputs=(*BENCH, "base", "answers"))
+async def judgments(run: StageRun, items: str, characters: str, scenes: str, base: str, answers: str, name: str,
+                    out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
+    bench = load_bench(items, characters, scenes)
+    async with run.gateway() as gateway:
+        made = await judge(gateway, bench, read_records(base, GENERATIONS), read_records(answers, GENERATIONS),
+                           name, run.progress.track(f"judgments of {name}", 2 * len(bench.items)))
+    run.write(JUDGMENTS, made)
+    return run.result(failed=sum(j.status == "failed" for j in made))
+
+
+@stage("eval-checks", templates=("furina/eval/checker",), roles=("checker",), inputs=(*BENCH, "judgments"))
+async def checks(run: StageRun, items: str, characters: str, scenes: str, judgments: str, name: str, out: str,
+                 shard: str, models_file: str | None, cache: str | None) -> StageResult:
+    bench = load_bench(items, characters, scenes)
+    rows = read_records(judgments, JUDGMENTS)
+    async with run.gateway() as gateway:
+        made = await check(gateway, bench, rows, name, run.progress.track(f"hallucination checks of {name}",
+                                                                          len(rows)))
+    run.write(CHECKS, made)
+    return run.result(failed=sum(c.status == "failed" for c in made))
+
+
+@stage("eval-scores", inputs=(*BENCH, "base", "answers", "judgments", "checks"))
+async def scores(run: StageRun, items: str, characters: str, scenes: str, base: str, answers: str, judgments: str,
+                 checks: str, name: str, out: str, shard: str) -> StageResult:
+    bench = load_bench(items, characters, scenes)
+    made, failures = score(bench, read_records(base, GENERATIONS), read_records(answers, GENERATIONS),
+                           read_records(judgments, JUDGMENTS), read_records(checks, CHECKS), name, EvalConfig().f)
+    run.write(ITEM_SCORES, made)
+    run.write(FAILURES, failures)
+    return run.result(scored=len(made), failures=len(failures))
+
+
+@stage("eval-report", inputs=("generations", "judgments", "checks", "item_scores", "failures"))
+async def report(run: StageRun, generations: list[str], judgments: list[str], checks: list[str],
+                 item_scores: list[str], failures: list[str], n_items: int, resamples: int, seed: int,
+                 out: str) -> StageResult:
+    """Every model's tables in one place, model scores with intervals, the leaderboard and the report."""
+    rows = [r for p in item_scores for r in read_records(p, ITEM_SCORES)]
+    failed = [f for p in failures for f in read_records(p, FAILURES)]
+    run.write(ITEM_SCORES, rows, final=True)
+    run.write(GENERATIONS, [g for p in generations for g in read_records(p, GENERATIONS)], final=True)
+    run.write(JUDGMENTS, [j for p in judgments for j in read_records(p, JUDGMENTS)], final=True)
+    run.write(CHECKS, [c for p in checks for c in read_records(p, CHECKS)], final=True)
+    run.write(FAILURES, failed, final=True)
+    made = await publish_report(run, FURINA, rows, failed, n_items, resamples, seed)
+    return run.result(leaderboard=made.board, **made.analysis.summary)
+
+
+def check_models(s: EvalSettings) -> dict[str, str]:
+    """Model name -> role; a name that is neither a role nor a model string is an input error."""
+    if BASE in s.models:
+        raise InputError(f"--model: '{BASE}' is the reference every model is compared with, not a model under test")
+    return resolve_all(models_config(s.models_file), s.models, ROLES, like="test", option="--model")
+
+
+@flow(name="rpbench-evaluate", log_prints=True, task_runner=thread_runner(WORKERS))
+def evaluate(settings: EvalSettings) -> dict:
+    """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
+    s, stages = settings, Stages()
+    files = bench_files(s.bench)
+    n_items = len(load_bench(**files).items)
+    roles = check_models(s)
+    run = {**files, "out": s.out, "models_file": s.models_file, "cache": s.cache}
+    named = {BASE: BASE, **roles}
+    made = stages.map(answers, [{**run, "role": role, "name": name, "shard": slug(name)}
+                                for name, role in named.items()])
+    base = made[0].path("generations")
+    shards = [{**run, "name": name, "shard": slug(name), "base": base, "answers": m.path("generations")}
+              for name, m in zip(roles, made[1:], strict=True)]
+    judged = stages.map(judgments, shards)
+    shards = [{**sh, "judgments": j.path("judgments")} for sh, j in zip(shards, judged, strict=True)]
+    checked = stages.map(checks, [{k: v for k, v in sh.items() if k not in ("base", "answers")} for sh in shards])
+    scored = stages.map(scores, [{**{k: v for k, v in sh.items() if k not in ("models_file", "cache")},
+                                  "checks": c.path("checks")} for sh, c in zip(shards, checked, strict=True)])
+    done = stages.run(report, generations=[m.path("generations") for m in made],
+                      judgments=[j.path("judgments") for j in judged], checks=[c.path("checks") for c in checked],
+                      item_scores=[x.path("item_scores") for x in scored],
+                      failures=[x.path("failures") for x in scored],
+                      n_items=n_items, resamples=s.resamples, seed=s.seed, out=s.out)
+    failures = failure_counts(read_records(done.path("failures"), FAILURES))
+    summary = {"items": n_items, "models": s.models, "leaderboard": done.summary["leaderboard"],
+               "pareto": done.summary["pareto"], "separability_index": done.summary["separability_index"],
+               "failures": failures, "report": done.path("report_html")}
+    return finish_run(s.out, stages, s.models_file, "evaluate", evaluation=summary,
+                      evaluation_settings=s.model_dump(exclude={"models_file", "cache"}))

@@ -1,31 +1,152 @@
-"""Flow: books to a character-scene pool (tables under ``out``)."""
+"""Flow: books to a character-scene pool, each stage a cached Prefect task per book.
+
+chunk -> boundaries -> extract -> stitch -> assemble, mapped over the books,
+then merge writes the pool's tables under ``out``: books, chunks, scenes,
+dropped_scenes, pool_stats.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefect import flow
 
-from rpbench.flows.modes.furina.pool_stages import build_pool_tables, publish_pool_stats
-from rpbench.flows.kit.run import finish_run, publish_run_summary
+from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.stage import StageResult, StageRun, stage
+from rpbench.flows.modes.furina.settings import PoolSettings
+from rpbench.storage.scenes import read_scenes
+from rpbench.storage.schemas import SCENES
+from rpbench.storage.tables import read_records
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.modes.furina.pool.build import (
+    assemble_scenes,
+    chunk_book,
+    extract_scenes,
+    move_boundaries,
+    stitch_scenes,
+)
+from rpbench.tasks.modes.furina.pool.chunking import ChunkingConfig
+from rpbench.tasks.modes.furina.pool.filters import FilterConfig, pool_stats
+from rpbench.tasks.modes.furina.pool.ingest import Book, read_book, rejoin
+from rpbench.tasks.modes.furina.tables import BOOKS, CHUNKS, DROPPED_SCENES, EXTRACTIONS, POOL_STATS, RAW_SCENES
+
+WORKERS = 4  # book shards at once; LLM calls are bounded by the gateway whatever this is
 
 
-@flow(name="rpbench-build-pool", log_prints=True)
-async def build_pool(
-    books: list[str],
-    out: str = "runs/pool",
-    language: str | None = None,
-    target_tokens: int = 8192,
-    min_tokens: int = 4096,
-    max_tokens: int = 16384,
-    min_utterances: int = 4,
-    min_speakers: int = 2,
-    plot_aware: bool = True,
-    models: str | None = None,
-    cache: str | None = None,
-) -> dict:
-    settings = {"target_tokens": target_tokens, "min_tokens": min_tokens, "max_tokens": max_tokens,
-                "min_utterances": min_utterances, "min_speakers": min_speakers, "plot_aware": plot_aware}
-    summary = await build_pool_tables(books, out, language, settings, models, cache)
-    manifest = finish_run(out, models, cache, pool=summary, pool_settings=settings)
-    publish_pool_stats(out)
-    publish_run_summary(out, "rpbench-pool")
-    return manifest
+def _book(book_table: str, chunks: str) -> Book:
+    (record,) = read_records(book_table, BOOKS)
+    return rejoin(record, read_records(chunks, CHUNKS))
+
+
+@stage("pool-chunk", inputs=("book",))
+async def chunk(run: StageRun, book: str, language: str | None, target_tokens: int, min_tokens: int,
+                max_tokens: int, out: str, shard: str) -> StageResult:
+    parsed = read_book(book, language)
+    record, chunks = chunk_book(parsed, ChunkingConfig(target_tokens, min_tokens, max_tokens))
+    run.write(BOOKS, [record], "book.parquet")
+    run.write(CHUNKS, chunks, "static_chunks.parquet")
+    return run.result(book_id=record.book_id, chunks=len(chunks))
+
+
+@stage("pool-boundaries", templates=("furina/pool/boundary",), inputs=("book_table", "chunks"),
+       roles=lambda p: ["extractor"] if p["plot_aware"] else [])
+async def boundaries(run: StageRun, book_table: str, chunks: str, plot_aware: bool, out: str, shard: str,
+                     models_file: str | None, cache: str | None) -> StageResult:
+    book, static = _book(book_table, chunks), read_records(chunks, CHUNKS)
+    moved = static
+    if plot_aware:
+        async with run.gateway() as gateway:
+            moved = await move_boundaries(gateway, book, static, run.progress.track("boundaries", len(static) - 1))
+    run.write(CHUNKS, moved)
+    return run.result(failed=sum(c.boundary == "failed" for c in moved))
+
+
+@stage("pool-extract", templates=("furina/pool/extract",), roles=("extractor",), inputs=("book_table", "chunks"))
+async def extract(run: StageRun, book_table: str, chunks: str, out: str, shard: str, models_file: str | None,
+                  cache: str | None) -> StageResult:
+    book, rows = _book(book_table, chunks), read_records(chunks, CHUNKS)
+    async with run.gateway() as gateway:
+        extractions = await extract_scenes(gateway, book, rows, run.progress.track("extraction", len(rows)))
+    run.write(EXTRACTIONS, extractions)
+    return run.result(failed=sum(e.status == "failed" for e in extractions))
+
+
+@stage("pool-stitch", templates=("furina/pool/aliases",), roles=("extractor",),
+       inputs=("book_table", "chunks", "extractions"))
+async def stitch(run: StageRun, book_table: str, chunks: str, extractions: str, out: str, shard: str,
+                 models_file: str | None, cache: str | None) -> StageResult:
+    book = _book(book_table, chunks)
+    async with run.gateway() as gateway:
+        raw, aliases_failed = await stitch_scenes(gateway, book, read_records(extractions, EXTRACTIONS))
+    run.write(RAW_SCENES, raw)
+    return run.result(scenes=len(raw), failed=int(aliases_failed))
+
+
+@stage("pool-assemble", templates=("furina/pool/fragment",), roles=("extractor",),
+       inputs=("book_table", "chunks", "raw_scenes"))
+async def assemble(run: StageRun, book_table: str, chunks: str, raw_scenes: str, min_utterances: int,
+                   min_speakers: int, out: str, shard: str, models_file: str | None, cache: str | None
+                   ) -> StageResult:
+    book, raw = _book(book_table, chunks), read_records(raw_scenes, RAW_SCENES)
+    async with run.gateway() as gateway:
+        scenes, dropped, failed = await assemble_scenes(
+            gateway, book, raw, FilterConfig(min_utterances, min_speakers), run.progress.track("assembly", len(raw)))
+    run.write(SCENES, scenes)
+    run.write(DROPPED_SCENES, dropped)
+    return run.result(scenes=len(scenes), dropped=len(dropped), failed=failed)
+
+
+@stage("pool-merge", inputs=("books", "chunks", "scenes", "dropped"))
+async def merge(run: StageRun, books: list[str], chunks: list[str], scenes: list[str], dropped: list[str],
+                out: str) -> StageResult:
+    book_rows = [b for p in books for b in read_records(p, BOOKS)]
+    chunk_rows = [c for p in chunks for c in read_records(p, CHUNKS)]
+    # Book records carry the counts of the final chunks (after the plot-aware pass).
+    counts = {b.book_id: sum(c.book_id == b.book_id for c in chunk_rows) for b in book_rows}
+    book_rows = [b.model_copy(update={"n_chunks": counts[b.book_id]}) for b in book_rows]
+    scene_rows = [s for p in scenes for s in read_scenes(p)]
+    dropped_rows = [d for p in dropped for d in read_records(p, DROPPED_SCENES)]
+    run.write(POOL_STATS, pool_stats(book_rows, scene_rows, len(dropped_rows)), final=True)
+    run.write(BOOKS, book_rows, final=True)
+    run.write(CHUNKS, chunk_rows, final=True)
+    run.write(SCENES, scene_rows, final=True)
+    run.write(DROPPED_SCENES, dropped_rows, final=True)
+    return run.result(scenes=len(scene_rows), dropped=len(dropped_rows), chunks=len(chunk_rows))
+
+
+def book_shards(books: list[str]) -> list[str]:
+    """A shard name per book (its file name's stem); two books of the same name are an input error."""
+    names = [Path(b).name.split(".")[0] for b in books]
+    for name in names:
+        if names.count(name) > 1:
+            raise InputError(f"two books are named '{name}': give them different file names")
+    return names
+
+
+@flow(name="rpbench-build-pool", log_prints=True, task_runner=thread_runner(WORKERS))
+def build_pool(settings: PoolSettings) -> dict:
+    """Books to a pool of scenes (tables under ``settings.out``)."""
+    s, stages = settings, Stages()
+    run = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
+    shards = book_shards(s.books)
+    chunked = stages.map(chunk, [{"book": b, "language": s.language, "target_tokens": s.target_tokens,
+                                  "min_tokens": s.min_tokens, "max_tokens": s.max_tokens, "out": s.out, "shard": n}
+                                 for b, n in zip(s.books, shards, strict=True)])
+    tables = [{"book_table": c.path("book"), "shard": n, **run} for c, n in zip(chunked, shards, strict=True)]
+    moved = stages.map(boundaries, [{**t, "chunks": c.path("static_chunks"), "plot_aware": s.plot_aware}
+                                    for t, c in zip(tables, chunked, strict=True)])
+    tables = [{**t, "chunks": m.path("chunks")} for t, m in zip(tables, moved, strict=True)]
+    found = stages.map(extract, tables)
+    raw = stages.map(stitch, [{**t, "extractions": f.path("extractions")} for t, f in zip(tables, found, strict=True)])
+    made = stages.map(assemble, [{**t, "raw_scenes": r.path("raw_scenes"), "min_utterances": s.min_utterances,
+                                  "min_speakers": s.min_speakers} for t, r in zip(tables, raw, strict=True)])
+    merged = stages.run(merge, books=[t["book_table"] for t in tables], chunks=[t["chunks"] for t in tables],
+                        scenes=[m.path("scenes") for m in made], dropped=[m.path("dropped_scenes") for m in made],
+                        out=s.out)
+    failures = {"boundary": sum(m.summary["failed"] for m in moved),
+                "extraction": sum(f.summary["failed"] for f in found),
+                "aliases": sum(r.summary["failed"] for r in raw),
+                "fragment": sum(m.summary["failed"] for m in made)}
+    summary = {**{k: merged.summary[k] for k in ("scenes", "dropped", "chunks")}, "failed_calls": failures}
+    return finish_run(s.out, stages, s.models_file, "build-pool", pool=summary,
+                      pool_settings=s.model_dump(exclude={"models_file", "cache"}))

@@ -1,9 +1,13 @@
-"""Build a benchmark: simulate dialogues per test character until every dimension has tau items.
+"""Build a benchmark: simulate dialogues per test character until every dimension has tau kept items.
 
-Dialogues run concurrently (at most ``concurrency`` at once); turns within a
-dialogue are sequential. A character keeps getting new scenes until its
-coverage is reached or its dialogue budget is spent; a character whose budget
-runs out is reported with its coverage, not hidden.
+A character's dialogues run in waves: a wave starts up to ``wave_size``
+dialogues from the same snapshot of the character's kept items, they run at
+once, then they are graded, and the kept counts decide whether another wave is
+needed. The stop rule (every dimension has tau items) and the budget are
+checked between waves, so the same inputs and seed give the same dialogues
+whatever the timing. A character whose budget runs out is reported with its
+coverage, not hidden. The Prefect flow runs each wave's simulation and grading
+as stage tasks; ``build_benchmark`` runs the same steps in memory.
 """
 
 from __future__ import annotations
@@ -11,115 +15,203 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, covered
-from rpbench.tasks.modes.furina.builder.simulate import BuildConfig, Dialogue, dialogue_rows, item_rows, simulate
-from rpbench.tasks.modes.furina.characters.schema import Character
 from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import Character, Item, Line, Scene
 from rpbench.tasks.llm import Gateway
-from rpbench.tasks.modes.furina.pool.models import PoolScene
+from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, covered
+from rpbench.tasks.modes.furina.builder.rules import rule_flags
+from rpbench.tasks.modes.furina.builder.simulate import BuildConfig, Dialogue, grade, is_item, simulate, turn_records
+from rpbench.tasks.modes.furina.records import DialogueTurn, Grade
+
+OnDone = Callable[[int, int], Any] | None
+
+
+def slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in name).strip("-").lower() or "c"
+
+
+def scene_queue(character: Character, scenes: Sequence[Scene], cfg: BuildConfig) -> list[Scene]:
+    """Scenes for one character in a seeded order of its own: same language by default, never one it is in."""
+    usable = [s for s in scenes if (not cfg.same_language or s.language == character.language)
+              and any(c.name != character.name for c in s.characters)]
+    if not usable:
+        raise InputError(f"no pool scene fits character {character.name} (language {character.language})")
+    random.Random(f"{cfg.seed}:{character.name}").shuffle(usable)
+    return usable
+
+
+def plan_wave(character: Character, queue: Sequence[Scene], cfg: BuildConfig, started: int,
+              kept: dict[str, int]) -> list[Dialogue]:
+    """The character's next wave: nothing once covered or out of budget, else up to ``wave_size`` dialogues."""
+    budget_left = cfg.max_dialogues_per_character - started
+    if covered([kept.get(d, 0) for d in DIMENSIONS], cfg.tau) or budget_left <= 0:
+        return []
+    return [Dialogue(f"{slug(character.name)}-d{k}", character, queue[k % len(queue)],
+                     cfg.sources[k % len(cfg.sources)])
+            for k in range(started, started + min(cfg.wave_size, budget_left))]
+
+
+async def simulate_wave(gateway: Gateway, wave: list[Dialogue], kept: dict[str, int], cfg: BuildConfig,
+                        on_done: OnDone = None) -> list[Dialogue]:
+    """Every dialogue of a wave at once, each from the same count snapshot and its own seeded generator."""
+    snapshot = {d: kept.get(d, 0) for d in DIMENSIONS}
+    finished = 0
+
+    async def one(d: Dialogue) -> Dialogue:
+        nonlocal finished
+        out = await simulate(gateway, d, snapshot, cfg, random.Random(f"{cfg.seed}:{d.dialogue_id}"))
+        finished += 1
+        if on_done is not None:
+            on_done(finished, len(wave))
+        return out
+
+    return list(await asyncio.gather(*(one(d) for d in wave)))
+
+
+async def grade_wave(gateway: Gateway, turns: Sequence[DialogueTurn], scenes: dict[str, Scene],
+                     on_done: OnDone = None) -> list[Grade]:
+    """Grade every dialogue in ``turns`` (in order of first appearance)."""
+    by_dialogue: dict[str, list[DialogueTurn]] = {}
+    for t in turns:
+        by_dialogue.setdefault(t.dialogue_id, []).append(t)
+    finished = 0
+
+    async def one(rows: list[DialogueTurn]) -> Grade:
+        nonlocal finished
+        first = rows[0]
+        out = await grade(gateway, first.dialogue_id, first.character, scenes[first.scene_id],
+                          [_line(t) for t in rows])
+        finished += 1
+        if on_done is not None:
+            on_done(finished, len(by_dialogue))
+        return out
+
+    return list(await asyncio.gather(*(one(rows) for rows in by_dialogue.values())))
+
+
+def _line(turn: DialogueTurn) -> Line:
+    return Line(speaker=turn.speaker, text=turn.text)
+
+
+def kept_counts(turns: Sequence[DialogueTurn], grades: Sequence[Grade], cfg: BuildConfig) -> dict[str, int]:
+    """Items per dimension in the dialogues whose grade is kept: what the stop rule counts."""
+    kept = {g.dialogue_id for g in grades if g.grade in cfg.keep_grades}
+    counts = Counter(t.dimension for t in turns if t.dialogue_id in kept and is_item(t, cfg) and t.dimension)
+    return {d: counts.get(d, 0) for d in DIMENSIONS}
+
+
+def item_records(turns: Sequence[DialogueTurn], grades: Sequence[Grade], characters: dict[str, Character],
+                 scenes: dict[str, Scene], cfg: BuildConfig, source_models: dict[str, str]) -> list[Item]:
+    """Test turns the source won (sigma below the threshold) in dialogues whose grade is kept."""
+    kept = {g.dialogue_id for g in grades if g.grade in cfg.keep_grades}
+    items: list[Item] = []
+    history: dict[str, list[DialogueTurn]] = {}
+    for t in turns:
+        earlier = history.setdefault(t.dialogue_id, [])
+        if t.dialogue_id in kept and is_item(t, cfg):
+            character, scene = characters[t.character], scenes[t.scene_id]
+            names = [character.name, *[c.name for c in scene.characters]]
+            lines = [_line(h) for h in earlier]
+            source = t.source_reply or ""
+            items.append(Item(
+                item_id=f"{t.dialogue_id}-t{t.turn}", character=character.name, character_type=character.type,
+                language=scene.language, scene_id=scene.scene_id, dialogue_id=t.dialogue_id,
+                dimension=t.dimension or "", history=lines, test_utterance=source, base_utterance=t.base_reply or "",
+                source_model=source_models.get(t.source_role or "", t.source_role or ""), sigma=t.sigma or 0,
+                flags=rule_flags(source, character.name, names, scene.language, [h.text for h in lines]),
+            ))
+        earlier.append(t)
+    return items
 
 
 @dataclass
 class BuildResult:
-    dialogues: list[Dialogue]
-    dialogue_rows: list[dict[str, Any]]
-    items: list[dict[str, Any]]
+    turns: list[DialogueTurn]
+    grades: list[Grade]
+    items: list[Item]
     coverage: dict[str, dict[str, int]]
     budget_exhausted: list[str]
     failures: dict[str, int]
 
 
-def scene_queue(character: Character, scenes: list[PoolScene], cfg: BuildConfig, rng: random.Random) -> list[PoolScene]:
-    """Scenes for one character, shuffled with the seed: same language by default, never one it is already in."""
-    usable = [s for s in scenes if (not cfg.same_language or s.language == character.language)
-              and len([c for c in s.characters if c.name != character.name]) >= 1]
-    if not usable:
-        raise InputError(f"no pool scene fits character {character.name} (language {character.language})")
-    rng.shuffle(usable)
-    return usable
-
-
-async def build_benchmark(gateway: Gateway, characters: list[Character], scenes: list[PoolScene], cfg: BuildConfig,
-                          on_dialogue: Any = None) -> BuildResult:
-    rng = random.Random(cfg.seed)
-    counts = {c.name: dict.fromkeys(DIMENSIONS, 0) for c in characters}
-    queues = {c.name: scene_queue(c, scenes, cfg, rng) for c in characters}
-    started = Counter[str]()
-    done: list[Dialogue] = []
-    gate = asyncio.Semaphore(cfg.concurrency)
-    running: set[asyncio.Task] = set()
-
-    def next_dialogue(ch: Character) -> Dialogue | None:
-        if covered(list(counts[ch.name].values()), cfg.tau) or started[ch.name] >= cfg.max_dialogues_per_character:
-            return None
-        k = started[ch.name]
-        started[ch.name] += 1
-        queue = queues[ch.name]
-        source = cfg.sources[k % len(cfg.sources)]
-        return Dialogue(f"{_slug(ch.name)}-d{k}", ch, queue[k % len(queue)], source)
-
-    async def run(d: Dialogue) -> Dialogue:
-        async with gate:
-            # Each dialogue gets its own seeded generator: reruns make the same DWRS tie-breaks.
-            return await simulate(gateway, d, counts[d.character.name], cfg, random.Random(f"{cfg.seed}:{d.dialogue_id}"))
-
-    def launch_for(ch: Character) -> None:
-        d = next_dialogue(ch)
-        if d is not None:
-            running.add(asyncio.create_task(run(d)))
-
-    # Start one dialogue per character per free slot, then top up as dialogues finish.
-    for _ in range(max(1, cfg.concurrency // max(1, len(characters)))):
-        for ch in characters:
-            launch_for(ch)
-    while running:
-        finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-        for task in finished:
-            running.discard(task)
-            d = task.result()
-            done.append(d)
-            if on_dialogue is not None:
-                on_dialogue(len(done), d)
-            launch_for(d.character)
-
-    done.sort(key=lambda d: (d.character.name, int(d.dialogue_id.rsplit("-d", 1)[1])))
-    sources = {role: gateway.config.for_role(role).model for role in cfg.sources}
-    items = [row for d in done for row in item_rows(d, cfg, sources)]
+async def build_benchmark(gateway: Gateway, characters: list[Character], scenes: list[Scene], cfg: BuildConfig,
+                          on_dialogue: OnDone = None) -> BuildResult:
+    """The whole build in memory: characters side by side, each in waves until covered or out of budget."""
+    turns: list[DialogueTurn] = []
+    grades: list[Grade] = []
     failures: Counter[str] = Counter()
-    for d in done:
-        failures.update(d.failures)
-    exhausted = [c.name for c in characters if not covered(list(counts[c.name].values()), cfg.tau)]
-    return BuildResult(done, [r for d in done for r in dialogue_rows(d)], items, counts, exhausted, dict(failures))
+    coverage: dict[str, dict[str, int]] = {}
+    by_id = {s.scene_id: s for s in scenes}
+
+    async def one_character(ch: Character) -> None:
+        queue = scene_queue(ch, scenes, cfg)
+        kept = dict.fromkeys(DIMENSIONS, 0)
+        started = 0
+        while wave := plan_wave(ch, queue, cfg, started, kept):
+            done = await simulate_wave(gateway, wave, kept, cfg)
+            started += len(wave)
+            wave_turns = [t for d in done for t in turn_records(d)]
+            wave_grades = await grade_wave(gateway, wave_turns, by_id)
+            for d in done:
+                failures.update(d.failures)
+            failures.update("grade" for g in wave_grades if g.status == "failed")
+            turns.extend(wave_turns)
+            grades.extend(wave_grades)
+            kept = {d: kept[d] + n for d, n in kept_counts(wave_turns, wave_grades, cfg).items()}
+            if on_dialogue is not None:
+                on_dialogue(len(grades), len(characters) * cfg.max_dialogues_per_character)
+        coverage[ch.name] = kept
+
+    await asyncio.gather(*(one_character(c) for c in characters))
+    return finish_build(turns, grades, characters, scenes, cfg, coverage, dict(failures),
+                        {role: gateway.config.for_role(role).model for role in cfg.sources})
 
 
-def _slug(name: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in name).strip("-").lower() or "c"
+def finish_build(turns: list[DialogueTurn], grades: list[Grade], characters: list[Character], scenes: list[Scene],
+                 cfg: BuildConfig, coverage: dict[str, dict[str, int]], failures: dict[str, int],
+                 source_models: dict[str, str]) -> BuildResult:
+    """Dialogues in a stable order, each turn carrying its dialogue's grade, and the items they give."""
+    order = {c.name: i for i, c in enumerate(characters)}
+
+    def key(t: DialogueTurn) -> tuple[int, int, int]:
+        return order[t.character], int(t.dialogue_id.rsplit("-d", 1)[1]), t.turn
+
+    grade_of = {g.dialogue_id: g.grade for g in grades}
+    turns = sorted((t.model_copy(update={"grade": grade_of.get(t.dialogue_id)}) for t in turns), key=key)
+    grades = sorted(grades, key=lambda g: (order[g.character], int(g.dialogue_id.rsplit("-d", 1)[1])))
+    items = item_records(turns, grades, {c.name: c for c in characters}, {s.scene_id: s for s in scenes}, cfg,
+                         source_models)
+    exhausted = [c.name for c in characters if not covered(list(coverage[c.name].values()), cfg.tau)]
+    return BuildResult(turns, grades, items, {c.name: coverage[c.name] for c in characters}, exhausted, failures)
 
 
-def build_stats(result: BuildResult, characters: list[Character], keep_grades: tuple[str, ...] = ("high",)
-                ) -> list[dict[str, Any]]:
+def build_stats(result: BuildResult, characters: list[Character], scenes: list[Scene],
+                keep_grades: tuple[str, ...] = ("high",)) -> list[dict[str, Any]]:
     """Appendix I: per language (and overall) characters, conversations, lengths, items, items per dimension."""
-    by_name = {c.name: c for c in characters}
+    by_scene = {s.scene_id: s for s in scenes}
+    dialogues: dict[str, list[DialogueTurn]] = {}
+    for t in result.turns:
+        dialogues.setdefault(t.dialogue_id, []).append(t)
+    grade_of = {g.dialogue_id: g.grade for g in result.grades}
     rows = []
-    languages = sorted({c.language for c in characters})
-    for lang in [*languages, "all"]:
-        dialogues = [d for d in result.dialogues if lang in ("all", d.scene.language) and d.grade]
-        kept = [d for d in dialogues if d.grade in keep_grades]
-        items = [i for i in result.items if lang in ("all", i["language"])]
-        chars = {d.character.name for d in dialogues}
-        unique = {c.name for d in dialogues for c in d.scene.characters} | chars
-        per_dim = Counter(i["dimension"] for i in items)
+    for lang in [*sorted({c.language for c in characters}), "all"]:
+        mine = {k: v for k, v in dialogues.items() if lang in ("all", by_scene[v[0].scene_id].language)}
+        kept = [k for k in mine if grade_of.get(k) in keep_grades]
+        items = [i for i in result.items if lang in ("all", i.language)]
+        chars = {v[0].character for v in mine.values()}
+        unique = {c.name for v in mine.values() for c in by_scene[v[0].scene_id].characters} | chars
+        per_dim = Counter(i.dimension for i in items)
         rows.append({
             "language": lang,
-            "test_characters": len([n for n in by_name if lang in ("all", by_name[n].language)]),
+            "test_characters": len([c for c in characters if lang in ("all", c.language)]),
             "unique_characters": len(unique),
-            "conversations": len(dialogues),
+            "conversations": len(mine),
             "conversations_kept": len(kept),
-            "mean_conversation_length": round(sum(len(d.turns) for d in dialogues) / len(dialogues), 2)
-            if dialogues else None,
+            "mean_conversation_length": round(sum(len(v) for v in mine.values()) / len(mine), 2) if mine else None,
             "items": len(items),
             "items_per_conversation": round(len(items) / len(kept), 2) if kept else None,
             **{f"items_{d}": per_dim.get(d, 0) for d in DIMENSIONS},

@@ -9,7 +9,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-DIMENSIONS = ("CR", "FR", "RR", "CA", "PA")
+from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
+
+__all__ = ["DIMENSIONS", "covered", "dwrs_choose", "dwrs_probabilities", "dwrs_weights"]
 
 
 def dwrs_weights(counts: Sequence[int]) -> list[int]:

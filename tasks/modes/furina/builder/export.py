@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from rpbench.storage.runs import RunDir
 from rpbench.storage.schemas import ITEMS
 from rpbench.storage.tables import atomic_write_bytes, read_rows, read_table, write_table
-from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS
+from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
 
 
-def dataset_card(items: list[dict], manifest: dict, fmt: str) -> str:
+def dataset_card(items: list[dict[str, Any]], manifest: dict[str, Any], fmt: str) -> str:
     per_dim = Counter(i["dimension"] for i in items)
     per_lang = Counter(i["language"] for i in items)
     models = sorted({i["source_model"] for i in items if i["source_model"]})

@@ -19,9 +19,8 @@ def _balanced(text: str) -> bool:
     for ch in text:
         if ch in _BRACKETS:
             stack.append(ch)
-        elif ch in closers:
-            if not stack or stack.pop() != closers[ch]:
-                return False
+        elif ch in closers and (not stack or stack.pop() != closers[ch]):
+            return False
     return not stack
 
 

@@ -1,4 +1,8 @@
-"""One simulated dialogue: director turns, scene characters, test turns judged between source and base."""
+"""One simulated dialogue: director turns, scene characters, test turns judged between source and base.
+
+Grading the finished dialogue is a step of its own (``grade``), run after a
+wave of dialogues, as FURINA's post-processing does (appendix G).
+"""
 
 from __future__ import annotations
 
@@ -7,37 +11,19 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from rpbench.tasks.core.records import Character, Line, Scene, SceneCharacter
+from rpbench.tasks.llm import CallResult, Gateway, Request
 from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, dwrs_choose
-from rpbench.tasks.modes.furina.builder.rules import rule_flags
 from rpbench.tasks.modes.furina.builder.turns import (
     END,
-    DialogueGrade,
     director_request,
     grade_request,
     scene_turn_request,
     selection_request,
     test_turn_messages,
 )
-from rpbench.tasks.modes.furina.characters.schema import Character
-from rpbench.tasks.llm import Gateway, Request
-from rpbench.tasks.modes.furina.pool.models import PoolScene
-
-
-@dataclass(frozen=True)
-class BuildConfig:
-    tau: int = 10
-    min_rounds: int = 6
-    max_rounds: int = 20
-    max_test_gap: int = 3  # the test character speaks at least once every this many turns
-    max_dialogues_per_character: int = 40
-    keep_sigma_at_most: int = 3  # sigma <= this: the source reply enters the history
-    item_sigma_below: int = 3  # sigma < this: the turn becomes a benchmark item
-    keep_grades: tuple[str, ...] = ("high",)
-    test_sees_scene_extras: bool = False
-    same_language: bool = True
-    concurrency: int = 8
-    seed: int = 0
-    sources: tuple[str, ...] = ("source",)
+from rpbench.tasks.modes.furina.config import BuildConfig
+from rpbench.tasks.modes.furina.records import DialogueTurn, Grade
 
 
 @dataclass
@@ -61,16 +47,14 @@ class Turn:
 class Dialogue:
     dialogue_id: str
     character: Character
-    scene: PoolScene
+    scene: Scene
     source_role: str
     turns: list[Turn] = field(default_factory=list)
-    grade: str | None = None
-    grade_reason: str | None = None
-    counted: dict[str, int] = field(default_factory=dict)
+    accepted: dict[str, int] = field(default_factory=dict)  # this dialogue's items per dimension, before grading
     failures: dict[str, int] = field(default_factory=dict)
 
-    def history(self, upto: int | None = None) -> list[dict[str, str]]:
-        return [{"speaker": t.speaker, "text": t.text} for t in self.turns[:upto]]
+    def history(self, upto: int | None = None) -> list[Line]:
+        return [Line(speaker=t.speaker, text=t.text) for t in self.turns[:upto]]
 
 
 def _fail(d: Dialogue, kind: str) -> None:
@@ -86,36 +70,54 @@ def fallback_speaker(roster: list[str], turns: list[Turn], test_name: str) -> st
     return order[len(turns) % len(order)]
 
 
+def is_item(turn: Turn | DialogueTurn, cfg: BuildConfig) -> bool:
+    """A judged test turn the source won clearly enough to become a benchmark item."""
+    return bool(turn.is_test and turn.sigma is not None and turn.sigma < cfg.item_sigma_below and turn.dimension)
+
+
+async def _next_speaker(gateway: Gateway, d: Dialogue, roster: list[str], r: int, since_test: int,
+                        cfg: BuildConfig, tag: str) -> tuple[str | None, str]:
+    """Who speaks in round ``r`` and how it was decided; None when the director ends the scene."""
+    test = d.character.name
+    if since_test >= cfg.max_test_gap:
+        return test, "forced"
+    res = await gateway.run(director_request(d.scene, roster, d.history(), d.scene.language, f"{tag}:director",
+                                             cfg.min_rounds - r))
+    if not res.ok:
+        _fail(d, "director")
+        return fallback_speaker(roster, d.turns, test), "fallback"
+    speaker: str = res.parsed.next
+    if speaker != END:
+        return speaker, "model"
+    if r >= cfg.min_rounds:
+        return None, "model"
+    return fallback_speaker(roster, d.turns, test), "fallback"
+
+
 async def simulate(gateway: Gateway, d: Dialogue, counts: dict[str, int], cfg: BuildConfig, rng: random.Random
                    ) -> Dialogue:
-    """Run one dialogue. ``counts`` (this character's accepted items per dimension) steers DWRS and is updated."""
+    """Run one dialogue.
+
+    ``counts`` is the character's kept items per dimension when the dialogue's
+    wave started; DWRS steers by it plus this dialogue's own accepted items. A
+    snapshot, not a count shared with dialogues running beside this one, so the
+    same inputs give the same dialogue whatever the timing.
+    """
     test = d.character
-    lang = d.scene.language
     scene_chars = [c for c in d.scene.characters if c.name != test.name]
     roster = [test.name, *[c.name for c in scene_chars]]
     since_test = 0
     for r in range(cfg.max_rounds):
         tag = f"{d.dialogue_id}:{r}"
-        if since_test >= cfg.max_test_gap:
-            speaker, how = test.name, "forced"
-        else:
-            res = await gateway.run(director_request(d.scene, roster, d.history(), lang, f"{tag}:director",
-                                                     cfg.min_rounds - r))
-            if res.ok:
-                speaker, how = res.parsed.next, "model"
-            else:
-                _fail(d, "director")
-                speaker, how = fallback_speaker(roster, d.turns, test.name), "fallback"
-            if speaker == END:
-                if r >= cfg.min_rounds:
-                    break
-                speaker, how = fallback_speaker(roster, d.turns, test.name), "fallback"
-        target = DIMENSIONS[dwrs_choose([counts[x] for x in DIMENSIONS], rng)]
+        speaker, how = await _next_speaker(gateway, d, roster, r, since_test, cfg, tag)
+        if speaker is None:
+            break
+        target = DIMENSIONS[dwrs_choose([counts[x] + d.accepted.get(x, 0) for x in DIMENSIONS], rng)]
         if speaker != test.name:
             me = next(c for c in scene_chars if c.name == speaker)
-            others: list[Any] = [test, *[c for c in scene_chars if c.name != speaker]]
-            res = await gateway.run(scene_turn_request(d.scene, me, others, d.history(), test.name, target, lang,
-                                                       f"{tag}:scene"))
+            others: list[Character | SceneCharacter] = [test, *[c for c in scene_chars if c.name != speaker]]
+            res = await gateway.run(scene_turn_request(d.scene, me, others, d.history(), test.name, target,
+                                                       d.scene.language, f"{tag}:scene"))
             if not res.ok:
                 _fail(d, "scene_turn")
                 break  # a hole in the conversation would corrupt every later prompt
@@ -128,83 +130,60 @@ async def simulate(gateway: Gateway, d: Dialogue, counts: dict[str, int], cfg: B
             break
         turn.index, turn.director = r, how
         d.turns.append(turn)
-        if turn.sigma is not None and turn.sigma < cfg.item_sigma_below and turn.dimension:
-            counts[turn.dimension] += 1
-            d.counted[turn.dimension] = d.counted.get(turn.dimension, 0) + 1
-    grade = await gateway.run(grade_request(d.scene, d.history(), lang, f"{d.dialogue_id}:grade"))
-    if grade.ok:
-        parsed: DialogueGrade = grade.parsed
-        d.grade, d.grade_reason = parsed.grade, parsed.reason
-    else:
-        _fail(d, "grade")
-        d.grade, d.grade_reason = "ungraded", grade.error
-    if d.grade not in cfg.keep_grades:
-        for dim, n in d.counted.items():  # its turns will not become items: give the counts back
-            counts[dim] -= n
+        if is_item(turn, cfg) and turn.dimension:
+            d.accepted[turn.dimension] = d.accepted.get(turn.dimension, 0) + 1
     return d
 
 
-async def _test_turn(gateway: Gateway, d: Dialogue, scene_chars: list, target: str, cfg: BuildConfig, tag: str
-                     ) -> Turn | None:
+async def _test_turn(gateway: Gateway, d: Dialogue, scene_chars: list[SceneCharacter], target: str,
+                     cfg: BuildConfig, tag: str) -> Turn | None:
     lang = d.scene.language
     messages = test_turn_messages(d.scene, d.character, scene_chars, d.history(), target, lang,
                                   cfg.test_sees_scene_extras)
+    src: CallResult[None]
+    base: CallResult[None]
     src, base = await asyncio.gather(
         gateway.run(Request(d.source_role, messages, tag=f"{tag}:source")),
         gateway.run(Request("base", messages, tag=f"{tag}:base")),
     )
+    common: dict[str, Any] = {"is_test": True, "target_dimension": target, "source_role": d.source_role}
     if not src.ok and not base.ok:
         _fail(d, "test_turn")
         return None
     if not src.ok or not base.ok:
         # Only one candidate: it enters the history, but with nothing to compare it is no item.
         _fail(d, "source" if not src.ok else "base")
-        text = (src if src.ok else base).text.strip()
-        return Turn(0, d.character.name, text, is_test=True, target_dimension=target,
-                    source_reply=src.text if src.ok else None, base_reply=base.text if base.ok else None,
-                    source_role=d.source_role, judge_status="one_candidate")
-    verdict = await gateway.run(selection_request(d.scene, d.character, d.history(), src.text.strip(),
-                                                  base.text.strip(), lang, f"{tag}:judge"))
+        text = src.text.strip() if src.ok else base.text.strip() if base.ok else ""
+        return Turn(0, d.character.name, text, source_reply=src.text if src.ok else None,
+                    base_reply=base.text if base.ok else None, judge_status="one_candidate", **common)
+    source_text, base_text = src.text.strip(), base.text.strip()
+    verdict = await gateway.run(selection_request(d.scene, d.character, d.history(), source_text, base_text, lang,
+                                                  f"{tag}:judge"))
     if not verdict.ok:
         _fail(d, "judge")
-        return Turn(0, d.character.name, base.text.strip(), is_test=True, target_dimension=target,
-                    source_reply=src.text.strip(), base_reply=base.text.strip(), source_role=d.source_role,
-                    judge_status="failed", rationale=verdict.error)
+        return Turn(0, d.character.name, base_text, source_reply=source_text, base_reply=base_text,
+                    judge_status="failed", rationale=verdict.error, **common)
     v = verdict.parsed
-    winner = src.text.strip() if v.sigma <= cfg.keep_sigma_at_most else base.text.strip()
-    return Turn(0, d.character.name, winner, is_test=True, target_dimension=target, source_reply=src.text.strip(),
-                base_reply=base.text.strip(), source_role=d.source_role, sigma=v.sigma, dimension=v.dimension,
-                rationale=v.reasoning, judge_status="ok")
+    winner = source_text if v.sigma <= cfg.keep_sigma_at_most else base_text
+    return Turn(0, d.character.name, winner, source_reply=source_text, base_reply=base_text, sigma=v.sigma,
+                dimension=v.dimension, rationale=v.reasoning, judge_status="ok", **common)
 
 
-def dialogue_rows(d: Dialogue) -> list[dict[str, Any]]:
+async def grade(gateway: Gateway, dialogue_id: str, character: str, scene: Scene, history: list[Line]) -> Grade:
+    """The judge's grade of a finished dialogue (poor, moderate, high); a failed call is recorded, ungraded."""
+    res = await gateway.run(grade_request(scene, history, scene.language, f"{dialogue_id}:grade"))
+    if res.ok:
+        return Grade(dialogue_id=dialogue_id, character=character, grade=res.parsed.grade,
+                     reason=res.parsed.reason, status="ok")
+    return Grade(dialogue_id=dialogue_id, character=character, grade="ungraded", reason=res.error, status="failed")
+
+
+def turn_records(d: Dialogue) -> list[DialogueTurn]:
     return [
-        {"dialogue_id": d.dialogue_id, "character": d.character.name, "scene_id": d.scene.scene_id,
-         "turn": t.index, "speaker": t.speaker, "text": t.text, "is_test": t.is_test,
-         "target_dimension": t.target_dimension, "source_reply": t.source_reply, "base_reply": t.base_reply,
-         "source_model": t.source_role, "sigma": t.sigma, "dimension": t.dimension, "rationale": t.rationale,
-         "judge_status": t.judge_status, "director": t.director, "grade": d.grade}
+        DialogueTurn(dialogue_id=d.dialogue_id, character=d.character.name, scene_id=d.scene.scene_id, turn=t.index,
+                     speaker=t.speaker, text=t.text, is_test=t.is_test, target_dimension=t.target_dimension,
+                     source_reply=t.source_reply, base_reply=t.base_reply, source_role=t.source_role, sigma=t.sigma,
+                     dimension=t.dimension, rationale=t.rationale, judge_status=t.judge_status, director=t.director,
+                     grade=None)
         for t in d.turns
     ]
-
-
-def item_rows(d: Dialogue, cfg: BuildConfig, source_models: dict[str, str]) -> list[dict[str, Any]]:
-    """Test turns the source won (sigma below the threshold) in a dialogue whose grade is kept."""
-    if d.grade not in cfg.keep_grades:
-        return []
-    rows = []
-    names = [d.character.name, *[c.name for c in d.scene.characters]]
-    for i, t in enumerate(d.turns):
-        if not (t.is_test and t.sigma is not None and t.sigma < cfg.item_sigma_below and t.dimension):
-            continue
-        history = d.history(i)
-        rows.append({
-            "item_id": f"{d.dialogue_id}-t{t.index}", "character": d.character.name,
-            "character_type": d.character.type, "language": d.scene.language, "scene_id": d.scene.scene_id,
-            "dialogue_id": d.dialogue_id, "dimension": t.dimension, "history": history,
-            "test_utterance": t.source_reply, "base_utterance": t.base_reply,
-            "source_model": source_models.get(t.source_role or "", t.source_role), "sigma": t.sigma,
-            "flags": rule_flags(t.source_reply or "", d.character.name, names, d.scene.language,
-                                [h["text"] for h in history]),
-        })
-    return rows

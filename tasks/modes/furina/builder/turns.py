@@ -15,11 +15,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from rpbench import prompts
-from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS
-from rpbench.tasks.modes.furina.characters.profile import full_profile, public_profiles
-from rpbench.tasks.modes.furina.characters.schema import Character
+from rpbench.tasks.core.records import Character, Line, Scene, SceneCharacter
 from rpbench.tasks.llm import Request
-from rpbench.tasks.modes.furina.pool.models import PoolScene, SceneCharacter
+from rpbench.tasks.modes.furina.characters.profile import full_profile, public_profiles
+from rpbench.tasks.modes.furina.dimensions import DIMENSIONS, Dimension
 
 END = "END"
 
@@ -29,7 +28,7 @@ class SelectionVerdict(BaseModel):
 
     # Capped so that a small model's constrained reply always closes within its token budget.
     reasoning: str = Field(max_length=500)
-    dimension: Literal["CR", "FR", "RR", "CA", "PA"]
+    dimension: Dimension
     sigma: Literal[1, 2, 3, 4, 5]
 
 
@@ -41,19 +40,19 @@ class DialogueGrade(BaseModel):
 def director_schema(roster: list[str]) -> type[BaseModel]:
     """A schema whose `next` can only be someone on the roster, or END."""
     choice = Literal[tuple([*roster, END])]  # type: ignore[valid-type]
-    return create_model("DirectorChoice", reason=(str, Field(max_length=200)), next=(choice, ...))
+    return create_model("DirectorChoice", reason=(str, Field(max_length=200)), next=(choice, ...))  # type: ignore[arg-type]
 
 
-def history_lines(history: list[dict[str, str]]) -> list[str]:
-    return [f"{t['speaker']}: {t['text']}" for t in history]
+def history_lines(history: list[Line]) -> list[str]:
+    return [f"{t.speaker}: {t.text}" for t in history]
 
 
 def dimension_text(kind: str, dim: str, language: str, **extra: Any) -> str:
     return prompts.render(f"furina/dims/{kind}", language, dim=dim, **extra).text
 
 
-def director_request(scene: PoolScene, roster: list[str], history: list[dict[str, str]], language: str,
-                     tag: str, min_left: int) -> Request:
+def director_request(scene: Scene, roster: list[str], history: list[Line], language: str,
+                     tag: str, min_left: int) -> Request[Any]:
     text = prompts.render(
         "furina/builder/director", language, background=scene.background, situation=scene.situation, roster=roster,
         history=history_lines(history), may_end=min_left <= 0,
@@ -61,32 +60,32 @@ def director_request(scene: PoolScene, roster: list[str], history: list[dict[str
     return Request("director", [{"role": "user", "content": text}], schema=director_schema(roster), tag=tag)
 
 
-def scene_turn_request(scene: PoolScene, me: SceneCharacter, others: list[Character | SceneCharacter],
-                       history: list[dict[str, str]], test_name: str, dim: str, language: str, tag: str) -> Request:
+def scene_turn_request(scene: Scene, me: SceneCharacter, others: list[Character | SceneCharacter],
+                       history: list[Line], test_name: str, dim: str, language: str, tag: str) -> Request[None]:
     text = prompts.render(
         "furina/builder/scene_turn", language, background=scene.background, situation=scene.situation, name=me.name,
         my_profile=full_profile(me, language), others=public_profiles(others, language),
-        motivation=me.motivation, original=history_lines([t.model_dump() for t in scene.original_dialogue]),
+        motivation=me.motivation, original=history_lines(scene.original_dialogue),
         history=history_lines(history), instruction=dimension_text("question", dim, language, target=test_name),
     ).text
     return Request("scene", [{"role": "user", "content": text}], tag=tag)
 
 
-def test_turn_messages(scene: PoolScene, test: Character, scene_chars: list[SceneCharacter],
-                       history: list[dict[str, str]], dim: str, language: str, extras: bool) -> list[dict[str, str]]:
+def test_turn_messages(scene: Scene, test: Character, scene_chars: list[SceneCharacter],
+                       history: list[Line], dim: str, language: str, extras: bool) -> list[dict[str, str]]:
     """Prompt(c_test) plus S(d): shared by the builder's source/base calls and by evaluation."""
     text = prompts.render(
         "furina/builder/test_turn", language, background=scene.background, situation=scene.situation, name=test.name,
         my_profile=full_profile(test, language), others=public_profiles(scene_chars, language),
         history=history_lines(history), strategy=dimension_text("strategy", dim, language),
         motivations=[f"{c.name}: {c.motivation}" for c in scene_chars] if extras else [],
-        original=history_lines([t.model_dump() for t in scene.original_dialogue]) if extras else [],
+        original=history_lines(scene.original_dialogue) if extras else [],
     ).text
     return [{"role": "user", "content": text}]
 
 
-def selection_request(scene: PoolScene, test: Character, history: list[dict[str, str]], source: str, base: str,
-                      language: str, tag: str) -> Request:
+def selection_request(scene: Scene, test: Character, history: list[Line], source: str, base: str,
+                      language: str, tag: str) -> Request[SelectionVerdict]:
     text = prompts.render(
         "furina/builder/select", language, background=scene.background, name=test.name,
         profile=full_profile(test, language), history=history_lines(history), reply_a=source, reply_b=base,
@@ -95,6 +94,7 @@ def selection_request(scene: PoolScene, test: Character, history: list[dict[str,
     return Request("judge", [{"role": "user", "content": text}], schema=SelectionVerdict, tag=tag)
 
 
-def grade_request(scene: PoolScene, history: list[dict[str, str]], language: str, tag: str) -> Request:
-    text = prompts.render("furina/builder/grade", language, situation=scene.situation, history=history_lines(history)).text
+def grade_request(scene: Scene, history: list[Line], language: str, tag: str) -> Request[DialogueGrade]:
+    text = prompts.render("furina/builder/grade", language, situation=scene.situation,
+                          history=history_lines(history)).text
     return Request("judge", [{"role": "user", "content": text}], schema=DialogueGrade, tag=tag)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rpbench.tasks.modes.furina.characters.schema import Character
-from rpbench.tasks.modes.furina.pool.models import SceneCharacter
+from rpbench.tasks.core.records import Attribute, Character, SceneCharacter
 
 KEY_LABELS = {
     "en": {"name": "Name", "nickname": "Nickname", "gender": "Gender", "age": "Age", "appearance": "Appearance",
@@ -13,7 +12,8 @@ KEY_LABELS = {
            "speech_pattern": "Speech pattern", "background_public": "Public background",
            "background_private": "Private background"},
     "zh": {"name": "姓名", "nickname": "昵称", "gender": "性别", "age": "年龄", "appearance": "外貌", "persona": "性格",
-           "relationships": "人际关系", "hobbies": "爱好", "speech_pattern": "说话方式", "background_public": "公开背景",
+           "relationships": "人际关系", "hobbies": "爱好", "speech_pattern": "说话方式",
+           "background_public": "公开背景",
            "background_private": "私密背景"},
 }
 
@@ -37,5 +37,5 @@ def public_profiles(characters: Iterable[Character | SceneCharacter], language: 
     return "\n\n".join(f"[{c.name}]\n{public_profile(c, language)}" for c in characters)
 
 
-def _attributes(character: Character | SceneCharacter):
+def _attributes(character: Character | SceneCharacter) -> list[Attribute]:
     return character.attributes if isinstance(character, Character) else character.profile

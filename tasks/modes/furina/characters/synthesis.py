@@ -20,9 +20,20 @@ from rank_bm25 import BM25Plus
 from rapidfuzz import fuzz
 
 from rpbench import prompts
-from rpbench.tasks.modes.furina.characters.schema import Character
+from rpbench.tasks.core.records import Attribute, Character, Line, Scene, SceneCharacter
 from rpbench.tasks.llm import Gateway, Request
-from rpbench.tasks.modes.furina.pool.models import PRIVATE_BY_DEFAULT, Attribute, Line, PoolScene, SceneCharacter
+from rpbench.tasks.modes.furina.config import SynthesisConfig
+from rpbench.tasks.modes.furina.profiles import (
+    PRIVATE_BY_DEFAULT,
+    Age,
+    Appearance,
+    Beliefs,
+    Gender,
+    Hobbies,
+    LongText,
+    Name,
+    SpeechPattern,
+)
 
 T = TypeVar("T", bound=BaseModel)
 NAME_SIMILARITY_LIMIT = 88.0
@@ -39,19 +50,19 @@ class Worldview(BaseModel):
 
 
 class ProfileDraft(BaseModel):
-    name: str = Field(min_length=1, max_length=80)
-    gender: str = Field(max_length=40)
-    age: str = Field(max_length=60)
-    appearance: str = Field(max_length=400)
+    name: Name
+    gender: Gender
+    age: Age
+    appearance: Appearance
     persona: str = Field(min_length=1, max_length=600)
-    beliefs: str = Field(max_length=400)
-    memories: str = Field(max_length=600)
-    formative_experiences: str = Field(max_length=600)
-    relationships: str = Field(max_length=600)
-    hobbies: str = Field(max_length=300)
-    speech_pattern: str = Field(max_length=400)
-    background_public: str = Field(max_length=600)
-    background_private: str = Field(max_length=600)
+    beliefs: Beliefs
+    memories: LongText
+    formative_experiences: LongText
+    relationships: LongText
+    hobbies: Hobbies
+    speech_pattern: SpeechPattern
+    background_public: LongText
+    background_private: LongText
 
 
 class Cast(BaseModel):
@@ -79,38 +90,36 @@ class SceneDraft(BaseModel):
         return [p.name for p in self.participants]
 
 
+class DraftLine(BaseModel):
+    speaker: str = Field(min_length=1, max_length=80)
+    text: str = Field(min_length=1, max_length=400)
+
+
 class DialogueDraft(BaseModel):
-    lines: list[Line] = Field(min_length=2, max_length=30)
+    lines: list[DraftLine] = Field(min_length=2, max_length=30)
 
 
 def scene_schema(cast: list[str]) -> type[SceneDraft]:
     """A SceneDraft whose participants can only be characters of the cast."""
     participant = create_model("Participant", __base__=Participant,
-                               name=(Literal[tuple(cast)], ...))  # type: ignore[valid-type]
+                               name=(Literal[tuple(cast)], ...))  # type: ignore[arg-type]
     return create_model("SceneDraft", __base__=SceneDraft,
-                        participants=(list[participant], Field(min_length=2, max_length=min(5, len(cast)))))
+                        participants=(list[participant],  # type: ignore[valid-type]
+                                      Field(min_length=2, max_length=min(5, len(cast)))))
 
 
 def dialogue_schema(speakers: list[str]) -> type[DialogueDraft]:
     """A DialogueDraft whose speakers can only be the scene's characters."""
-    line = create_model("DialogueLine", speaker=(Literal[tuple(speakers)], ...),  # type: ignore[valid-type]
+    line = create_model("DialogueLine", speaker=(Literal[tuple(speakers)], ...),  # type: ignore[arg-type]
                         text=(str, Field(min_length=1, max_length=400)))
-    return create_model("DialogueDraft", __base__=DialogueDraft, lines=(list[line], Field(min_length=2, max_length=30)))
+    return create_model("DialogueDraft", __base__=DialogueDraft,
+                        lines=(list[line], Field(min_length=2, max_length=30)))  # type: ignore[valid-type]
 
 
 class Review(BaseModel):
     problems: list[Annotated[str, Field(max_length=300)]] = Field(
         max_length=8, description="Concrete problems; empty when every check passes.")
     passes: bool
-
-
-@dataclass
-class SynthesisConfig:
-    n_characters: int = 3
-    language: str = "en"
-    seed_roles: tuple[str, ...] = ("synthesizer",)
-    max_refine: int = 2
-    max_originality_retries: int = 2
 
 
 @dataclass
@@ -165,8 +174,9 @@ def profile_text(p: ProfileDraft) -> str:
 async def _ask(gateway: Gateway, role: str, template: str, language: str, schema: type[T], tag: str,
                sample_index: int = 0, **variables: Any) -> T:
     text = prompts.render(template, language, **variables).text
-    result = await gateway.run(Request(role, [{"role": "user", "content": text}], schema=schema,
-                                       sample_index=sample_index, tag=tag))
+    request: Request[T] = Request(role, [{"role": "user", "content": text}], schema=schema,
+                                  sample_index=sample_index, tag=tag)
+    result = await gateway.run(request)
     if not result.ok:
         raise SynthesisFailed(f"{tag}: {result.error}")
     return result.parsed
@@ -176,7 +186,8 @@ async def _refined(gateway: Gateway, cfg: SynthesisConfig, report: SynthesisRepo
                    context: str, checks: str, tag: str) -> T:
     """Review the draft against the checks; revise until it passes or the rounds run out."""
     for round_ in range(cfg.max_refine):
-        review = await _ask(gateway, "synthesizer", "furina/synth/review", cfg.language, Review, f"{tag}:review{round_}",
+        review = await _ask(gateway, "synthesizer", "furina/synth/review", cfg.language, Review,
+                            f"{tag}:review{round_}",
                             step=step, context=context, draft=draft.model_dump_json(), checks=checks)
         report.refine_rounds[step] = round_ + (0 if review.passes and not review.problems else 1)
         if review.passes and not review.problems:
@@ -189,7 +200,7 @@ async def _refined(gateway: Gateway, cfg: SynthesisConfig, report: SynthesisRepo
 
 async def synthesize(gateway: Gateway, cfg: SynthesisConfig, index: OriginalityIndex, run_id: str = "s0",
                      on_step: Callable[[str], None] | None = None,
-                     ) -> tuple[list[Character], PoolScene, SynthesisReport]:
+                     ) -> tuple[list[Character], Scene, SynthesisReport]:
     """One world with ``cfg.n_characters`` characters, a scene and its dialogue; ``on_step`` hears of each step done."""
     report = SynthesisReport()
     lang = cfg.language
@@ -203,9 +214,11 @@ async def synthesize(gateway: Gateway, cfg: SynthesisConfig, index: OriginalityI
         seeds += [t for t in got.themes if t not in seeds]
     done(f"themes: {', '.join(seeds)}")
 
-    world = await _ask(gateway, "synthesizer", "furina/synth/worldview", lang, Worldview, f"{run_id}:world", themes=seeds)
+    world = await _ask(gateway, "synthesizer", "furina/synth/worldview", lang, Worldview, f"{run_id}:world",
+                       themes=seeds)
     world = await _refined(gateway, cfg, report, "worldview", world, f"Themes: {', '.join(seeds)}",
-                           "consistent with the themes; original (no existing fictional world); fluent", f"{run_id}:world")
+                           "consistent with the themes; original (no existing fictional world); fluent",
+                           f"{run_id}:world")
     done(f"world: {world.name}")
 
     cast: list[ProfileDraft] = []
@@ -214,16 +227,17 @@ async def synthesize(gateway: Gateway, cfg: SynthesisConfig, index: OriginalityI
         if attempt > cfg.n_characters + cfg.max_originality_retries:
             report.failed_steps.append("cast")
             raise SynthesisFailed(f"{run_id}: could not find {cfg.n_characters} original characters")
-        got = await _ask(gateway, "synthesizer", "furina/synth/cast", lang, Cast, f"{run_id}:cast{attempt}",
-                         world=world.description, n=cfg.n_characters - len(cast),
-                         taken=[p.name for p in cast] + report.rejected_as_unoriginal)
-        for p in got.characters:
+        proposed = await _ask(gateway, "synthesizer", "furina/synth/cast", lang, Cast, f"{run_id}:cast{attempt}",
+                              world=world.description, n=cfg.n_characters - len(cast),
+                              taken=[p.name for p in cast] + report.rejected_as_unoriginal)
+        for p in proposed.characters:
             clash = index.too_close(p.name, profile_text(p))
             if clash is not None or any(p.name == c.name for c in cast):
                 report.rejected_as_unoriginal.append(p.name)
                 continue
             p = await _refined(gateway, cfg, report, "profile", p, world.description,
-                               "consistent with the world; original; memories and experiences explain the persona; fluent",
+                               "consistent with the world; original; memories and experiences explain the "
+                               "persona; fluent",
                                f"{run_id}:profile:{p.name}")
             cast.append(p)
             done(f"character {len(cast)}/{cfg.n_characters}: {p.name}")
@@ -238,7 +252,8 @@ async def synthesize(gateway: Gateway, cfg: SynthesisConfig, index: OriginalityI
                            f"uses only these characters: {', '.join(names)}; one first-person motivation each; fluent",
                            f"{run_id}:scene")
     done(f"scene with {', '.join(scene.characters)}")
-    dialogue = await _ask(gateway, "synthesizer", "furina/synth/dialogue", lang, dialogue_schema(list(scene.characters)),
+    dialogue = await _ask(gateway, "synthesizer", "furina/synth/dialogue", lang,
+                          dialogue_schema(list(scene.characters)),
                           f"{run_id}:dialogue",
                           world=world.description, situation=scene.situation, participants=scene.participants)
     dialogue = await _refined(gateway, cfg, report, "dialogue", dialogue, scene.situation,
@@ -260,7 +275,7 @@ def _characters(cast: list[ProfileDraft], lang: str, world: Worldview) -> list[C
 
 
 def _scene(run_id: str, world: Worldview, scene: SceneDraft, dialogue: DialogueDraft, cast: list[ProfileDraft],
-           lang: str) -> PoolScene:
+           lang: str) -> Scene:
     by_name = {p.name: p for p in cast}
     speakers = list(dict.fromkeys(ln.speaker for ln in dialogue.lines))
     motivations = {p.name: p.motivation for p in scene.participants}
@@ -269,7 +284,7 @@ def _scene(run_id: str, world: Worldview, scene: SceneDraft, dialogue: DialogueD
         # No invented profile or placeholder motivation: the scene is reported as failed instead.
         raise SynthesisFailed(f"{run_id}: dialogue speakers without a profile or motivation: {strangers or speakers}")
     characters = [SceneCharacter(name=n, motivation=motivations[n], profile=_attributes(by_name[n])) for n in speakers]
-    return PoolScene(scene_id=f"synth-{run_id}", book_id=f"synth-{world.name}", language=lang,
+    return Scene(scene_id=f"synth-{run_id}", book_id=f"synth-{world.name}", language=lang,
                      summary=scene.situation[:300], background=world.description, situation=scene.situation,
                      original_dialogue=[Line(speaker=ln.speaker, text=ln.text) for ln in dialogue.lines],
                      characters=characters, source="synthesized")

@@ -14,7 +14,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 DEFAULT_F = {1: 3.0, 2: 1.0, 3: 0.5, 4: 0.0, 5: 0.0}
 MAX_F = 3.0
@@ -30,16 +29,9 @@ def performance(scores: Sequence[float], max_f: float = MAX_F) -> float:
     return 100.0 * sum(scores) / (max_f * len(scores))
 
 
-def bootstrap_ci(scores: Sequence[float], resamples: int = 1000, seed: int = 0, level: float = 0.95,
-                 max_f: float = MAX_F) -> tuple[float, float]:
-    """Percentile bootstrap interval of the performance (scipy), seeded."""
-    data = np.asarray(scores, dtype=float)
-    if len(data) < 2 or np.all(data == data[0]):
-        value = performance(list(data), max_f)
-        return value, value
-    res = stats.bootstrap((data,), lambda x, axis: 100.0 * np.mean(x, axis=axis) / max_f, n_resamples=resamples,
-                          confidence_level=level, method="percentile", random_state=np.random.default_rng(seed))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+def performance_statistic(sample: np.ndarray, axis: int) -> np.ndarray:
+    """The performance of resampled item scores, as scipy's bootstrap calls it."""
+    return 100.0 * np.mean(sample, axis=axis) / MAX_F
 
 
 def position_bias(pairs: Sequence[tuple[int, int]]) -> dict[str, float]:
@@ -55,7 +47,8 @@ def position_bias(pairs: Sequence[tuple[int, int]]) -> dict[str, float]:
         return (s > 3) - (s < 3)
 
     disagree = sum(side(s1) != side(6 - s2) for s1, s2 in pairs)
-    return {"disagreement_rate": disagree / len(pairs), "mean_offset": sum(s1 + s2 - 6 for s1, s2 in pairs) / len(pairs)}
+    offset = sum(s1 + s2 - 6 for s1, s2 in pairs) / len(pairs)
+    return {"disagreement_rate": disagree / len(pairs), "mean_offset": offset}
 
 
 def hallucinated(check_order1: bool, check_order2: bool) -> bool:
@@ -70,7 +63,7 @@ def reliability(rate_percent: float) -> float | None:
     return 100.0 / rate_percent
 
 
-def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
+def pareto_front(points: dict[str, tuple[float, float | None]]) -> list[str]:
     """Models not dominated in (performance, reliability), both higher-is-better; None reliability = best."""
     def value(r: float | None) -> float:
         return math.inf if r is None else r
@@ -84,15 +77,3 @@ def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
         if not dominated:
             front.append(name)
     return sorted(front)
-
-
-def separability_index(scores: Sequence[float]) -> float:
-    """SI = std(s) / (max(s) - min(s)); undefined (nan) with fewer than two distinct scores."""
-    values = np.asarray(scores, dtype=float)
-    spread = values.max() - values.min() if len(values) else 0.0
-    return float(values.std() / spread) if spread > 0 else math.nan
-
-
-def pearson(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
-    res = stats.pearsonr(x, y)
-    return float(res.statistic), float(res.pvalue)

@@ -14,9 +14,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.modes.furina.evaluation.scoring import pearson
+from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
+from rpbench.tasks.stats import pearson
 
 
 def load_annotations(path: str | Path) -> list[dict[str, Any]]:
@@ -59,19 +59,19 @@ def load_annotations(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def validate(annotations: list[dict], item_scores: list[dict]) -> dict[str, Any]:
+def validate(annotations: list[dict[str, Any]], item_scores: list[dict[str, Any]]) -> dict[str, Any]:
     """Accuracy of the item dimension per human dimension, Pearson judge-vs-human per dimension, agreement."""
     item_dim = {s["item_id"]: s["dimension"] for s in item_scores}
     judge = {(s["model"], s["item_id"]): s["sigma1"] for s in item_scores}
     models = sorted({s["model"] for s in item_scores})
 
-    accuracy = {}
+    accuracy: dict[str, dict[str, Any]] = {}
     for d in DIMENSIONS:
         sel = [a for a in annotations if a["dimension"] == d and a["item_id"] in item_dim]
         accuracy[d] = {"n": len(sel), "accuracy": sum(item_dim[a["item_id"]] == d for a in sel) / len(sel)
                        if sel else None}
 
-    correlation = {}
+    correlation: dict[str, dict[str, Any]] = {}
     for d in [*DIMENSIONS, "all"]:
         pairs = []
         for a in annotations:
@@ -86,7 +86,7 @@ def validate(annotations: list[dict], item_scores: list[dict]) -> dict[str, Any]
         else:
             correlation[d] = {"n": len(pairs), "r": None, "p": None}
 
-    by_item: dict[str, dict[str, dict]] = defaultdict(dict)
+    by_item: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for a in annotations:
         by_item[a["item_id"]][a["annotator"]] = a
     annotators = sorted({a["annotator"] for a in annotations})
@@ -95,11 +95,11 @@ def validate(annotations: list[dict], item_scores: list[dict]) -> dict[str, Any]
         shared = [v for v in by_item.values() if x in v and y in v]
         dims = [(v[x]["dimension"], v[y]["dimension"]) for v in shared if v[x]["dimension"] and v[y]["dimension"]]
         scores = [(v[x]["score"], v[y]["score"]) for v in shared if v[x]["score"] and v[y]["score"]]
-        r = None
+        score_r: float | None = None
         if len(scores) >= 3 and len({s[0] for s in scores}) > 1 and len({s[1] for s in scores}) > 1:
-            r = pearson([s[0] for s in scores], [s[1] for s in scores])[0]
+            score_r = pearson([s[0] for s in scores], [s[1] for s in scores])[0]
         agreement.append({"pair": f"{x}/{y}", "dimension_agreement": sum(a == b for a, b in dims) / len(dims)
-                          if dims else None, "n_dimension": len(dims), "score_r": r, "n_score": len(scores)})
+                          if dims else None, "n_dimension": len(dims), "score_r": score_r, "n_score": len(scores)})
     return {"dimension_accuracy": accuracy, "correlation": correlation, "agreement": agreement}
 
 
@@ -107,12 +107,14 @@ def validation_markdown(result: dict[str, Any]) -> str:
     def f(x: Any) -> str:
         return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
-    lines = ["# Human validation", "", "## Dimension selection accuracy", "", "| dimension | n | accuracy |", "|---|---|---|"]
+    lines = ["# Human validation", "", "## Dimension selection accuracy", "", "| dimension | n | accuracy |",
+             "|---|---|---|"]
     lines += [f"| {d} | {v['n']} | {f(v['accuracy'])} |" for d, v in result["dimension_accuracy"].items()]
     lines += ["", "## Judge vs human scores (Pearson)", "", "| dimension | n | r | p |", "|---|---|---|---|"]
     lines += [f"| {d} | {v['n']} | {f(v['r'])} | {f(v['p'])} |" for d, v in result["correlation"].items()]
     lines += ["", "## Agreement between annotators", "", "| pair | dimension agreement | n | score r | n |",
               "|---|---|---|---|---|"]
-    lines += [f"| {a['pair']} | {f(a['dimension_agreement'])} | {a['n_dimension']} | {f(a['score_r'])} | {a['n_score']} |"
+    lines += [f"| {a['pair']} | {f(a['dimension_agreement'])} | {a['n_dimension']} | {f(a['score_r'])} "
+              f"| {a['n_score']} |"
               for a in result["agreement"]]
     return "\n".join(lines) + "\n"

@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 
 from rpbench import prompts
+from rpbench.tasks.core.records import Scene
 from rpbench.tasks.llm import CallResult, Request
-from rpbench.tasks.modes.furina.pool.extract import RawScene
 from rpbench.tasks.modes.furina.pool.ingest import Book
-from rpbench.tasks.modes.furina.pool.models import Fragment, PoolScene, fragment_schema, sketch_to_character
+from rpbench.tasks.modes.furina.pool.models import Fragment, fragment_schema, sketch_to_character
+from rpbench.tasks.modes.furina.records import RawScene
 
 
 def speakers(scene: RawScene) -> list[str]:
@@ -16,7 +17,7 @@ def speakers(scene: RawScene) -> list[str]:
     return list(dict.fromkeys(line.speaker for line in scene.dialogue))
 
 
-def fragment_request(book: Book, index: int, scene: RawScene) -> Request:
+def fragment_request(book: Book, index: int, scene: RawScene) -> Request[Fragment]:
     text = prompts.render(
         "furina/pool/fragment", book.language, title=book.title, summary=scene.summary,
         dialogue=scene.dialogue, names=speakers(scene),
@@ -30,27 +31,23 @@ def scene_id(book: Book, scene: RawScene) -> str:
     return f"{book.book_id}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
 
 
-def assemble(book: Book, scene: RawScene, result: CallResult) -> tuple[PoolScene | None, str | None]:
+def assemble(book: Book, scene: RawScene, result: CallResult[Fragment]) -> Scene | str:
     """The finished scene, or the reason there is none. Every speaker must get a profile."""
     if not result.ok:
-        return None, f"fragment call failed: {result.error}"
-    fragment: Fragment = result.parsed
+        return f"fragment call failed: {result.error}"
+    fragment = result.parsed
     by_name = {c.name.strip(): c for c in fragment.characters}
     missing = [name for name in speakers(scene) if name not in by_name]
     if missing:
-        return None, f"no profile for {', '.join(missing)}"
-    characters = [sketch_to_character(by_name[name]) for name in speakers(scene)]
-    return (
-        PoolScene(
-            scene_id=scene_id(book, scene),
-            book_id=book.book_id,
-            language=book.language,
-            summary=scene.summary,
-            background=fragment.world,
-            situation=fragment.situation,
-            original_dialogue=scene.dialogue,
-            characters=characters,
-            chunk_indices=scene.chunk_indices,
-        ),
-        None,
+        return f"no profile for {', '.join(missing)}"
+    return Scene(
+        scene_id=scene_id(book, scene),
+        book_id=book.book_id,
+        language=book.language,
+        summary=scene.summary,
+        background=fragment.world,
+        situation=fragment.situation,
+        original_dialogue=scene.dialogue,
+        characters=[sketch_to_character(by_name[name]) for name in speakers(scene)],
+        chunk_indices=scene.chunk_indices,
     )

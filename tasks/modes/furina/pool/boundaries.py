@@ -32,8 +32,8 @@ class BoundaryMove:
     new_end: int
 
 
-def boundary_requests(book: Book, spans: list[tuple[int, int]]) -> list[Request]:
-    out = []
+def boundary_requests(book: Book, spans: list[tuple[int, int]]) -> list[Request[BoundaryVerdict]]:
+    out: list[Request[BoundaryVerdict]] = []
     for i in range(len(spans) - 1):
         (s, e), (s2, e2) = spans[i], spans[i + 1]
         tail = book.text[max(s, e - TAIL_CHARS) : e]
@@ -62,7 +62,7 @@ def locate(text: str, phrase: str, lo: int, hi: int) -> int | None:
 
 
 def apply_boundaries(
-    text: str, spans: list[tuple[int, int]], verdicts: list[CallResult]
+    text: str, spans: list[tuple[int, int]], verdicts: list[CallResult[BoundaryVerdict]]
 ) -> tuple[list[tuple[int, int]], list[BoundaryMove]]:
     """New spans after the moves, and what happened at each boundary."""
     ends = [e for _, e in spans]
@@ -72,7 +72,7 @@ def apply_boundaries(
         if not verdict.ok:
             moves.append(BoundaryMove(i, "failed", e, e))
             continue
-        v: BoundaryVerdict = verdict.parsed
+        v = verdict.parsed
         if not v.unfinished:
             moves.append(BoundaryMove(i, "kept", e, e))
             continue

@@ -9,23 +9,17 @@ contiguous spans of the cleaned text: joined, they give it back exactly.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
+from rpbench.tasks.modes.furina.config import ChunkingConfig
 from rpbench.tasks.modes.furina.pool.chapters import find_headings
 from rpbench.tasks.modes.furina.pool.tokens import count_tokens
 
 _PARAGRAPH_END = re.compile(r"\n[ \t]*\n")
 # A sentence end: terminal punctuation, an optional closing quote, then spaces; or a line break.
 _SENTENCE_END = re.compile(r"[.!?。！？…][\"'”’」』)]?\s*|\n")
-
-
-@dataclass(frozen=True)
-class ChunkingConfig:
-    target_tokens: int = 8192
-    min_tokens: int = 4096
-    max_tokens: int = 16384
-    min_headings: int = 3
 
 
 @dataclass(frozen=True)
@@ -57,7 +51,7 @@ def _split_long(text: str, span: tuple[int, int], limit: int, count: int) -> lis
         m = _SENTENCE_END.search(text, want, min(end, want + width // 2))
         cuts.append(m.end() if m and m.end() < end else want)
     cuts.append(end)
-    return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
 
 
 def _sections(text: str, language: str, cfg: ChunkingConfig) -> list[tuple[int, int]]:
@@ -73,7 +67,7 @@ def _pack(units: list[tuple[int, int]], counts: list[int], cfg: ChunkingConfig) 
     """Greedily pack consecutive units into pieces of about the target size; a short remainder joins the last."""
     goal = cfg.target_tokens
     pieces, cur_start, cur_tokens = [], units[0][0], 0
-    for (a, b), n in zip(units, counts, strict=True):
+    for (a, _), n in zip(units, counts, strict=True):
         if cur_tokens and cur_tokens + n > goal:
             pieces.append((cur_start, a, cur_tokens))
             cur_start, cur_tokens = a, 0

@@ -1,31 +1,12 @@
-"""User scenes for the pool (`rpbench pool add`): JSON or YAML, one scene or a list, same schema as the pool."""
+"""Adding a user's own scenes to a pool (`rpbench pool add`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from pydantic import ValidationError
-
-from rpbench.storage.records import load_records
-from rpbench.tasks.core.errors import InputError, first_error
-from rpbench.tasks.modes.furina.pool.models import PoolScene
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import Scene
 
 
-def load_custom_scenes(path: str | Path) -> list[PoolScene]:
-    scenes = []
-    for i, record in enumerate(load_records(path, "scene")):
-        if not isinstance(record, dict):
-            raise InputError(f"{path}: record {i}: expected a mapping with the scene's fields")
-        record = {"source": "custom", **record}
-        try:
-            scenes.append(PoolScene.model_validate(record))
-        except ValidationError as exc:
-            field, msg = first_error(exc)
-            raise InputError(f"{path}: record {i} ({record.get('scene_id', '?')}): field '{field}': {msg}") from None
-    return scenes
-
-
-def merge_scenes(existing: list[PoolScene], new: list[PoolScene], source: str) -> list[PoolScene]:
+def merge_scenes(existing: list[Scene], new: list[Scene], source: str) -> list[Scene]:
     """Append; a scene id already in the pool is an error, not a silent overwrite."""
     ids = {s.scene_id for s in existing}
     for s in new:

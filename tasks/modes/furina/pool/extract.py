@@ -2,35 +2,32 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from rapidfuzz import fuzz
 
 from rpbench import prompts
-from rpbench.tasks.llm import Request
+from rpbench.tasks.core.records import Line
+from rpbench.tasks.llm import CallResult, Request
 from rpbench.tasks.modes.furina.pool.ingest import Book
-from rpbench.tasks.modes.furina.pool.models import ChunkExtraction, ExtractedCharacter, ExtractedScene, Line
+from rpbench.tasks.modes.furina.pool.models import ChunkExtraction, ExtractedScene
+from rpbench.tasks.modes.furina.records import Chunk, ExtractedCharacterRow, Extraction, RawScene
 
 STITCH_THRESHOLD = 55.0
 
 
-@dataclass
-class RawScene:
-    """A scene as extracted, possibly joined across chunks."""
-
-    summary: str
-    characters: list[ExtractedCharacter]
-    dialogue: list[Line]
-    chunk_indices: list[int]
-    truncated: bool
-    stitched: bool = False
-    notes: list[str] = field(default_factory=list)
-
-
-def extraction_request(book: Book, chunk_index: int, chunk_text: str) -> Request:
+def extraction_request(book: Book, chunk_index: int, chunk_text: str) -> Request[ChunkExtraction]:
     text = prompts.render("furina/pool/extract", book.language, title=book.title, text=chunk_text).text
     return Request("extractor", [{"role": "user", "content": text}], schema=ChunkExtraction,
                    tag=f"extract:{book.book_id}:{chunk_index}")
+
+
+def extraction_record(chunk: Chunk, result: CallResult[ChunkExtraction]) -> Extraction:
+    if result.ok:
+        return Extraction(book_id=chunk.book_id, chunk_index=chunk.chunk_index, status="ok", error=None,
+                          scenes=result.parsed.scenes)
+    return Extraction(book_id=chunk.book_id, chunk_index=chunk.chunk_index, status="failed", error=result.error,
+                      scenes=[])
 
 
 def _names(scene: ExtractedScene | RawScene) -> set[str]:
@@ -45,16 +42,27 @@ def continuation_score(cut: RawScene, candidate: ExtractedScene) -> float:
     return max(summary, cast)
 
 
+def _raw(book_id: str, scene: ExtractedScene, chunk_index: int) -> RawScene:
+    return RawScene(
+        book_id=book_id, summary=scene.summary,
+        characters=[ExtractedCharacterRow(name=c.name, description=c.description) for c in scene.characters],
+        dialogue=[Line(speaker=ln.speaker, text=ln.text) for ln in scene.dialogue],
+        chunk_indices=[chunk_index], truncated=scene.state == "truncated",
+    )
+
+
 def _merge(carry: RawScene, nxt: ExtractedScene, chunk_index: int) -> None:
+    more = _raw(carry.book_id, nxt, chunk_index)
     known = {c.name for c in carry.characters}
-    carry.characters += [c for c in nxt.characters if c.name not in known]
-    carry.dialogue += nxt.dialogue
+    carry.characters += [c for c in more.characters if c.name not in known]
+    carry.dialogue += more.dialogue
     carry.chunk_indices.append(chunk_index)
     carry.stitched = True
-    carry.truncated = nxt.state == "truncated"
+    carry.truncated = more.truncated
 
 
-def stitch(per_chunk: list[list[ExtractedScene]], threshold: float = STITCH_THRESHOLD) -> list[RawScene]:
+def stitch(book_id: str, per_chunk: Sequence[Sequence[ExtractedScene]],
+           threshold: float = STITCH_THRESHOLD) -> list[RawScene]:
     """Join a scene cut at the end of a chunk to its best continuation in the next chunk.
 
     Only the last scene of a chunk can run over its edge. A continuation is
@@ -77,7 +85,7 @@ def stitch(per_chunk: list[list[ExtractedScene]], threshold: float = STITCH_THRE
             out.append(carry)
             carry = None
         for j, sc in enumerate(rest):
-            raw = RawScene(sc.summary, list(sc.characters), list(sc.dialogue), [ci], sc.state == "truncated")
+            raw = _raw(book_id, sc, ci)
             if raw.truncated and j == len(rest) - 1:
                 carry = raw
             else:

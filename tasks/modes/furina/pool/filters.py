@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
-from rpbench.tasks.modes.furina.pool.extract import RawScene
-from rpbench.tasks.modes.furina.pool.models import PoolScene
-
-
-@dataclass(frozen=True)
-class FilterConfig:
-    min_utterances: int = 4
-    min_speakers: int = 2
+from rpbench.tasks.core.records import Scene
+from rpbench.tasks.modes.furina.config import FilterConfig
+from rpbench.tasks.modes.furina.records import BookRecord, DroppedScene, PoolStats, RawScene
 
 
 def rule_problem(scene: RawScene, cfg: FilterConfig) -> str | None:
@@ -26,15 +19,20 @@ def rule_problem(scene: RawScene, cfg: FilterConfig) -> str | None:
     return None
 
 
-def dialogue_key(scene: PoolScene | RawScene) -> tuple[tuple[str, str], ...]:
-    lines = scene.original_dialogue if isinstance(scene, PoolScene) else scene.dialogue
-    return tuple((ln.speaker.strip().lower(), " ".join(ln.text.lower().split())) for ln in lines)
+def dropped(scene: RawScene, reason: str) -> DroppedScene:
+    return DroppedScene(book_id=scene.book_id, chunk_indices=scene.chunk_indices, summary=scene.summary,
+                        n_utterances=len(scene.dialogue), reason=reason)
 
 
-def deduplicate(scenes: list[PoolScene]) -> tuple[list[PoolScene], list[PoolScene]]:
+def dialogue_key(scene: Scene) -> tuple[tuple[str, str], ...]:
+    return tuple((ln.speaker.strip().lower(), " ".join(ln.text.lower().split())) for ln in scene.original_dialogue)
+
+
+def deduplicate(scenes: list[Scene]) -> tuple[list[Scene], list[Scene]]:
     """Keep the first of scenes with the same dialogue; return (kept, duplicates)."""
     seen: set[tuple[tuple[str, str], ...]] = set()
-    kept, dupes = [], []
+    kept: list[Scene] = []
+    dupes: list[Scene] = []
     for sc in scenes:
         key = dialogue_key(sc)
         (dupes if key in seen else kept).append(sc)
@@ -42,19 +40,19 @@ def deduplicate(scenes: list[PoolScene]) -> tuple[list[PoolScene], list[PoolScen
     return kept, dupes
 
 
-def pool_stats(books: Iterable[dict[str, Any]], chunks: int, scenes: list[PoolScene], dropped: int) -> list[dict]:
+def pool_stats(books: Sequence[BookRecord], scenes: Sequence[Scene], n_dropped: int) -> list[PoolStats]:
     """One row per language plus an 'all' row: books, chunks, scenes, characters, utterances, dropped."""
-    books = list(books)
     rows = []
-    for lang in sorted({b["language"] for b in books} | {s.language for s in scenes}) + ["all"]:
+    for lang in [*sorted({b.language for b in books} | {s.language for s in scenes}), "all"]:
         lang_scenes = [s for s in scenes if lang in ("all", s.language)]
-        rows.append({
-            "language": lang,
-            "books": sum(1 for b in books if lang in ("all", b["language"])),
-            "chunks": chunks if lang == "all" else sum(b["n_chunks"] for b in books if b["language"] == lang),
-            "scenes": len(lang_scenes),
-            "characters": len({(s.book_id, c.name) for s in lang_scenes for c in s.characters}),
-            "utterances": sum(len(s.original_dialogue) for s in lang_scenes),
-            "dropped_scenes": dropped if lang == "all" else None,
-        })
+        lang_books = [b for b in books if lang in ("all", b.language)]
+        rows.append(PoolStats(
+            language=lang,
+            books=len(lang_books),
+            chunks=sum(b.n_chunks for b in lang_books),
+            scenes=len(lang_scenes),
+            characters=len({(s.book_id, c.name) for s in lang_scenes for c in s.characters}),
+            utterances=sum(len(s.original_dialogue) for s in lang_scenes),
+            dropped_scenes=n_dropped if lang == "all" else None,
+        ))
     return rows

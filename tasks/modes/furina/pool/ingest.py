@@ -14,6 +14,7 @@ from pathlib import Path
 from charset_normalizer import from_bytes
 
 from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.modes.furina.records import BookRecord, Chunk
 
 MIN_BOOK_CHARS = 1500
 _TAG = re.compile(r"<[^>]{0,200}>")
@@ -114,3 +115,10 @@ def read_book(path: str | Path, language: str | None = None, min_chars: int = MI
     title = path.stem.split(".")[0].replace("_", " ")
     return Book(book_id=f"{path.stem.split('.')[0]}-{digest}", title=title, language=lang, text=text,
                 source=str(path), encoding=encoding)
+
+
+def rejoin(record: BookRecord, chunks: list[Chunk]) -> Book:
+    """The book again from its table row and its chunks (which, joined, are its cleaned text)."""
+    ordered = sorted((c for c in chunks if c.book_id == record.book_id), key=lambda c: c.chunk_index)
+    return Book(book_id=record.book_id, title=record.title, language=record.language,
+                text="".join(c.text for c in ordered), source=record.source, encoding=record.encoding)

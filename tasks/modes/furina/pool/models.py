@@ -1,34 +1,28 @@
-"""Shapes of what the pool's LLM steps must return, and of a finished pool scene.
-
-Length caps keep a small local model's constrained output finite; they are
-generous for real models.
-"""
+"""Shapes of what the pool's LLM steps must return, and how a character sketch becomes a scene character."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic import BaseModel, Field, create_model, field_validator
 
-from rpbench.tasks.core.errors import duplicates
-
-PROFILE_KEYS = (
-    "nickname",
-    "gender",
-    "age",
-    "appearance",
-    "persona",
-    "relationships",
-    "hobbies",
-    "speech_pattern",
-    "background_public",
-    "background_private",
+from rpbench.tasks.core.records import Attribute, SceneCharacter
+from rpbench.tasks.modes.furina.profiles import (
+    PRIVATE_BY_DEFAULT,
+    PROFILE_KEYS,
+    Age,
+    Appearance,
+    Gender,
+    Hobbies,
+    LongText,
+    Motivation,
+    Name,
+    Nickname,
+    Persona,
+    SpeechPattern,
 )
-# Private unless the user says otherwise, as in FURINA's case study.
-PRIVATE_BY_DEFAULT = frozenset({"relationships", "hobbies", "speech_pattern", "background_private"})
 
 
-# -- LLM outputs ------------------------------------------------------------------------------------
 class BoundaryVerdict(BaseModel):
     """Does the chunk end mid-story? If so, where does the unfinished part begin?"""
 
@@ -39,7 +33,7 @@ class BoundaryVerdict(BaseModel):
     )
 
 
-class Line(BaseModel):
+class ExtractedLine(BaseModel):
     speaker: str = Field(min_length=1, max_length=80)
     text: str = Field(min_length=1, max_length=600)
 
@@ -53,7 +47,7 @@ class ExtractedScene(BaseModel):
     summary: str = Field(min_length=1, max_length=600)
     state: Literal["finished", "truncated"]
     characters: list[ExtractedCharacter] = Field(max_length=12)
-    dialogue: list[Line] = Field(max_length=60)
+    dialogue: list[ExtractedLine] = Field(max_length=60)
 
 
 class ChunkExtraction(BaseModel):
@@ -70,18 +64,18 @@ class AliasMap(BaseModel):
 
 
 class CharacterSketch(BaseModel):
-    name: str = Field(min_length=1, max_length=80)
-    nickname: str = Field(max_length=120)
-    gender: str = Field(max_length=40)
-    age: str = Field(max_length=60)
-    appearance: str = Field(max_length=400)
-    persona: str = Field(max_length=600)
-    relationships: str = Field(max_length=600)
-    hobbies: str = Field(max_length=300)
-    speech_pattern: str = Field(max_length=400)
-    background_public: str = Field(max_length=600)
-    background_private: str = Field(max_length=600)
-    motivation: str = Field(min_length=1, max_length=600, description="First person: what I want right now.")
+    name: Name
+    nickname: Nickname
+    gender: Gender
+    age: Age
+    appearance: Appearance
+    persona: Persona
+    relationships: LongText
+    hobbies: Hobbies
+    speech_pattern: SpeechPattern
+    background_public: LongText
+    background_private: LongText
+    motivation: Motivation
 
 
 class Fragment(BaseModel):
@@ -95,7 +89,7 @@ def fragment_schema(names: list[str]) -> type[Fragment]:
 
     Constrained decoding then cannot invent names, and any model's reply is checked against the cast.
     """
-    sketch = create_model("SceneSketch", __base__=CharacterSketch, name=(Literal[tuple(names)], ...))  # type: ignore[valid-type]
+    sketch = create_model("SceneSketch", __base__=CharacterSketch, name=(Literal[tuple(names)], ...))  # type: ignore[arg-type]
 
     class SceneFragment(Fragment):
         characters: list[sketch] = Field(min_length=len(names), max_length=len(names))  # type: ignore[valid-type]
@@ -109,56 +103,6 @@ def fragment_schema(names: list[str]) -> type[Fragment]:
             return chars
 
     return SceneFragment
-
-
-# -- pool scenes (also the format of `rpbench pool add`) -------------------------------------------
-class Attribute(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    key: str = Field(min_length=1)
-    value: str = Field(min_length=1)
-    visibility: Literal["public", "private"]
-
-
-class SceneCharacter(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(min_length=1)
-    motivation: str = Field(min_length=1)
-    profile: list[Attribute]
-
-    @field_validator("profile")
-    @classmethod
-    def _unique_keys(cls, profile: list[Attribute]) -> list[Attribute]:
-        dupes = duplicates([a.key for a in profile])
-        if dupes:
-            raise ValueError(f"duplicate attribute keys {dupes}")
-        return profile
-
-
-class PoolScene(BaseModel):
-    """One ready scene: background B, characters with profiles and motivations M, original dialogue D_orig."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    scene_id: str = Field(min_length=1)
-    book_id: str = Field(min_length=1)
-    language: Literal["en", "zh"]
-    summary: str = Field(min_length=1)
-    background: str = Field(min_length=1)
-    situation: str = Field(min_length=1)
-    original_dialogue: list[Line] = Field(min_length=1)
-    characters: list[SceneCharacter] = Field(min_length=1)
-    chunk_indices: list[int] = Field(default_factory=list)
-    source: Literal["book", "custom", "synthesized"] = "book"
-
-    @field_validator("characters")
-    @classmethod
-    def _unique_names(cls, characters: list[SceneCharacter]) -> list[SceneCharacter]:
-        dupes = duplicates([c.name for c in characters])
-        if dupes:
-            raise ValueError(f"duplicate character names {dupes}")
-        return characters
 
 
 def sketch_to_character(sketch: CharacterSketch) -> SceneCharacter:

@@ -6,9 +6,9 @@ from collections import Counter
 
 from rpbench import prompts
 from rpbench.tasks.llm import Request
-from rpbench.tasks.modes.furina.pool.extract import RawScene
 from rpbench.tasks.modes.furina.pool.ingest import Book
 from rpbench.tasks.modes.furina.pool.models import AliasMap
+from rpbench.tasks.modes.furina.records import RawScene
 
 
 def tidy(name: str) -> str:
@@ -19,7 +19,7 @@ def speaker_counts(scenes: list[RawScene]) -> Counter[str]:
     return Counter(tidy(line.speaker) for sc in scenes for line in sc.dialogue)
 
 
-def alias_request(book: Book, counts: Counter[str]) -> Request:
+def alias_request(book: Book, counts: Counter[str]) -> Request[AliasMap]:
     text = prompts.render("furina/pool/aliases", book.language, title=book.title, names=counts.most_common()).text
     return Request("extractor", [{"role": "user", "content": text}], schema=AliasMap, tag=f"aliases:{book.book_id}")
 

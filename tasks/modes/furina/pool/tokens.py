@@ -28,9 +28,9 @@ def tokenizer() -> Tokenizer:
         if not path.is_file():
             from transformers import AutoTokenizer
 
-            from rpbench.tasks.llm.local_engine import find_gguf
+            from rpbench.tasks.llm.local_models import find_embedded_gguf
 
-            gguf = find_gguf()
+            gguf = find_embedded_gguf()
             hf = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")

@@ -1,0 +1,57 @@
+"""Command-line commands made from settings models: each field is an option (or an argument) with the
+field's default and description, so a command can never drift from its flow's parameters."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from pydantic import BaseModel, ValidationError
+
+from rpbench.tasks.core.errors import InputError, first_error
+
+S = TypeVar("S", bound=BaseModel)
+LAST = ("models_file", "cache")  # shared options go at the end of --help
+
+
+def flag_of(model: type[BaseModel], name: str) -> str:
+    extra = model.model_fields[name].json_schema_extra
+    flag = extra.get("cli") if isinstance(extra, dict) else None
+    return str(flag) if flag else "--" + name.replace("_", "-")
+
+
+def _parameter(model: type[BaseModel], name: str) -> inspect.Parameter:
+    field = model.model_fields[name]
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    default: Any = ... if field.is_required() else field.get_default(call_default_factory=True)
+    if extra.get("argument"):
+        info = typer.Argument(default, help=field.description, show_default=False)
+    else:
+        info = typer.Option(default, flag_of(model, name), help=field.description, hidden=bool(extra.get("hidden")))
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=field.annotation)
+
+
+def parse_settings(model: type[S], values: dict[str, Any]) -> S:
+    """Build the settings, turning a validation error into one line that names the option."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        field, msg = first_error(exc)
+        name = field.split(".")[0]
+        where = flag_of(model, name) if name in model.model_fields else field
+        raise InputError(f"{where}: {msg}") from None
+
+
+def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., None]:
+    """A typer command taking ``model``'s fields as options and calling ``run`` with the settings."""
+    names = [n for n in model.model_fields if n not in LAST] + [n for n in LAST if n in model.model_fields]
+
+    def command(**values: Any) -> None:
+        run(parse_settings(model, values))
+
+    command.__signature__ = inspect.Signature([_parameter(model, n) for n in names])  # type: ignore[attr-defined]
+    command.__doc__ = run.__doc__
+    command.__name__ = run.__name__
+    return command

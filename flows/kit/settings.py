@@ -1,0 +1,34 @@
+"""The one typed model of a flow's parameters: the flow signature, the CLI options and the deployment
+parameters are all made from it, so no default is written twice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def cli(flag: str | None = None, *, argument: bool = False, hidden: bool = False) -> dict[str, Any]:
+    """How a settings field appears on the command line (``json_schema_extra`` of the field)."""
+    out: dict[str, Any] = {}
+    if flag:
+        out["cli"] = flag
+    if argument:
+        out["argument"] = True
+    if hidden:
+        out["hidden"] = True
+    return out
+
+
+class RunSettings(BaseModel):
+    """What every flow that calls models takes: which models file and which call cache."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    models_file: str | None = Field(
+        default=None, json_schema_extra=cli("--models"),
+        description="Models config (TOML or YAML) binding roles (judge, source, base, ...) to model strings. "
+        "Default: every role uses the embedded local model. Env overrides: RPBENCH_<ROLE>_<FIELD>.")
+    cache: str | None = Field(
+        default=None, description="SQLite call cache; a rerun repeats no call found here. "
+        "Default: .rpbench/calls.sqlite")

@@ -1,0 +1,285 @@
+"""Stage tasks: each stage of a flow is a Prefect task that reads Parquet paths, writes its own tables
+atomically, returns their paths, and is cached on exactly what decides its output.
+
+A stage's cache key covers the content of its input files, its parameters,
+the SHA-256 of every prompt template it may render, the resolved settings of
+the model roles it calls (and the retry policy), and the code. Rerunning a
+finished flow therefore finds every stage Cached in Prefect and sends no LLM
+call; binding a role to another model re-runs only the stages that call it.
+Concurrency of LLM calls stays inside a stage (asyncio under the gateway's
+bounds); flows spread stages over shards (books, characters, models under
+test) with ``submit``, so any Prefect task runner can run them side by side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import inspect
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pyarrow.parquet as pq
+from prefect import Task, task
+from prefect.cache_policies import CacheKeyFnPolicy
+from prefect.context import TaskRunContext
+from pydantic import BaseModel, Field
+
+from rpbench import prompts
+from rpbench.flows.kit.progress import StageProgress
+from rpbench.flows.kit.runtime import models_config, shared_gateway
+from rpbench.flows.kit.ui import publish_table
+from rpbench.storage.schemas import CALLS, TableSpec
+from rpbench.storage.tables import write_records
+from rpbench.tasks.llm import Gateway
+from rpbench.tasks.llm.local_models import local_name
+
+R = TypeVar("R", bound=BaseModel)
+ARTIFACT_ROWS = 20
+Roles = Sequence[str] | Callable[[Mapping[str, Any]], Iterable[str]]
+
+
+class StageResult(BaseModel):
+    """What a stage returns (and Prefect keeps as its cached result): the tables it wrote and a summary."""
+
+    stage: str
+    shard: str = ""
+    tables: dict[str, str] = Field(default_factory=dict)  # table name -> path
+    summary: dict[str, Any] = Field(default_factory=dict)  # counts for flows, manifests and logs
+    templates: dict[str, str] = Field(default_factory=dict)  # prompt templates rendered -> SHA-256
+    calls: str | None = None  # this stage's own calls table
+
+    def path(self, table: str) -> str:
+        return self.tables[table]
+
+    def missing(self) -> list[str]:
+        """Files this result names that are no longer there (the flow then runs the stage again)."""
+        paths = [*self.tables.values(), *([self.calls] if self.calls else [])]
+        return [p for p in paths if not Path(p).exists()]
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    name: str
+    templates: tuple[str, ...] = ()  # "group/name" (every language) or "group/" (everything under it)
+    roles: Roles = ()  # model roles it calls, or a function of its parameters giving them
+    inputs: tuple[str, ...] = ()  # parameters that hold paths (or lists of paths) whose content counts
+
+    def role_names(self, params: Mapping[str, Any]) -> list[str]:
+        return sorted(set(self.roles(params) if callable(self.roles) else self.roles))
+
+
+# -- the cache key --------------------------------------------------------------------------------
+_NOT_HASHED = ("cache", "models_file")  # where calls are cached, and the file whose effect comes in resolved
+
+
+@functools.cache
+def code_digest() -> str:
+    """The source of the work itself (``rpbench.tasks``, storage, prompt rendering): an upgrade re-runs stages."""
+    import rpbench.storage
+    import rpbench.tasks
+
+    h = hashlib.sha256()
+    files = [p for pkg in (rpbench.tasks, rpbench.storage) for p in Path(next(iter(pkg.__path__))).rglob("*.py")]
+    for path in sorted(files, key=lambda p: p.as_posix().split("rpbench/")[-1]):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    h.update(Path(prompts.__file__).read_bytes())
+    return h.hexdigest()
+
+
+_file_digests: dict[tuple[str, int, int], str] = {}
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 of a file's bytes (remembered per path, size and modification time within this process)."""
+    p = Path(path)
+    if not p.is_file():
+        return "missing"
+    st = p.stat()
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _file_digests:
+        _file_digests[key] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return _file_digests[key]
+
+
+def canonical(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return canonical(dataclasses.asdict(value))
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [canonical(v) for v in value]
+    return value
+
+
+def _input_digest(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, list | tuple):
+        return [_input_digest(v) for v in value]
+    return file_digest(value)
+
+
+def role_identities(params: Mapping[str, Any], roles: Iterable[str]) -> dict[str, Any]:
+    """What each role resolves to (model, endpoint, sampling), and for local models where the weights are."""
+    roles = list(roles)
+    if not roles:
+        return {}
+    config = models_config(params.get("models_file"))
+    out: dict[str, Any] = {"retry": config.retry.model_dump()}
+    for role in roles:
+        spec = config.for_role(role)
+        identity = spec.identity()
+        name = local_name(spec.model)
+        if name is not None and name in config.local_models:
+            identity["weights"] = config.local_models[name].path
+        out[role] = identity
+    return out
+
+
+def stage_key(spec: StageSpec, fn: Callable[..., Any]) -> Callable[[TaskRunContext, dict[str, Any]], str]:
+    source = inspect.getsource(fn)
+
+    def key(_ctx: TaskRunContext, params: dict[str, Any]) -> str:
+        identity = {
+            "stage": spec.name,
+            "code": code_digest(),
+            "source": source,
+            "params": {k: canonical(v) for k, v in sorted(params.items())
+                       if k not in spec.inputs and k not in _NOT_HASHED},
+            "inputs": {k: _input_digest(params.get(k)) for k in spec.inputs},
+            "templates": prompts.templates_digest(spec.templates),
+            "roles": role_identities(params, spec.role_names(params)),
+        }
+        return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+    return key
+
+
+# -- running a stage ------------------------------------------------------------------------------
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+class StageRun:
+    """What a stage function is handed: where to write, a gateway with its own accounting, progress."""
+
+    def __init__(self, spec: StageSpec, params: Mapping[str, Any]) -> None:
+        self.spec = spec
+        self.out = Path(params["out"])
+        self.shard = str(params.get("shard") or "")
+        self.models_file, self.cache = params.get("models_file"), params.get("cache")
+        self.label = f"{spec.name}[{self.shard}]" if self.shard else spec.name
+        self.templates: dict[str, str] = {}
+        self.tables: dict[str, str] = {}
+        self._gateways: list[Gateway] = []
+        self.progress = StageProgress(self.label)
+
+    @property
+    def folder(self) -> Path:
+        """Where a shard's tables go (the run folder itself for a stage without shards)."""
+        return self.out / "stages" / slug(self.shard) if self.shard else self.out
+
+    @contextlib.asynccontextmanager
+    async def gateway(self) -> AsyncIterator[Gateway]:
+        """The run's gateway, with this stage's own ledger; its HTTP session and workers close after."""
+        gateway = shared_gateway(self.models_file, self.cache).fork()
+        self._gateways.append(gateway)
+        try:
+            yield gateway
+        finally:
+            await gateway.aclose()
+
+    def write(self, spec: TableSpec[R], records: Sequence[R], filename: str | None = None,
+              final: bool = False) -> str:
+        """Write a table atomically (into the shard's folder, or the run folder when ``final``)."""
+        path = (self.out if final else self.folder) / (filename or spec.filename)
+        write_records(path, records, spec)
+        self.tables[Path(filename).stem if filename else spec.name] = str(path)
+        return str(path)
+
+    def result(self, **summary: Any) -> StageResult:
+        calls = None
+        records = [r for g in self._gateways for r in g.ledger.records()]
+        if self._gateways:
+            path = self.out / "calls" / f"{slug(self.label)}.parquet"
+            write_records(path, records, CALLS)
+            calls = str(path)
+        undeclared = sorted(p for p in self.templates if not prompts.covered_by(p, self.spec.templates))
+        if undeclared:
+            # Not a user error: a stage that renders a template it does not declare would miss edits to it.
+            raise RuntimeError(f"stage {self.spec.name} rendered undeclared templates {undeclared}")
+        return StageResult(stage=self.spec.name, shard=self.shard, tables=dict(self.tables), summary=summary,
+                           templates=dict(sorted(self.templates.items())), calls=calls)
+
+
+async def _publish(run: StageRun, result: StageResult) -> None:
+    """The stage's main table in the Prefect UI: its first rows, with where the whole table is."""
+    if not result.tables:
+        return
+    name, path = next(iter(result.tables.items()))
+    table = pq.read_table(path)
+    rows = [{k: _cell(v) for k, v in r.items()} for r in table.slice(0, ARTIFACT_ROWS).to_pylist()]
+    others = ", ".join(f"{n} ({Path(p).name})" for n, p in list(result.tables.items())[1:])
+    description = f"{run.label}: {table.num_rows} rows of {name} in {path}" + (f"; also {others}" if others else "")
+    await publish_table(slug(run.label), rows, description)
+
+
+def _cell(value: Any, limit: int = 120) -> Any:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value[:limit] + "..." if isinstance(value, str) and len(value) > limit else value
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text[:limit] + "..." if len(text) > limit else text
+
+
+StageFn = Callable[..., Awaitable[StageResult]]
+
+
+def stage(name: str, *, templates: Sequence[str] = (), roles: Roles = (),
+          inputs: Sequence[str] = ()) -> Callable[[StageFn], Task[..., Awaitable[StageResult]]]:
+    """Make ``async fn(run: StageRun, **params) -> StageResult`` a cached Prefect task named ``name``.
+
+    Its parameters must include ``out`` (the run folder); ``shard`` names the part of the work a call does;
+    ``models_file`` and ``cache`` say which models and call cache to use.
+    """
+    spec = StageSpec(name, tuple(templates), roles, tuple(inputs))
+
+    def decorate(fn: StageFn) -> Task[..., Awaitable[StageResult]]:
+        signature = inspect.signature(fn)
+        params = list(signature.parameters.values())[1:]  # without `run`
+        outer = signature.replace(parameters=params)
+
+        async def run_stage(*args: Any, **kwargs: Any) -> StageResult:
+            kwargs = dict(outer.bind(*args, **kwargs).arguments)  # Prefect passes some parameters by position
+            run = StageRun(spec, kwargs)
+            prompts.record_into(run.templates)
+            started = time.monotonic()
+            with run.progress:
+                result = await fn(run, **kwargs)
+            result.summary.setdefault("seconds", round(time.monotonic() - started, 3))
+            await _publish(run, result)
+            return result
+
+        run_stage.__signature__ = outer  # type: ignore[attr-defined]
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):  # what Prefect shows and hashes
+            setattr(run_stage, attr, getattr(fn, attr))
+        shard = "shard" in {p.name for p in params}
+        return task(name=name, task_run_name=f"{name}-{{shard}}" if shard else name,
+                    cache_policy=CacheKeyFnPolicy(cache_key_fn=stage_key(spec, fn)), persist_result=True)(run_stage)
+
+    return decorate
+
+
+__all__ = ["StageResult", "StageRun", "stage"]

@@ -1,0 +1,234 @@
+"""FURINA's commands: pool, characters, build, export, eval, validate, demo.
+
+The commands that run a flow take their options from the flow's settings
+model, check their input (files, names) before the flow starts, and print
+where the results are. Flows and the work behind them are imported when a
+command runs, so `--help` stays quick.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from rpbench.flows.kit.commands import settings_command
+from rpbench.flows.modes.furina.settings import (
+    BuildSettings,
+    ChunkSettings,
+    DemoSettings,
+    EvalSettings,
+    PoolSettings,
+    SynthesisSettings,
+)
+
+
+def _stages_line(manifest: dict[str, Any]) -> str:
+    this = manifest.get("this_run") or {}
+    return (f"stages: {this.get('stages', 0)} ({this.get('cached', 0)} cached); "
+            f"calls sent by this run: {this.get('calls_sent', 0)}")
+
+
+# -- pool -------------------------------------------------------------------------------------------
+def pool_chunk(s: ChunkSettings) -> None:
+    """Static chunking only (chapter headings, token budget): no LLM call, to check before extraction."""
+    from rpbench.storage.tables import write_records
+    from rpbench.tasks.modes.furina.pool.build import chunk_book
+    from rpbench.tasks.modes.furina.pool.ingest import read_book
+    from rpbench.tasks.modes.furina.tables import BOOKS, CHUNKS
+
+    books, chunks = [], []
+    for path in s.books:
+        record, rows = chunk_book(read_book(path, s.language), s.chunking())
+        books.append(record)
+        chunks += rows
+        sizes = [r.n_tokens for r in rows]
+        typer.echo(f"{path}: {record.language}, {record.n_headings} headings, {len(rows)} chunks, "
+                   f"tokens min {min(sizes)} / max {max(sizes)}")
+    out = Path(s.out)
+    write_records(out / BOOKS.filename, books, BOOKS)
+    write_records(out / CHUNKS.filename, chunks, CHUNKS)
+    typer.echo(f"wrote {out / BOOKS.filename} and {out / CHUNKS.filename}")
+
+
+def pool_build(s: PoolSettings) -> None:
+    """Chunk the books, extract scenes with the `extractor` role, assemble profiles; write the pool."""
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.furina.pool import book_shards, build_pool
+    from rpbench.tasks.modes.furina.pool.ingest import read_book
+
+    book_shards(s.books)
+    for path in s.books:  # fail on a bad book before any LLM call
+        read_book(path, s.language)
+    manifest = run_flow(build_pool, settings=s)
+    pool = manifest.get("pool", {})
+    typer.echo(f"pool: {pool.get('scenes', 0)} scenes kept, {pool.get('dropped', 0)} dropped "
+               f"(see dropped_scenes.parquet), {pool.get('chunks', 0)} chunks; "
+               f"failed calls: {pool.get('failed_calls')}")
+    typer.echo(_stages_line(manifest))
+    typer.echo(f"tables and manifest: {s.out}/")
+
+
+def pool_add(
+    file: Annotated[Path, typer.Argument(help="JSON or YAML: one scene or a list, same fields as the pool's scenes.")],
+    pool: Annotated[Path, typer.Option("--pool", help="Pool folder (holding scenes.parquet).")],
+) -> None:
+    """Validate your own scenes and append them to a pool."""
+    from rpbench.storage.scenes import load_scene_file, read_scenes, write_scenes
+    from rpbench.storage.schemas import SCENES
+    from rpbench.tasks.modes.furina.pool.custom import merge_scenes
+
+    new = load_scene_file(file)
+    path = pool / SCENES.filename
+    existing = read_scenes(path) if path.exists() else []
+    write_scenes(path, merge_scenes(existing, new, str(file)))
+    typer.echo(f"added {len(new)} scene(s) to {path} (now {len(existing) + len(new)})")
+
+
+# -- characters -------------------------------------------------------------------------------------
+def characters_check(
+    files: Annotated[list[Path], typer.Argument(help="Character files (JSON or YAML; one character or a list).")],
+) -> None:
+    """Validate character files and print a summary; errors name the file, the character and the field."""
+    from rpbench.storage.characters import load_characters
+
+    for path in files:
+        characters = load_characters(path)
+        typer.echo(f"{path}: {len(characters)} character(s)")
+        for c in characters:
+            public = len(c.public())
+            typer.echo(f"  {c.name} [{c.language}, {c.type}] {public} public / {len(c.attributes) - public} private"
+                       f" attribute(s){f' - {c.source}' if c.source else ''}")
+
+
+def characters_synthesize(s: SynthesisSettings) -> None:
+    """Synthesize original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.runtime import models_config
+    from rpbench.flows.modes.furina.characters import synthesize_characters
+    from rpbench.storage.scenes import read_scenes
+    from rpbench.storage.schemas import SCENES
+    from rpbench.tasks.llm.names import resolve_all
+    from rpbench.tasks.modes.furina.roles import ROLES
+
+    resolve_all(models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer", option="--seed-role")
+    if s.pool:
+        read_scenes(Path(s.pool) / SCENES.filename)
+    manifest = run_flow(synthesize_characters, settings=s)
+    got = manifest.get("synthesis", {})
+    typer.echo(f"{got.get('characters', 0)} character(s) in {s.out}; {got.get('scenes', 0)} scene(s) in "
+               f"{got.get('scenes_file')}")
+    for failure in got.get("failed_groups", []):
+        typer.echo(f"failed: {failure}", err=True)
+
+
+# -- benchmark --------------------------------------------------------------------------------------
+def build(s: BuildSettings) -> None:
+    """Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark items."""
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.furina.build import build_benchmark, check
+
+    check(s)  # bad input fails here, before the flow starts and before any LLM call
+    manifest = run_flow(build_benchmark, settings=s)
+    b = manifest.get("build", {})
+    typer.echo(f"{b.get('dialogues', 0)} dialogues, {b.get('items', 0)} items; tau={b.get('tau')}")
+    for name, dims in (b.get("coverage") or {}).items():
+        state = "covered" if name not in b.get("budget_exhausted", []) else "BUDGET SPENT before coverage"
+        typer.echo(f"  {name}: " + " ".join(f"{d}={n}" for d, n in dims.items()) + f"  ({state})")
+    typer.echo(_stages_line(manifest))
+    typer.echo(f"tables, chart and manifest: {s.out}/")
+
+
+def export(
+    bench: Annotated[Path, typer.Argument(help="Benchmark folder (from `rpbench build`).")],
+    fmt: Annotated[str, typer.Option("--format", help="jsonl or parquet.")] = "jsonl",
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: <bench>/export).")] = None,
+) -> None:
+    """Write a shareable dataset (items) with a dataset card (schema, counts, models, config)."""
+    from rpbench.tasks.core.errors import InputError
+    from rpbench.tasks.modes.furina.builder.export import export_benchmark
+
+    if fmt not in ("jsonl", "parquet"):
+        raise InputError(f"--format: unknown format '{fmt}' (use jsonl or parquet)")
+    path = export_benchmark(bench, out or bench / "export", fmt)
+    typer.echo(f"dataset and card in {path}/")
+
+
+# -- evaluation -------------------------------------------------------------------------------------
+def evaluate(s: EvalSettings) -> None:
+    """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.furina.evaluate import check_models
+    from rpbench.flows.modes.furina.evaluate import evaluate as evaluate_flow
+    from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench
+
+    check_models(s)  # bad input fails here, before the flow starts
+    load_bench(**bench_files(s.bench))
+    manifest = run_flow(evaluate_flow, settings=s)
+    e = manifest.get("evaluation", {})
+    for r in e.get("leaderboard", []):
+        typer.echo(f"{r['model']}: {r['score']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] n={r['n']} "
+                   f"failed={r['failed']}")
+    typer.echo(_stages_line(manifest))
+    typer.echo(f"report: {e.get('report')}")
+
+
+def validate(
+    annotations: Annotated[Path, typer.Option(
+        "--annotations", help="Human labels: CSV or JSONL with item_id, annotator, dimension and/or score.")],
+    eval_dir: Annotated[Path, typer.Option("--eval", help="Evaluation folder (from `rpbench eval`).")],
+) -> None:
+    """Compare the judge with human annotators: dimension accuracy, Pearson r per dimension, agreement."""
+    import json
+
+    from rpbench.storage.schemas import ITEM_SCORES
+    from rpbench.storage.tables import atomic_write_bytes, read_rows
+    from rpbench.tasks.modes.furina.evaluation.validation import load_annotations, validation_markdown
+    from rpbench.tasks.modes.furina.evaluation.validation import validate as validate_judge
+
+    result = validate_judge(load_annotations(annotations), read_rows(eval_dir / ITEM_SCORES.filename, ITEM_SCORES))
+    md = validation_markdown(result)
+    atomic_write_bytes(eval_dir / "validation.md", md.encode("utf-8"))
+    atomic_write_bytes(eval_dir / "validation.json", json.dumps(result, indent=2).encode("utf-8"))
+    typer.echo(md)
+    typer.echo(f"written: {eval_dir / 'validation.md'} and validation.json")
+
+
+# -- the demo ---------------------------------------------------------------------------------------
+def demo(s: DemoSettings) -> None:
+    """The whole pipeline on the embedded local model (no keys, no network): pool, benchmark, evaluation."""
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.furina.demo import demo as demo_flow
+    from rpbench.tasks.reports.summary import run_summary_markdown
+
+    manifest = run_flow(demo_flow, settings=s)
+    out = Path(s.out)
+    typer.echo("")
+    typer.echo(run_summary_markdown(manifest, str(out / "eval")))
+    for r in manifest.get("evaluation", {}).get("leaderboard", []):
+        typer.echo(f"{r['model']}: score {r['score']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] on {r['n']} items")
+    for part, this in manifest.get("demo", {}).items():
+        typer.echo(f"{part}: {this['stages']} stages, {this['cached']} cached, {this['calls_sent']} calls sent")
+    typer.echo(f"Pool: {out}/pool  Benchmark: {out}/bench  Evaluation: {out}/eval")
+    typer.echo(f"Report: {out}/eval/report.html")
+
+
+def add_commands(app: typer.Typer) -> None:
+    """FURINA's commands, at the top level of `rpbench` (they predate other modes)."""
+    pool = typer.Typer(help="Turn books into a pool of ready scenes; inspect chunking; add your own scenes.",
+                       no_args_is_help=True)
+    pool.command("chunk")(settings_command(ChunkSettings, pool_chunk))
+    pool.command("build")(settings_command(PoolSettings, pool_build))
+    pool.command("add")(pool_add)
+    characters = typer.Typer(help="Test characters: check files of profiles; synthesize original ones.",
+                             no_args_is_help=True)
+    characters.command("check")(characters_check)
+    characters.command("synthesize")(settings_command(SynthesisSettings, characters_synthesize))
+    app.add_typer(pool, name="pool")
+    app.add_typer(characters, name="characters")
+    app.command("build")(settings_command(BuildSettings, build))
+    app.command("export")(export)
+    app.command("eval")(settings_command(EvalSettings, evaluate))
+    app.command("validate")(validate)
+    app.command("demo")(settings_command(DemoSettings, demo))

@@ -1,0 +1,145 @@
+"""The parameters of FURINA's flows: flows take these models, the CLI makes its options from them,
+deployments pass them as parameters. Defaults come from ``rpbench.tasks.modes.furina.config``, where the
+stages read them too, so each is written once."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rpbench.flows.kit.settings import RunSettings, cli
+from rpbench.tasks.core.records import LANGUAGES
+from rpbench.tasks.modes.furina.config import (
+    BuildConfig,
+    ChunkingConfig,
+    EvalConfig,
+    FilterConfig,
+    PoolConfig,
+    SynthesisConfig,
+)
+
+GRADES = ("poor", "moderate", "high")
+
+
+def _language(v: str | None) -> str | None:
+    if v is not None and v not in LANGUAGES:
+        raise ValueError(f"unknown language '{v}' (use {' or '.join(LANGUAGES)})")
+    return v
+
+
+class ChunkSettings(BaseModel):
+    """Books and how to cut them into chunks (no LLM)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    books: list[str] = Field(min_length=1, json_schema_extra=cli(argument=True),
+                             description="Book files: .txt (any common encoding) or .epub.")
+    out: str = Field(default="runs/pool", description="Folder for the pool's tables and manifest.")
+    language: str | None = Field(default=None, description="en or zh; detected per book when not given.")
+    target_tokens: int = Field(default=ChunkingConfig.target_tokens, ge=64,
+                               description="Chunk size aimed at when splitting.")
+    min_tokens: int = Field(default=ChunkingConfig.min_tokens, ge=1,
+                            description="Chapters are merged until a chunk has this many tokens.")
+    max_tokens: int = Field(default=ChunkingConfig.max_tokens, ge=64,
+                            description="A chunk above this is split at paragraph boundaries.")
+
+    _check_language = field_validator("language")(_language)
+
+    def chunking(self) -> ChunkingConfig:
+        return ChunkingConfig(self.target_tokens, self.min_tokens, self.max_tokens)
+
+
+class PoolSettings(ChunkSettings, RunSettings):
+    """Books to a pool of scenes, with the `extractor` role."""
+
+    min_utterances: int = Field(default=FilterConfig.min_utterances, ge=1,
+                                description="Drop scenes with fewer utterances.")
+    min_speakers: int = Field(default=FilterConfig.min_speakers, ge=1, description="Drop scenes with fewer speakers.")
+    plot_aware: bool = Field(default=PoolConfig.plot_aware,
+                             description="Let the LLM move unfinished chunk endings forward.")
+
+    def pool(self) -> PoolConfig:
+        return PoolConfig(self.chunking(), FilterConfig(self.min_utterances, self.min_speakers), self.plot_aware)
+
+
+class BuildSettings(RunSettings):
+    """Characters and a pool to a benchmark: simulated dialogues, judged turns, items."""
+
+    characters: str = Field(description="Test characters file (JSON or YAML).")
+    pool: str = Field(description="Pool folder (from `rpbench pool build`).")
+    out: str = Field(default="runs/bench", description="Folder for dialogues, items, stats and manifest.")
+    only: list[str] = Field(default_factory=list, description="Use only these characters from the file (repeat).")
+    tau: int = Field(default=BuildConfig.tau, ge=1, json_schema_extra=cli("--threshold"),
+                     description="tau: items wanted per dimension per character.")
+    min_rounds: int = Field(default=BuildConfig.min_rounds, ge=0,
+                            description="The director may not end a scene before this round.")
+    max_rounds: int = Field(default=BuildConfig.max_rounds, ge=1, description="A scene ends at this round.")
+    max_test_gap: int = Field(default=BuildConfig.max_test_gap, ge=1,
+                              description="The test character speaks at least once every this many turns.")
+    budget: int = Field(default=BuildConfig.max_dialogues_per_character, ge=1,
+                        description="Most dialogues per character.")
+    sources: list[str] = Field(default_factory=lambda: list(BuildConfig.sources), json_schema_extra=cli("--source"),
+                               description="Source role or model string (repeat: round-robin per dialogue).")
+    keep_grades: list[str] = Field(default_factory=lambda: list(BuildConfig.keep_grades),
+                                   json_schema_extra=cli("--keep-grade"),
+                                   description="Dialogue grades kept (poor, moderate, high).")
+    wave_size: int = Field(default=BuildConfig.wave_size, ge=1,
+                           description="Dialogues of one character that start together from the same item counts "
+                           "(one wave); they run at once. Part of the benchmark's definition, like the seed.")
+    seed: int = Field(default=BuildConfig.seed, description="Seed for scene order and DWRS tie-breaks.")
+    test_sees_scene_extras: bool = Field(
+        default=BuildConfig.test_sees_scene_extras,
+        description="Also show the test character the scene's motivations and original dialogue.")
+
+    @field_validator("keep_grades")
+    @classmethod
+    def _known_grades(cls, grades: list[str]) -> list[str]:
+        unknown = sorted(set(grades) - set(GRADES))
+        if unknown or not grades:
+            raise ValueError(f"unknown grade {unknown[0] if unknown else 'none given'} (use {', '.join(GRADES)})")
+        return grades
+
+    def build(self, sources: tuple[str, ...]) -> BuildConfig:
+        """The builder's configuration, with the source names already resolved to roles."""
+        return BuildConfig(tau=self.tau, min_rounds=self.min_rounds, max_rounds=self.max_rounds,
+                           max_test_gap=self.max_test_gap, max_dialogues_per_character=self.budget,
+                           keep_grades=tuple(self.keep_grades), test_sees_scene_extras=self.test_sees_scene_extras,
+                           wave_size=self.wave_size, seed=self.seed, sources=sources)
+
+
+class EvalSettings(RunSettings):
+    """Models under test against a benchmark: answers, both-order judgments, checks, scores, report."""
+
+    bench: str = Field(description="Benchmark folder (from `rpbench build`).")
+    models: list[str] = Field(min_length=1, json_schema_extra=cli("--model"),
+                              description="Model under test: a litellm model string, or a role name. Repeat.")
+    out: str = Field(default="runs/eval", description="Folder for generations, judgments, scores and reports.")
+    resamples: int = Field(default=EvalConfig.resamples, ge=1,
+                           description="Bootstrap resamples for the 95% intervals.")
+    seed: int = Field(default=EvalConfig.seed, description="Bootstrap seed.")
+
+
+class SynthesisSettings(RunSettings):
+    """Original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
+
+    out: str = Field(description="Characters file to write (YAML); its scenes go beside it: "
+                                 "chars.yaml -> chars.scenes.json.")
+    n: int = Field(default=SynthesisConfig.n_characters, ge=1, le=6,
+                   description="Characters per group (they share a world and a scene).")
+    language: str = Field(default=SynthesisConfig.language, json_schema_extra=cli("--lang"),
+                          description="en or zh.")
+    groups: int = Field(default=1, ge=1, description="Independent worlds to synthesize.")
+    pool: str | None = Field(default=None, description="A pool whose characters count as known.")
+    seed_roles: list[str] = Field(default_factory=lambda: list(SynthesisConfig.seed_roles),
+                                  json_schema_extra=cli("--seed-role"),
+                                  description="Roles or model strings that propose themes (repeat for diversity).")
+    max_refine: int = Field(default=SynthesisConfig.max_refine, ge=0,
+                            description="Review-and-revise rounds per step.")
+    run_dir: str = Field(default="runs/characters", description="Folder for call accounting and manifest.")
+
+    _check_language = field_validator("language")(_language)
+
+
+class DemoSettings(RunSettings):
+    """The whole pipeline on the embedded local model (no keys, no network): pool, benchmark, evaluation."""
+
+    out: str = Field(default="runs/demo", description="Folder for the run's tables and manifest.")

@@ -1,0 +1,35 @@
+"""Reading a benchmark folder: its items and the characters and scenes they refer to, checked together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rpbench.storage.characters import load_characters
+from rpbench.storage.scenes import read_scenes
+from rpbench.storage.schemas import ITEMS, SCENES
+from rpbench.storage.tables import read_records
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.modes.furina.evaluation.run import Bench
+
+CHARACTERS_FILE = "characters.yaml"
+
+
+def bench_files(bench: str | Path) -> dict[str, str]:
+    """The three files of a benchmark folder; an InputError names the first that is missing."""
+    folder = Path(bench)
+    files = {"items": folder / ITEMS.filename, "characters": folder / CHARACTERS_FILE,
+             "scenes": folder / SCENES.filename}
+    for path in files.values():
+        if not path.is_file():
+            raise InputError(f"{bench}: no {path.name} (build a benchmark first: rpbench build)")
+    return {k: str(v) for k, v in files.items()}
+
+
+def load_bench(items: str, characters: str, scenes: str) -> Bench:
+    """Items, characters by name and scenes by id; an item that refers to nothing is an InputError."""
+    loaded = Bench(read_records(items, ITEMS), {c.name: c for c in load_characters(characters)},
+                   {s.scene_id: s for s in read_scenes(scenes)})
+    for it in loaded.items:
+        if it.character not in loaded.characters or it.scene_id not in loaded.scenes:
+            raise InputError(f"{items}: item {it.item_id}: field 'character'/'scene_id' refers to nothing in the bench")
+    return loaded

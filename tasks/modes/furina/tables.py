@@ -1,0 +1,31 @@
+"""The tables only FURINA writes (shared ones, such as scenes and items, are in ``rpbench.storage.schemas``)."""
+
+from __future__ import annotations
+
+from rpbench.storage.schemas import TableSpec
+from rpbench.tasks.modes.furina.records import (
+    BookRecord,
+    BuildStats,
+    Check,
+    Chunk,
+    DialogueTurn,
+    DroppedScene,
+    Extraction,
+    Grade,
+    PoolStats,
+    RawScene,
+)
+
+# -- the character-scene pool
+BOOKS = TableSpec("books", 2, BookRecord)
+CHUNKS = TableSpec("chunks", 2, Chunk)
+EXTRACTIONS = TableSpec("extractions", 1, Extraction)
+RAW_SCENES = TableSpec("raw_scenes", 1, RawScene)
+DROPPED_SCENES = TableSpec("dropped_scenes", 2, DroppedScene)
+POOL_STATS = TableSpec("pool_stats", 2, PoolStats)
+# -- the benchmark builder
+DIALOGUES = TableSpec("dialogues", 2, DialogueTurn)
+GRADES = TableSpec("grades", 1, Grade)
+BUILD_STATS = TableSpec("build_stats", 2, BuildStats)
+# -- evaluation
+CHECKS = TableSpec("checks", 2, Check)

@@ -1,0 +1,68 @@
+"""Score any mode's item-level rows and write its leaderboard and report, from its metric specs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rpbench.storage.tables import atomic_write_bytes, write_table
+from rpbench.tasks.core.records import Failure
+from rpbench.tasks.reports.render import breakdown_charts, html_report, leaderboard_columns, markdown_report
+from rpbench.tasks.reports.scores import leaderboard, model_scores
+from rpbench.tasks.reports.spec import Analysis, Column, Scoring
+from rpbench.tasks.reports.tables import leaderboard_table, model_scores_table
+
+Analyze = Callable[[list[dict[str, Any]], list[Any]], Analysis]
+
+
+@dataclass
+class Report:
+    scores: list[dict[str, Any]]
+    board: list[dict[str, Any]]
+    markdown: str
+    html: str
+    analysis: Analysis
+    files: dict[str, str]
+
+
+def failure_counts(failures: Sequence[Failure]) -> dict[str, dict[str, int]]:
+    """Model -> kind of failure -> how many."""
+    out: dict[str, Counter[str]] = {}
+    for f in failures:
+        out.setdefault(f.model, Counter())[f.kind] += 1
+    return {model: dict(kinds) for model, kinds in out.items()}
+
+
+def build_report(title: str, intro: str, scoring: Scoring, records: Sequence[Any], failures: Sequence[Failure],
+                 resamples: int, seed: int, extra_columns: Sequence[Column] = (), analyze: Analyze | None = None
+                 ) -> Report:
+    """Model scores with intervals, the ranked leaderboard (with the mode's own columns), Markdown and HTML."""
+    rows = [r.model_dump() if hasattr(r, "model_dump") else dict(r) for r in records]
+    scores = model_scores(rows, scoring, resamples, seed)
+    board = leaderboard(scores, scoring, Counter(f.model for f in failures))
+    analysis = analyze(board, list(records)) if analyze is not None else Analysis()
+    columns = leaderboard_columns(scoring, scores, extra_columns)
+    markdown = markdown_report(title, intro, board, columns, scoring, analysis.sections, failure_counts(failures))
+    images = breakdown_charts(board, scoring, scores)
+    images |= {k: v for s in analysis.sections for k, v in s.images.items()}
+    return Report(scores, board, markdown, html_report(title, markdown, images), analysis, {})
+
+
+def write_report(report: Report, out: str | Path, scoring: Scoring, extra_columns: Sequence[Column] = ()) -> Report:
+    """model_scores.parquet, leaderboard.parquet, report.md and report.html under ``out``."""
+    out = Path(out)
+    columns = leaderboard_columns(scoring, report.scores, extra_columns)
+    keep = {"model", "ci_low", "ci_high", "n", *(c.key for c in columns)}
+    report.files = {
+        "model_scores": str(write_table(out / "model_scores.parquet", report.scores, model_scores_table(scoring))),
+        "leaderboard": str(write_table(out / "leaderboard.parquet",
+                                       [{k: v for k, v in r.items() if k in keep} for r in report.board],
+                                       leaderboard_table(columns))),
+    }
+    atomic_write_bytes(out / "report.md", report.markdown.encode("utf-8"))
+    atomic_write_bytes(out / "report.html", report.html.encode("utf-8"))
+    report.files |= {"report_md": str(out / "report.md"), "report_html": str(out / "report.html")}
+    return report

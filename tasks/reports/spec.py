@@ -1,0 +1,84 @@
+"""What a benchmark mode declares about its numbers, so shared code can aggregate, rank and report any mode.
+
+A mode's item-level table has one row per (model, item) with a column per
+metric and a column per grouping key. ``Scoring`` says which columns those
+are, how each metric aggregates (point estimate and bootstrap statistic), in
+which direction it is better, and which groups get a column of their own in
+the leaderboard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from rpbench.tasks.stats import mean_statistic
+from rpbench.tasks.stats.intervals import Statistic
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    description: str
+    column: str  # the item-level column holding each item's value
+    higher_is_better: bool = True
+    point: Callable[[Sequence[float]], float] = mean  # the aggregate over items
+    statistic: Statistic = mean_statistic  # the same aggregate, vectorised for the bootstrap
+    interval: bool = True  # report a bootstrap interval
+    digits: int = 1
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    column: str
+    label: str
+    order: tuple[str, ...] | None = None  # values in this order (absent ones skipped); None: sorted
+    breakdown: bool = True  # the leaderboard gets a column per value of this key
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """A mode's metrics (the first is the headline the leaderboard ranks by) and grouping keys."""
+
+    metrics: tuple[MetricSpec, ...]
+    groups: tuple[GroupKey, ...] = ()
+    model_column: str = "model"
+
+    def __post_init__(self) -> None:
+        if not self.metrics:
+            raise ValueError("a mode needs at least one metric")
+
+    @property
+    def headline(self) -> MetricSpec:
+        return self.metrics[0]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the leaderboard as a report shows it."""
+
+    key: str
+    label: str
+    digits: int = 1
+    missing: str = "-"  # shown when a model has no value here
+
+
+@dataclass(frozen=True)
+class Section:
+    """A part of a report a mode adds: Markdown, and figures as base64 PNGs shown after the text."""
+
+    title: str
+    markdown: str
+    images: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Analysis:
+    """What a mode adds to a report: sections, and figures for the manifest (Pareto sets, indices, ...)."""
+
+    sections: list[Section] = field(default_factory=list)
+    summary: dict[str, object] = field(default_factory=dict)

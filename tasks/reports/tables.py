@@ -1,0 +1,32 @@
+"""Tables whose columns depend on a mode's metric specs: model scores and the leaderboard."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import create_model
+
+from rpbench.storage.schemas import TableSpec
+from rpbench.tasks.core.records import Record
+from rpbench.tasks.reports.spec import Column, Scoring
+
+
+def model_scores_table(scoring: Scoring) -> TableSpec[Any]:
+    """model, metric, one column per grouping key, score, ci_low, ci_high, n."""
+    record = create_model(
+        "ModelScore", __base__=Record, model=(str, ...), metric=(str, ...),
+        **{k.column: (str, ...) for k in scoring.groups},  # type: ignore[call-overload]
+        score=(float, ...), ci_low=(float, ...), ci_high=(float, ...), n=(int, ...),
+    )
+    return TableSpec("model_scores", 3, record)
+
+
+def leaderboard_table(columns: Sequence[Column]) -> TableSpec[Any]:
+    """model, the headline with its interval and n, then every report column (numbers, possibly missing)."""
+    head, *rest = columns
+    fields: dict[str, Any] = {"model": (str, ...), head.key: (float, ...), "ci_low": (float, ...),
+                              "ci_high": (float, ...), "n": (int, ...)}
+    for c in rest:
+        fields.setdefault(c.key, (int, ...) if c.key == "failed" else (float | None, None))
+    return TableSpec("leaderboard", 1, create_model("LeaderboardRow", __base__=Record, **fields))

@@ -1,0 +1,20 @@
+"""The layering contracts, ruff and mypy, as the test command runs them (configured in pyproject.toml)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.parametrize("command", [["lint-imports"], ["ruff", "check", "."], ["mypy"]],
+                         ids=["import-linter", "ruff", "mypy"])
+def test_the_code_passes(command):
+    proc = subprocess.run([str(BIN / command[0]), *command[1:]], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]

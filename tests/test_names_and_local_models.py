@@ -1,0 +1,85 @@
+"""Names resolve or fail (roles, model strings, local models), and local models are picked by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.config import LOCAL_MODEL
+from rpbench.tasks.llm.names import resolve, resolve_all
+
+BUILTIN = ("judge", "checker", "test", "source")
+
+
+def test_a_role_of_the_file_or_a_builtin_role_resolves_to_itself():
+    config = load_models_config(environ={})
+    assert resolve(config, "local-greedy", BUILTIN, like="test") == "local-greedy"  # in the default file
+    assert resolve(config, "checker", BUILTIN, like="test") == "checker"  # built in, left out of the file
+    assert config.for_role("checker") == config.default  # ... so it uses [default], as documented
+
+
+@pytest.mark.parametrize("name", ["openai/gpt-4o", "hosted_vllm/Qwen2.5-7B", "ollama_chat/llama3.1", "gpt-4o-mini",
+                                  "local/smollm2-135m"])
+def test_a_model_string_gets_a_role_of_its_own_with_the_settings_it_is_called_with(name):
+    config = load_models_config(environ={})
+    role = resolve(config, name, BUILTIN, like="test")
+    assert role == f"test@{name}"
+    spec = config.for_role(role)
+    assert spec.model == name and spec.max_tokens == config.for_role("test").max_tokens
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("local-greedyy", "unknown model 'local-greedyy' (known: base, checker, extractor, judge, local-greedy"),
+    ("opnai/gpt-4o", "unknown model 'opnai/gpt-4o'"),
+    ("local/smollm3", "unknown local model 'smollm3' (known: smollm2-135m)"),
+])
+def test_a_name_that_resolves_to_nothing_is_an_error_listing_what_exists(name, message):
+    config = load_models_config(environ={})
+    with pytest.raises(InputError) as err:
+        resolve_all(config, [name], BUILTIN, like="test", option="--model")
+    assert str(err.value).startswith("--model: ") and message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_models_file_may_name_local_models_and_must_name_only_those(tmp_path):
+    weights = tmp_path / "tiny.gguf"
+    weights.write_bytes(b"GGUF")
+    good = tmp_path / "models.toml"
+    good.write_text(f'[local_models.tiny]\npath = "{weights}"\n[roles.judge]\nmodel = "local/tiny"\n')
+    config = load_models_config(good, environ={})
+    assert config.for_role("judge").model == "local/tiny"
+    assert resolve(config, "local/tiny", BUILTIN, like="test") == "test@local/tiny"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[roles.judge]\nmodel = "local/tiny"\n')
+    with pytest.raises(InputError, match=r"bad.toml: roles.judge: unknown local model 'tiny' \(known: smollm2-135m\)"):
+        load_models_config(bad, environ={})
+
+
+def test_local_engines_are_cached_by_name_one_batcher_each(tmp_path, monkeypatch):
+    from rpbench.tasks.llm.local_engine import GenRequest, GenResult, LocalEngine
+    from rpbench.tasks.llm.local_models import LocalModelSpec, register_local_models
+
+    loaded: list[str] = []
+
+    def fake_load(self):  # no weights to load in a unit test: remember which engine would have
+        loaded.append(self.name)
+
+    def fake_batch(self, batch):
+        return [GenResult(f"{self.name} says hi", 1, 3, "stop") for _ in batch]
+
+    monkeypatch.setattr(LocalEngine, "_load", fake_load)
+    monkeypatch.setattr(LocalEngine, "_generate_batch", fake_batch)
+    for name in ("alpha", "beta"):
+        (tmp_path / f"{name}.gguf").write_bytes(b"GGUF")
+    register_local_models({n: LocalModelSpec(path=str(tmp_path / f"{n}.gguf")) for n in ("alpha", "beta")})
+    alpha, beta = LocalEngine.for_model("alpha"), LocalEngine.for_model("beta")
+    assert alpha is not beta and LocalEngine.for_model("alpha") is alpha
+    request = dict(max_tokens=8, temperature=0.0, top_p=None, seed=0, schema=None)
+    assert alpha.generate([{"role": "user", "content": "x"}], **request).text == "alpha says hi"
+    assert beta.generate([{"role": "user", "content": "x"}], **request).text == "beta says hi"
+    assert sorted(loaded) == ["alpha", "beta"] and alpha._worker is not beta._worker
+    with pytest.raises(KeyError, match="unknown local model 'gamma'"):
+        LocalEngine.for_model("gamma")
+    assert LOCAL_MODEL == "local/smollm2-135m"
+    _ = GenRequest  # the engine's request type stays importable for the provider
