@@ -11,7 +11,7 @@ from scipy import stats
 
 from rpbench.tasks.core.records import Character, Item
 from rpbench.tasks.llm import NoReply, Reply
-from rpbench.tasks.modes.furina.evaluation.analysis import EXTRA_COLUMNS, SCORING, analyze
+from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.run import Bench, CheckVerdict, EvalConfig, JudgeVerdict, evaluate
 from rpbench.tasks.modes.furina.evaluation.scoring import (
     hallucinated,
@@ -157,8 +157,7 @@ async def test_evaluation_scores_checks_and_reports():
     # checks run only on CR (synthesized) and FR (established) items, both orders
     assert Counter(c.item_id for c in tables.checks) == {"i1": 4, "i2": 4}
 
-    report = build_report("rpbench evaluation", "3 benchmark items.", SCORING, tables.item_scores, tables.failures,
-                          200, 0, EXTRA_COLUMNS, analyze)
+    report = build_report(REPORT, "3 benchmark items.", tables.item_scores, tables.failures, 200, 0)
     board = report.board
     assert [r["model"] for r in board] == ["good/model", "bad/model"]
     assert board[0]["score"] == 100.0 and board[1]["score"] == 0.0

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 from rpbench.tasks.core.records import Item
-from rpbench.tasks.modes.furina.evaluation.analysis import EXTRA_COLUMNS, SCORING, analyze
+from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.run import Bench, EvalConfig, evaluate
 from rpbench.tasks.reports.report import build_report
 from tests.test_builder import SCENE, TEST
@@ -60,7 +60,7 @@ async def test_furina_scores_are_unchanged_by_the_move(make_gateway, loopback):
     tables = await evaluate(gateway, bench, {"m-a": "m-a", "m-b": "m-b"}, EvalConfig())
     for name in ("generations", "judgments", "checks", "item_scores"):
         assert _digest(getattr(tables, name)) == GOLDEN["digests"][name], name
-    report = build_report("x", "y", SCORING, tables.item_scores, tables.failures, 1000, 0, EXTRA_COLUMNS, analyze)
+    report = build_report(REPORT, "30 items.", tables.item_scores, tables.failures, 1000, 0)
     assert len(report.scores) == len(GOLDEN["model_scores"]) == 72
     for new, old in zip(report.scores, GOLDEN["model_scores"], strict=True):
         assert all(_same(new[k], v) for k, v in old.items()), (new, old)

@@ -16,7 +16,7 @@ from rpbench.storage.schemas import FAILURES, TableSpec
 from rpbench.storage.tables import write_records
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Failure, Record
-from rpbench.tasks.reports.spec import GroupKey, MetricSpec, Scoring
+from rpbench.tasks.reports.spec import GroupKey, MetricSpec, ReportSpec, Scoring
 
 
 class QuizAnswer(Record):
@@ -33,14 +33,14 @@ TOY = BenchmarkMode(
     name="toy-quiz",
     description="A quiz: how often a model is right, and how long it takes.",
     roles={"quizzer": "answers the questions"},
-    scoring=Scoring(
+    item_table=TableSpec("quiz_answers", 1, QuizAnswer),
+    report=ReportSpec("rpbench toy-quiz evaluation", Scoring(
         metrics=(MetricSpec("accuracy", "share of questions answered right, in percent", "correct",
                             point=lambda v: 100 * sum(v) / len(v), statistic=lambda x, axis: 100 * x.mean(axis=axis)),
                  MetricSpec("seconds", "mean time to answer", "seconds", higher_is_better=False, interval=False,
                             digits=2)),
         groups=(GroupKey("language", "language"),),
-    ),
-    item_table=TableSpec("quiz_answers", 1, QuizAnswer),
+    )),
 )
 
 

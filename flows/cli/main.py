@@ -42,7 +42,7 @@ def show_models(s: RunSettings) -> None:
 def show_modes() -> None:
     """List the benchmark modes there are, their roles and their metrics."""
     for mode in modes().values():
-        metrics = ", ".join(m.name for m in mode.scoring.metrics)
+        metrics = ", ".join(m.name for m in mode.report.scoring.metrics)
         typer.echo(f"{mode.name}: {mode.description}\n  roles: {', '.join(mode.roles)}\n  metrics: {metrics}")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from rpbench.storage.schemas import TableSpec
 from rpbench.tasks.core.errors import unknown_name
-from rpbench.tasks.reports.spec import Analysis, Column, Scoring
+from rpbench.tasks.reports.spec import ReportSpec
 
 ENTRY_POINTS = "rpbench.modes"
 
@@ -28,12 +28,9 @@ class BenchmarkMode:
     description: str
     # Built-in roles and what each does; a models file that leaves one out binds it to [default].
     roles: Mapping[str, str]
-    # How its item-level table (``item_table``) becomes model scores, a leaderboard and a report.
-    scoring: Scoring
+    # Its item-level table, and how that becomes model scores, a leaderboard and a report.
     item_table: TableSpec[Any]
-    extra_columns: tuple[Column, ...] = ()
-    # Its own analysis: fills extra leaderboard columns (rows, in place) and adds report sections.
-    analyze: Callable[[list[dict[str, Any]], list[Any]], Analysis] | None = None
+    report: ReportSpec
     # Its flows by short name, loaded on demand (deployments serve them).
     flows: Callable[[], Mapping[str, Any]] = dict
     # Adds its commands to a Typer app: `rpbench <name> ...`, or at the top level when ``commands_at_top``.

@@ -5,25 +5,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rpbench.flows.kit.registry import BenchmarkMode, get_mode
+from rpbench.flows.kit.registry import get_mode
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.ui import publish_markdown, publish_table
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.reports.report import Report, build_report, write_report
+from rpbench.tasks.reports.spec import ReportSpec
 
 
-async def publish_report(run: StageRun, mode: BenchmarkMode, rows: Sequence[Any], failures: Sequence[Failure],
-                         n_items: int, resamples: int, seed: int) -> Report:
-    """Score ``rows`` (records of the mode's item table), write the report files, publish them in the UI."""
-    report = write_report(
-        build_report(f"rpbench {mode.name} evaluation", f"{n_items} benchmark items.", mode.scoring, rows, failures,
-                     resamples, seed, mode.extra_columns, mode.analyze),
-        run.out, mode.scoring, mode.extra_columns)
+async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Sequence[Any],
+                         failures: Sequence[Failure], n_items: int, resamples: int, seed: int) -> Report:
+    """Score ``rows`` (records of mode ``name``'s item table), write the report files, publish them in the UI."""
+    report = write_report(build_report(spec, f"{n_items} benchmark items.", rows, failures, resamples, seed),
+                          run.out, spec)
     run.tables.update(report.files)
-    await publish_table(f"{mode.name}-leaderboard", report.board, f"rpbench {mode.name} leaderboard")
-    await publish_markdown(f"{mode.name}-report", report.markdown, f"rpbench {mode.name} evaluation report")
+    await publish_table(f"{name}-leaderboard", report.board, f"{spec.title}: leaderboard")
+    await publish_markdown(f"{name}-report", report.markdown, spec.title)
     return report
 
 
@@ -35,5 +34,5 @@ async def report_stage(run: StageRun, mode: str, items: list[str], failures: lis
     rows = [r for p in items for r in read_records(p, found.item_table)]
     failed = [f for p in failures for f in read_records(p, FAILURES)]
     run.write(found.item_table, rows, final=True)
-    report = await publish_report(run, found, rows, failed, n_items, resamples, seed)
+    report = await publish_report(run, found.name, found.report, rows, failed, n_items, resamples, seed)
     return run.result(leaderboard=report.board, **report.analysis.summary)

@@ -1,1 +1,1 @@
-"""Human-readable reports built from run folders."""
+"""Metric specs, model scores with intervals, leaderboards and reports, for any benchmark mode."""

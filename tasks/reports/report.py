@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,10 +12,8 @@ from rpbench.storage.tables import atomic_write_bytes, write_table
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.reports.render import breakdown_charts, html_report, leaderboard_columns, markdown_report
 from rpbench.tasks.reports.scores import leaderboard, model_scores
-from rpbench.tasks.reports.spec import Analysis, Column, Scoring
+from rpbench.tasks.reports.spec import Analysis, ReportSpec
 from rpbench.tasks.reports.tables import leaderboard_table, model_scores_table
-
-Analyze = Callable[[list[dict[str, Any]], list[Any]], Analysis]
 
 
 @dataclass
@@ -36,25 +34,26 @@ def failure_counts(failures: Sequence[Failure]) -> dict[str, dict[str, int]]:
     return {model: dict(kinds) for model, kinds in out.items()}
 
 
-def build_report(title: str, intro: str, scoring: Scoring, records: Sequence[Any], failures: Sequence[Failure],
-                 resamples: int, seed: int, extra_columns: Sequence[Column] = (), analyze: Analyze | None = None
-                 ) -> Report:
+def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures: Sequence[Failure],
+                 resamples: int, seed: int) -> Report:
     """Model scores with intervals, the ranked leaderboard (with the mode's own columns), Markdown and HTML."""
     rows = [r.model_dump() if hasattr(r, "model_dump") else dict(r) for r in records]
-    scores = model_scores(rows, scoring, resamples, seed)
-    board = leaderboard(scores, scoring, Counter(f.model for f in failures))
-    analysis = analyze(board, list(records)) if analyze is not None else Analysis()
-    columns = leaderboard_columns(scoring, scores, extra_columns)
-    markdown = markdown_report(title, intro, board, columns, scoring, analysis.sections, failure_counts(failures))
-    images = breakdown_charts(board, scoring, scores)
+    scores = model_scores(rows, spec.scoring, resamples, seed)
+    board = leaderboard(scores, spec.scoring, Counter(f.model for f in failures))
+    analysis = spec.analyze(board, list(records)) if spec.analyze is not None else Analysis()
+    columns = leaderboard_columns(spec.scoring, scores, spec.extra_columns)
+    markdown = markdown_report(spec.title, intro, board, columns, spec.scoring, analysis.sections,
+                               failure_counts(failures))
+    images = breakdown_charts(board, spec.scoring, scores)
     images |= {k: v for s in analysis.sections for k, v in s.images.items()}
-    return Report(scores, board, markdown, html_report(title, markdown, images), analysis, {})
+    return Report(scores, board, markdown, html_report(spec.title, markdown, images), analysis, {})
 
 
-def write_report(report: Report, out: str | Path, scoring: Scoring, extra_columns: Sequence[Column] = ()) -> Report:
+def write_report(report: Report, out: str | Path, spec: ReportSpec) -> Report:
     """model_scores.parquet, leaderboard.parquet, report.md and report.html under ``out``."""
     out = Path(out)
-    columns = leaderboard_columns(scoring, report.scores, extra_columns)
+    scoring = spec.scoring
+    columns = leaderboard_columns(scoring, report.scores, spec.extra_columns)
     keep = {"model", "ci_low", "ci_high", "n", *(c.key for c in columns)}
     report.files = {
         "model_scores": str(write_table(out / "model_scores.parquet", report.scores, model_scores_table(scoring))),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rpbench.tasks.stats import mean_statistic
 from rpbench.tasks.stats.intervals import Statistic
@@ -82,3 +83,14 @@ class Analysis:
 
     sections: list[Section] = field(default_factory=list)
     summary: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    """How a mode's item-level rows become model scores, a leaderboard and a report."""
+
+    title: str
+    scoring: Scoring
+    extra_columns: tuple[Column, ...] = ()  # the mode's own leaderboard columns, filled by ``analyze``
+    # Fills the extra columns of the leaderboard rows (in place) and returns the mode's report sections.
+    analyze: Callable[[list[dict[str, Any]], list[Any]], Analysis] | None = None

@@ -15,12 +15,12 @@ from rpbench.flows.kit.report import publish_report
 from rpbench.flows.kit.run import Stages, finish_run, thread_runner
 from rpbench.flows.kit.runtime import models_config
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
-from rpbench.flows.modes.furina.mode import FURINA
 from rpbench.flows.modes.furina.settings import EvalSettings
 from rpbench.storage.schemas import FAILURES, GENERATIONS, ITEM_SCORES, JUDGMENTS
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench
 from rpbench.tasks.modes.furina.evaluation.run import BASE, EvalConfig, answer, check, judge, score
 from rpbench.tasks.modes.furina.roles import ROLES
@@ -90,7 +90,7 @@ async def report(run: StageRun, generations: list[str], judgments: list[str], ch
     run.write(JUDGMENTS, [j for p in judgments for j in read_records(p, JUDGMENTS)], final=True)
     run.write(CHECKS, [c for p in checks for c in read_records(p, CHECKS)], final=True)
     run.write(FAILURES, failed, final=True)
-    made = await publish_report(run, FURINA, rows, failed, n_items, resamples, seed)
+    made = await publish_report(run, "furina", REPORT, rows, failed, n_items, resamples, seed)
     return run.result(leaderboard=made.board, **made.analysis.summary)
 
 

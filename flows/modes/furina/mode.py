@@ -11,7 +11,7 @@ from typing import Any
 from rpbench.flows.kit.registry import BenchmarkMode
 from rpbench.flows.modes.furina.commands import add_commands
 from rpbench.storage.schemas import ITEM_SCORES, ITEMS, SCENES
-from rpbench.tasks.modes.furina.evaluation.analysis import EXTRA_COLUMNS, SCORING, analyze
+from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.roles import ROLES
 
 
@@ -31,10 +31,8 @@ FURINA = BenchmarkMode(
     description="FURINA-Builder and FURINA-Bench: books to a scene pool, director-driven simulation with DWRS, "
                 "source-vs-base selection, both-order judging, hallucination checks.",
     roles=ROLES,
-    scoring=SCORING,
     item_table=ITEM_SCORES,
-    extra_columns=EXTRA_COLUMNS,
-    analyze=analyze,
+    report=REPORT,
     flows=_flows,
     commands=add_commands,
     commands_at_top=True,

@@ -17,7 +17,7 @@ from rpbench.tasks.modes.furina.evaluation.scoring import (
     reliability,
 )
 from rpbench.tasks.reports.render import fmt, png
-from rpbench.tasks.reports.spec import Analysis, Column, GroupKey, MetricSpec, Scoring, Section
+from rpbench.tasks.reports.spec import Analysis, Column, GroupKey, MetricSpec, ReportSpec, Scoring, Section
 from rpbench.tasks.stats import separability_index
 
 ALL = "all"
@@ -105,3 +105,6 @@ def _pareto_chart(board: list[dict[str, Any]], pareto: list[str]) -> str:
     ax.set_ylabel("reliability (100 / hallucination %)")
     ax.set_title("Performance vs reliability (* = Pareto frontier)")
     return png(fig)
+
+
+REPORT = ReportSpec("rpbench evaluation", SCORING, EXTRA_COLUMNS, analyze)
