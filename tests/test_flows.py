@@ -124,6 +124,17 @@ def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback
     assert asyncio.run(artifact_keys()) == {"furina-leaderboard", "furina-report",
                                             "eval-judgments-openai-model-under-test"}
 
+    async def progress_artifacts() -> list:
+        from prefect.client.schemas.filters import ArtifactFilterFlowRunId, ArtifactFilterType
+
+        async with get_client() as client:
+            return await client.read_artifacts(artifact_filter=ArtifactFilter(
+                type=ArtifactFilterType(any_=["progress"]),
+                flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
+
+    found = asyncio.run(progress_artifacts())
+    assert len(found) == 6 and all(a.data == 100.0 for a in found)  # one per stage, each finished
+
     # The same flow again: every stage Cached in Prefect, no LLM call sent, the same tables.
     again = evaluate(settings, return_state=True)
     assert set(_task_states(again)) == {(name, "Cached") for name, _ in first}
