@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ class Stages:
     """The stage tasks one flow run ran: their results, and which of them Prefect took from its cache."""
 
     def __init__(self) -> None:
+        self.started = time.time()  # the run's wall time counts from here
         self.results: list[StageResult] = []
         self.cached: list[bool] = []
 
@@ -68,7 +70,7 @@ def finish_run(out: str, stages: Stages, models_file: str | None, flow: str, **s
     ``totals`` account for every call behind the run's tables; ``this_run`` says what this run did itself
     (a rerun of a finished flow finds every stage cached and sends nothing).
     """
-    run = RunDir(Path(out))
+    run = RunDir(Path(out), started=stages.started)
     calls: list[CallRecord] = []
     fresh: list[CallRecord] = []
     for result, cached in zip(stages.results, stages.cached, strict=True):
