@@ -12,13 +12,13 @@ from prefect import Task
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from rpbench.flows.kit.environment import quiet_prefect_exit
-from rpbench.flows.kit.runtime import models_config
 from rpbench.flows.kit.stage import StageResult, slug
 from rpbench.flows.kit.ui import publish_markdown_now
 from rpbench.storage.runs import RunDir
 from rpbench.storage.schemas import CALLS
 from rpbench.storage.tables import read_records, write_records
 from rpbench.tasks.core.records import CallRecord
+from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.event_loop import run_coroutine
 from rpbench.tasks.llm.ledger import summarize_calls
 from rpbench.tasks.reports.summary import run_summary_markdown
@@ -84,7 +84,7 @@ def finish_run(out: str, stages: Stages, models_file: str | None, flow: str, **s
     templates = {k: v for r in stages.results for k, v in r.templates.items()}
     manifest = run.write_manifest(
         flow=flow,
-        config=models_config(models_file).redacted(),
+        config=load_models_config(models_file).redacted(),
         models_file=models_file,
         models=totals.pop("models"),
         prompt_templates=dict(sorted(templates.items())),

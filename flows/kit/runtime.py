@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 from rpbench.tasks.core.secrets import install_log_redaction
-from rpbench.tasks.llm import CallCache, Gateway, ModelsConfig, load_models_config
+from rpbench.tasks.llm import CallCache, Gateway, load_models_config
 
 DEFAULT_CACHE = Path(".rpbench") / "calls.sqlite"
 
@@ -29,6 +29,3 @@ def shared_gateway(models_file: str | None, cache: str | None) -> Gateway:
             _gateways[key] = Gateway(load_models_config(models_file), CallCache(cache_path))
         return _gateways[key]
 
-
-def models_config(models_file: str | None) -> ModelsConfig:
-    return load_models_config(models_file)

@@ -34,11 +34,11 @@ from pydantic import BaseModel, Field
 
 from rpbench import prompts
 from rpbench.flows.kit.progress import StageProgress
-from rpbench.flows.kit.runtime import models_config, shared_gateway
+from rpbench.flows.kit.runtime import shared_gateway
 from rpbench.flows.kit.ui import publish_table
 from rpbench.storage.schemas import CALLS, TableSpec
 from rpbench.storage.tables import write_records
-from rpbench.tasks.llm import Gateway
+from rpbench.tasks.llm import Gateway, load_models_config
 from rpbench.tasks.llm.local_models import local_name
 
 R = TypeVar("R", bound=BaseModel)
@@ -137,7 +137,7 @@ def role_identities(params: Mapping[str, Any], roles: Iterable[str]) -> dict[str
     roles = list(roles)
     if not roles:
         return {}
-    config = models_config(params.get("models_file"))
+    config = load_models_config(params.get("models_file"))
     out: dict[str, Any] = {"retry": config.retry.model_dump()}
     for role in roles:
         spec = config.for_role(role)

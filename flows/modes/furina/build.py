@@ -15,7 +15,6 @@ from typing import Any
 from prefect import flow
 
 from rpbench.flows.kit.run import Stages, finish_run, thread_runner
-from rpbench.flows.kit.runtime import models_config
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.ui import publish_table
 from rpbench.flows.modes.furina.settings import BuildSettings
@@ -25,6 +24,7 @@ from rpbench.storage.schemas import ITEMS, SCENES
 from rpbench.storage.tables import read_records, write_table
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Character
+from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.furina.builder.build import (
     build_stats,
@@ -124,7 +124,7 @@ def check(s: BuildSettings) -> tuple[list[Character], tuple[str, ...]]:
     config = s.build(("source",))
     for c in characters:
         scene_queue(c, scenes, config)  # every character has a scene to play in
-    roles = resolve_all(models_config(s.models_file), s.sources, ROLES, like="source", option="--source")
+    roles = resolve_all(load_models_config(s.models_file), s.sources, ROLES, like="source", option="--source")
     return characters, tuple(roles[name] for name in s.sources)
 
 
@@ -158,7 +158,7 @@ def build_benchmark(settings: BuildSettings) -> dict:
             grades.append(gr.path(f"grades-w{wave}"))
             failures.update(sim.summary["failures"])
             failures.update(gr.summary["failures"])
-    cfg = models_config(s.models_file)
+    cfg = load_models_config(s.models_file)
     built = stages.run(items, characters=characters, pool=pool, dialogues=dialogues, grades=grades, config=config,
                        coverage=kept, source_models={r: cfg.for_role(r).model for r in sources}, out=s.out)
     summary = {"dialogues": built.summary["dialogues"], "items": built.summary["items"], "coverage": kept,

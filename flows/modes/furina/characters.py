@@ -12,7 +12,6 @@ from pathlib import Path
 from prefect import flow
 
 from rpbench.flows.kit.run import Stages, finish_run
-from rpbench.flows.kit.runtime import models_config
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
 from rpbench.flows.modes.furina.settings import SynthesisSettings
 from rpbench.samples import sample_path
@@ -21,6 +20,7 @@ from rpbench.storage.scenes import read_scenes, write_scene_file
 from rpbench.storage.schemas import CHARACTERS, SCENES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.records import Scene
+from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.furina.characters.profile import full_profile
 from rpbench.tasks.modes.furina.characters.synthesis import (
@@ -88,7 +88,8 @@ async def collect(run: StageRun, characters: list[str], scenes: list[str], chara
 def synthesize_characters(settings: SynthesisSettings) -> dict:
     """Synthesize original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
     s, stages = settings, Stages()
-    roles = resolve_all(models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer", option="--seed-role")
+    roles = resolve_all(load_models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer",
+                        option="--seed-role")
     pool = str(Path(s.pool) / SCENES.filename) if s.pool else None
     worlds: list[StageResult] = []
     for g in range(s.groups):

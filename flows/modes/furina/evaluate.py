@@ -13,12 +13,12 @@ from prefect import flow
 
 from rpbench.flows.kit.report import publish_report
 from rpbench.flows.kit.run import Stages, finish_run, thread_runner
-from rpbench.flows.kit.runtime import models_config
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.furina.settings import EvalSettings
 from rpbench.storage.schemas import FAILURES, GENERATIONS, ITEM_SCORES, JUDGMENTS
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench
@@ -98,7 +98,7 @@ def check_models(s: EvalSettings) -> dict[str, str]:
     """Model name -> role; a name that is neither a role nor a model string is an input error."""
     if BASE in s.models:
         raise InputError(f"--model: '{BASE}' is the reference every model is compared with, not a model under test")
-    return resolve_all(models_config(s.models_file), s.models, ROLES, like="test", option="--model")
+    return resolve_all(load_models_config(s.models_file), s.models, ROLES, like="test", option="--model")
 
 
 @flow(name="rpbench-evaluate", log_prints=True, task_runner=thread_runner(WORKERS))
