@@ -7,7 +7,7 @@ from pydantic import Field, create_model
 
 from rpbench.tasks.core.records import Line, Record, Status
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
-from rpbench.tasks.modes.furina.pool.models import ExtractedScene
+from rpbench.tasks.modes.furina.pool.models import ExtractedCharacter, ExtractedScene
 
 
 class BookRecord(Record):
@@ -32,11 +32,6 @@ class Chunk(Record):
     boundary: str
 
 
-class ExtractedCharacterRow(Record):
-    name: str
-    description: str
-
-
 class Extraction(Record):
     """What the extractor found in one chunk: scenes, or the error that left the chunk without any."""
 
@@ -52,7 +47,7 @@ class RawScene(Record):
 
     book_id: str
     summary: str
-    characters: list[ExtractedCharacterRow]
+    characters: list[ExtractedCharacter]
     dialogue: list[Line]
     chunk_indices: list[int]
     truncated: bool

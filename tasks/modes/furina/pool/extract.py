@@ -11,7 +11,7 @@ from rpbench.tasks.core.records import Line
 from rpbench.tasks.llm import CallResult, Request
 from rpbench.tasks.modes.furina.pool.ingest import Book
 from rpbench.tasks.modes.furina.pool.models import ChunkExtraction, ExtractedScene
-from rpbench.tasks.modes.furina.records import Chunk, ExtractedCharacterRow, Extraction, RawScene
+from rpbench.tasks.modes.furina.records import Chunk, Extraction, RawScene
 
 STITCH_THRESHOLD = 55.0
 
@@ -45,7 +45,7 @@ def continuation_score(cut: RawScene, candidate: ExtractedScene) -> float:
 def _raw(book_id: str, scene: ExtractedScene, chunk_index: int) -> RawScene:
     return RawScene(
         book_id=book_id, summary=scene.summary,
-        characters=[ExtractedCharacterRow(name=c.name, description=c.description) for c in scene.characters],
+        characters=[c.model_copy() for c in scene.characters],  # copies: renaming them leaves the extraction as it was
         dialogue=[Line(speaker=ln.speaker, text=ln.text) for ln in scene.dialogue],
         chunk_indices=[chunk_index], truncated=scene.state == "truncated",
     )
