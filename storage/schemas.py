@@ -15,7 +15,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from rpbench.storage.arrow import arrow_schema
-from rpbench.tasks.core.records import CallRecord, Character, Failure, Generation, Item, ItemScore, Judgment, Scene
+from rpbench.tasks.core.records import CallRecord, Character, Failure, Generation, Item, Judgment, Scene
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -46,4 +46,3 @@ CHARACTERS = TableSpec("characters", 1, Character)
 ITEMS = TableSpec("items", 2, Item)
 GENERATIONS = TableSpec("generations", 2, Generation)
 JUDGMENTS = TableSpec("judgments", 2, Judgment)
-ITEM_SCORES = TableSpec("item_scores", 2, ItemScore)

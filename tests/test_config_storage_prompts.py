@@ -190,7 +190,7 @@ def test_a_stage_that_renders_an_undeclared_template_is_refused(tmp_path):
 
 def test_chinese_variant_is_used_for_chinese():
     out = prompts.render("furina/dims/question", "zh", dim="CR", target="孙悟空")
-    assert out.template == "furina/dims/question.zh.j2" and "让孙悟空调用已经确立的信息" in out.text
+    assert out.template == "furina/dims/question.zh.j2" and "考察孙悟空能否用好这个场景中已经确立的信息" in out.text
 
 
 def test_every_template_has_english_and_chinese_variants():

@@ -70,12 +70,15 @@ def test_position_bias_diagnostics():
 
 def test_hallucination_rule_and_reliability():
     assert hallucinated(True, True) and not hallucinated(True, False) and not hallucinated(False, False)
-    assert reliability(25.0) == 4.0 and reliability(0.0) is None
+    assert reliability(25.0, 8) == 4.0
+    assert reliability(0.0, 8) == math.inf  # checked and never hallucinated: as reliable as can be
+    assert reliability(math.nan, 0) is None  # nothing checked: no evidence either way
 
 
 def test_pareto_and_separability_on_known_inputs():
-    points = {"a": (60.0, 2.0), "b": (50.0, 5.0), "c": (40.0, 1.0), "d": (45.0, None)}
-    assert pareto_front(points) == ["a", "b", "d"]  # None reliability = no hallucination: best possible
+    points = {"a": (60.0, 2.0), "b": (50.0, 5.0), "c": (40.0, 1.0), "d": (55.0, math.inf), "e": (0.0, None)}
+    assert pareto_front(points) == ["a", "d"]  # d never hallucinated: it beats b; e has no checks: not placed
+    assert pareto_front({"zero": (0.0, None)}) == []  # a model scoring 0 with no checked items is off the front
     assert pareto_front({"a": (60.0, 2.0), "b": (50.0, 5.0), "c": (40.0, 1.0)}) == ["a", "b"]
     scores = [10.0, 20.0, 30.0]
     assert separability_index(scores) == pytest.approx(stats.tstd(scores, ddof=0) / 20.0)
@@ -161,12 +164,12 @@ async def test_evaluation_scores_checks_and_reports():
     board = report.board
     assert [r["model"] for r in board] == ["good/model", "bad/model"]
     assert board[0]["score"] == 100.0 and board[1]["score"] == 0.0
-    assert board[0]["reliability"] is None and board[1]["reliability"] == 1.0
+    assert board[0]["reliability"] == math.inf and board[1]["reliability"] == 1.0
     assert report.analysis.summary["pareto"] == ["good/model"]
     bad_row = board[1]
     assert bad_row["established"] == 0.0 and bad_row["synthesized"] == 0.0 and bad_row["gap"] == 0.0
     assert bad_row["failed"] == 1 and bad_row["RR"] is None  # no RR item: a missing value, not 0
-    assert "undefined" in report.markdown and "judgment_failed 1" in report.markdown
+    assert "| inf |" in report.markdown and "judgment_failed 1" in report.markdown
     assert report.html.count("data:image/png;base64,") == 3 and "<table>" in report.html
 
 
@@ -202,12 +205,15 @@ async def test_adding_a_model_reuses_base_answers_and_earlier_judgments(tmp_path
 
 # -- human validation ---------------------------------------------------------------------------------
 def test_validation_accuracy_correlation_and_agreement(tmp_path):
-    from rpbench.tasks.modes.furina.evaluation.validation import load_annotations, validate
+    from rpbench.tasks.modes.furina.evaluation.validation import load_annotations, validate, validation_markdown
 
-    item_scores = [{"item_id": f"i{k}", "model": "m", "dimension": "CR" if k < 4 else "PA", "sigma1": s}
-                   for k, s in enumerate([1, 2, 4, 5, 3, 2])]
+    sigma1 = [1, 2, 4, 5, 3, 2]
+    sigma2 = [5, 5, 1, 1, 3, 4]  # the second order, reply under test shown second
+    item_scores = [{"item_id": f"i{k}", "model": "m", "dimension": "CR" if k < 4 else "PA", "sigma1": s1,
+                    "sigma2": s2} for k, (s1, s2) in enumerate(zip(sigma1, sigma2, strict=True))]
     lines = []
-    for k, (dim, score) in enumerate([("CR", 1), ("CR", 2), ("FR", 4), ("CR", 5), ("PA", 2), ("PA", 3)]):
+    human = [("CR", 1), ("CR", 2), ("FR", 4), ("CR", 5), ("PA", 2), ("PA", 3)]
+    for k, (dim, score) in enumerate(human):
         lines.append(json.dumps({"item_id": f"i{k}", "annotator": "ann1", "dimension": dim, "score": score}))
         lines.append(json.dumps({"item_id": f"i{k}", "annotator": "ann2", "dimension": "CR", "score": score}))
     path = tmp_path / "labels.jsonl"
@@ -215,11 +221,18 @@ def test_validation_accuracy_correlation_and_agreement(tmp_path):
     result = validate(load_annotations(path), item_scores)
     assert result["dimension_accuracy"]["CR"]["n"] == 9  # ann1: 3, ann2: 6
     assert result["dimension_accuracy"]["CR"]["accuracy"] == pytest.approx(7 / 9)
+    # Overall: ann1 is right on 5 of 6 (FR on a CR item is wrong), ann2 on 4 of 6 (CR on the PA items).
+    assert result["dimension_accuracy"]["all"] == {"n": 12, "accuracy": pytest.approx(9 / 12)}
     corr = result["correlation"]["all"]
-    ref = stats.pearsonr([1, 2, 4, 5, 3, 2] * 2, [1, 2, 4, 5, 2, 3] * 2)
-    assert corr["n"] == 12 and corr["r"] == pytest.approx(ref.statistic)
+    humans = [h for _, h in human] * 2
+    both = [(a + 6 - b) / 2 for a, b in zip(sigma1, sigma2, strict=True)] * 2
+    assert corr["n"] == 12 and corr["r"] == pytest.approx(stats.pearsonr(both, humans).statistic)
+    assert corr["r_order1"] == pytest.approx(stats.pearsonr(sigma1 * 2, humans).statistic)
+    assert corr["r_order2"] == pytest.approx(stats.pearsonr([6 - b for b in sigma2] * 2, humans).statistic)
+    assert corr["r_order1"] != corr["r_order2"]
     (pair,) = result["agreement"]
     assert pair["dimension_agreement"] == pytest.approx(3 / 6) and pair["score_r"] == pytest.approx(1.0)
+    assert "| all | 12 | 0.750 |" in validation_markdown(result)
 
 
 def test_bad_annotations_name_the_record_and_field(tmp_path):

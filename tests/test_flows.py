@@ -17,9 +17,10 @@ from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings, Poo
 from rpbench.samples import sample_path
 from rpbench.storage.characters import write_characters
 from rpbench.storage.scenes import write_scenes
-from rpbench.storage.schemas import CALLS, ITEM_SCORES, ITEMS, JUDGMENTS, SCENES
+from rpbench.storage.schemas import CALLS, ITEMS, JUDGMENTS, SCENES
 from rpbench.storage.tables import read_records, read_rows, write_records
 from rpbench.tasks.core.records import Item
+from rpbench.tasks.modes.furina.tables import ITEM_SCORES
 from tests.helpers import TEST_KEY_ENV, schema_responder
 from tests.test_builder import SCENE, TEST
 

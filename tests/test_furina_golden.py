@@ -1,7 +1,11 @@
-"""FURINA's results on a loopback benchmark are those the code gave before the pipeline was reshaped.
+"""FURINA's results on a loopback benchmark stay what they were recorded as, unless changed on purpose.
 
-The expected numbers (tests/data/furina_loopback_golden.json) were computed by the earlier code from the
-same items and the same scripted judge; every table, score and bootstrap interval must come out the same.
+The expected numbers (tests/data/furina_loopback_golden.json) were first computed by the code before the
+pipeline was reshaped, and re-recorded when the FURINA-fidelity work deliberately changed the judge's
+prompt (it now sees the scene), the dimension texts, the item-score table and the intervals (clustered by
+dialogue). Every table, score and bootstrap interval must come out the same; a change that moves them must
+be deliberate: re-record with ``RPBENCH_RECORD_GOLDEN=1 pytest tests/test_furina_golden.py`` and say why
+in the commit.
 """
 
 from __future__ import annotations
@@ -9,7 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from pathlib import Path
+
+import pytest
 
 from rpbench.tasks.core.records import Item
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
@@ -18,7 +25,8 @@ from rpbench.tasks.reports.report import build_report
 from tests.test_builder import SCENE, TEST
 from tests.test_evaluation import ESTABLISHED
 
-GOLDEN = json.loads((Path(__file__).parent / "data" / "furina_loopback_golden.json").read_text())
+GOLDEN_PATH = Path(__file__).parent / "data" / "furina_loopback_golden.json"
+GOLDEN = json.loads(GOLDEN_PATH.read_text())
 DIMS = ["CR", "FR", "RR", "CA", "PA"]
 
 
@@ -58,10 +66,16 @@ async def test_furina_scores_are_unchanged_by_the_move(make_gateway, loopback):
     gateway.config.roles["m-b"] = gateway.config.default.model_copy(update={"temperature": 0.9})
     bench = Bench(items(), {"Zero": TEST, "Holmes": ESTABLISHED}, {"s1": SCENE})
     tables = await evaluate(gateway, bench, {"m-a": "m-a", "m-b": "m-b"}, EvalConfig())
-    for name in ("generations", "judgments", "checks", "item_scores"):
-        assert _digest(getattr(tables, name)) == GOLDEN["digests"][name], name
     report = build_report(REPORT, "30 items.", tables.item_scores, tables.failures, 1000, 0)
-    assert len(report.scores) == len(GOLDEN["model_scores"]) == 72
+    digests = {name: _digest(getattr(tables, name)) for name in ("generations", "judgments", "checks", "item_scores")}
+    if os.environ.get("RPBENCH_RECORD_GOLDEN"):
+        GOLDEN_PATH.write_text(json.dumps({"digests": digests, "model_scores": report.scores,
+                                           "leaderboard": report.board, "pareto": report.analysis.summary["pareto"]},
+                                          indent=1, default=str))
+        pytest.skip("golden numbers recorded")
+    for name, digest in digests.items():
+        assert digest == GOLDEN["digests"][name], name
+    assert len(report.scores) == len(GOLDEN["model_scores"]) == 144  # 2 metrics x 72 groups
     for new, old in zip(report.scores, GOLDEN["model_scores"], strict=True):
         assert all(_same(new[k], v) for k, v in old.items()), (new, old)
     assert [r["model"] for r in report.board] == [r["model"] for r in GOLDEN["leaderboard"]]

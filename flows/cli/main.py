@@ -24,6 +24,7 @@ def show_models(s: RunSettings) -> None:
     """Show which model and settings each role resolves to, and the local models there are."""
     from rpbench.flows.kit.registry import builtin_roles
     from rpbench.tasks.llm import load_models_config
+    from rpbench.tasks.llm.config import presets
     from rpbench.tasks.llm.local_models import EMBEDDED
 
     config = load_models_config(s.models_file)
@@ -37,6 +38,7 @@ def show_models(s: RunSettings) -> None:
                    f", max_concurrency={spec.max_concurrency}{procs}){origin}")
     local = {EMBEDDED: "embedded", **{k: v.path or "embedded" for k, v in config.local_models.items()}}
     typer.echo("local models: " + ", ".join(f"local/{k} ({v})" for k, v in sorted(local.items())))
+    typer.echo("presets (--models NAME): " + ", ".join(presets()))
 
 
 def show_modes() -> None:

@@ -16,10 +16,14 @@ from rpbench.tasks.reports.spec import ReportSpec
 
 
 async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Sequence[Any],
-                         failures: Sequence[Failure], n_items: int, resamples: int, seed: int) -> Report:
-    """Score ``rows`` (records of mode ``name``'s item table), write the report files, publish them in the UI."""
-    report = write_report(build_report(spec, f"{n_items} benchmark items.", rows, failures, resamples, seed),
-                          run.out, spec)
+                         failures: Sequence[Failure], n_items: int, resamples: int, seed: int,
+                         context: dict[str, Any] | None = None, appendix: str = "") -> Report:
+    """Score ``rows`` (records of mode ``name``'s item table), write the report files, publish them in the UI.
+
+    ``appendix`` is HTML the mode adds at the end of report.html (an item browser, say).
+    """
+    report = write_report(build_report(spec, f"{n_items} benchmark items.", rows, failures, resamples, seed,
+                                       context, appendix), run.out, spec)
     run.tables.update(report.files)
     await publish_table(f"{name}-leaderboard", report.board, f"{spec.title}: leaderboard")
     await publish_markdown(f"{name}-report", report.markdown, spec.title)

@@ -27,7 +27,8 @@ class RunSettings(BaseModel):
 
     models_file: str | None = Field(
         default=None, json_schema_extra=cli("--models"),
-        description="Models config (TOML or YAML) binding roles (judge, source, base, ...) to model strings. "
+        description="Models config (TOML or YAML), or a shipped preset by name (furina-paper), binding roles "
+        "(judge, source, base, ...) to model strings. "
         "Default: every role uses the embedded local model. Env overrides: RPBENCH_<ROLE>_<FIELD>.")
     cache: str | None = Field(
         default=None, description="SQLite call cache; a rerun repeats no call found here. "

@@ -169,21 +169,6 @@ class Judgment(Record):
     error: str | None = None
 
 
-class ItemScore(Record):
-    """An item's score for one model, from both judgment orders."""
-
-    item_id: str
-    model: str
-    dimension: str
-    language: str
-    character: str
-    character_type: str
-    sigma1: int
-    sigma2: int
-    score: float
-    hallucinated: bool | None
-
-
 class Failure(Record):
     """Work that produced no usable result: counted and reported, never replaced by a default."""
 

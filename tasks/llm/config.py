@@ -23,6 +23,7 @@ from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
 
 LOCAL_MODEL = f"{LOCAL_PROVIDER}/{EMBEDDED}"
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_models.toml")
+PRESETS_DIR = Path(__file__).with_name("presets")
 ENV_PREFIX = "RPBENCH_"
 
 StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
@@ -51,6 +52,11 @@ class ModelSpec(BaseModel):
         "over cores (see tasks/llm/process_pool.py); worth it for remote endpoints at high concurrency.",
     )
     structured: StructuredMode = "auto"
+    reasoning_chars: int | None = Field(
+        default=None, ge=1,
+        description="Longest free-text reasoning this role may write in a structured reply (a judge's reasoning, "
+        "a director's reason), in characters. None keeps each schema's own generous cap; a small local model "
+        "needs a short one to close its JSON within max_tokens.")
     input_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
     output_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Passed to litellm as-is.")
@@ -74,7 +80,7 @@ class ModelSpec(BaseModel):
     def identity(self) -> dict[str, Any]:
         """What decides the replies (not how fast they come): stage cache keys include it."""
         return {"model": self.model, "api_base": self.api_base or "", "sampling": self.sampling(),
-                "structured": self.structured}
+                "structured": self.structured, "reasoning_chars": self.reasoning_chars}
 
     def endpoint(self) -> str:
         """The identity of the server behind the model, used for limits and cache keys."""
@@ -174,11 +180,27 @@ def _env_overrides(data: dict[str, Any], environ: dict[str, str]) -> dict[str, A
     return data
 
 
+def presets() -> list[str]:
+    """The models files that ship with rpbench, by name (``--models furina-paper``)."""
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
+
+
+def models_path(path: str | Path | None) -> Path:
+    """The models file a user named: a path, or the name of a shipped preset; anything else is an error."""
+    if not path:
+        return DEFAULT_CONFIG_PATH
+    given = Path(path)
+    if given.is_file():
+        return given
+    if given.suffix == "" and len(given.parts) == 1 and (PRESETS_DIR / f"{given}.toml").is_file():
+        return PRESETS_DIR / f"{given}.toml"
+    raise InputError(f"{path}: models config not found (neither a file nor a preset; presets: "
+                     f"{', '.join(presets())})")
+
+
 def load_models_config(path: str | Path | None = None, environ: dict[str, str] | None = None) -> ModelsConfig:
-    """Read a TOML or YAML models file, apply environment overrides, validate."""
-    path = Path(path) if path else DEFAULT_CONFIG_PATH
-    if not path.is_file():
-        raise InputError(f"{path}: models config not found")
+    """Read a TOML or YAML models file (or a shipped preset, by name), apply environment overrides, validate."""
+    path = models_path(path)
     try:
         text = path.read_text(encoding="utf-8")
         data = yaml.safe_load(text) if path.suffix in {".yaml", ".yml"} else tomllib.loads(text)

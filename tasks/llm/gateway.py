@@ -37,7 +37,13 @@ from rpbench.tasks.llm.litellm_call import add_transport, new_session, request_k
 from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
 from rpbench.tasks.llm.local_provider import register_local_provider
 from rpbench.tasks.llm.process_pool import ProcessPool
-from rpbench.tasks.llm.structured import json_schema, parse_reply, repair_messages, schema_instruction
+from rpbench.tasks.llm.structured import (
+    json_schema,
+    parse_reply,
+    repair_messages,
+    schema_instruction,
+    with_reasoning_cap,
+)
 from rpbench.tasks.llm.transient import is_transient
 
 T = TypeVar("T")
@@ -270,6 +276,8 @@ class Gateway:
     async def _complete(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
                         sample_index: int, tag: str | None) -> CallResult[Any]:
         spec = self.config.for_role(role)
+        if schema is not None and spec.reasoning_chars is not None:
+            schema = with_reasoning_cap(schema, spec.reasoning_chars)
         response_format = self._response_format(spec, schema)
         convo = list(messages)
         if schema is not None and response_format is None:

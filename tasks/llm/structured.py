@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 T = TypeVar("T", bound=BaseModel)
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+# Marks a free-text field (a judge's reasoning, a director's reason) whose length a role's
+# ``reasoning_chars`` setting may change: Field(max_length=..., json_schema_extra=REASONING).
+REASONING: dict[str, Any] = {"free_text": True}
+
+
+@functools.lru_cache(maxsize=256)
+def with_reasoning_cap(model: type[BaseModel], cap: int) -> type[BaseModel]:
+    """``model`` with every free-text field (marked REASONING) capped at ``cap`` characters instead."""
+    fields: dict[str, Any] = {
+        name: (f.annotation, Field(max_length=cap, description=f.description, json_schema_extra=REASONING))
+        for name, f in model.model_fields.items()
+        if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("free_text")
+    }
+    if not fields:
+        return model
+    return create_model(model.__name__, __base__=model, __doc__=model.__doc__, **fields)
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:

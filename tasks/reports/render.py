@@ -11,7 +11,7 @@ import base64
 import io
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from jinja2 import Environment, StrictUndefined
 from markdown_it import MarkdownIt
@@ -26,13 +26,16 @@ _PAGE = Environment(undefined=StrictUndefined, autoescape=True).from_string(
 td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}img{max-width:100%}</style></head>
 <body>{{ body | safe }}
 {% for name, png in images.items() %}<figure><img alt="{{ name }}" src="data:image/png;base64,{{ png }}"></figure>
-{% endfor %}</body></html>
+{% endfor %}{{ appendix | safe }}</body></html>
 """)
 
 
 def fmt(value: Any, digits: int = 1, missing: str = "-") -> str:
+    """A number as a report shows it: ``missing`` for None or nan, ``inf`` for infinity."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return missing
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
@@ -87,6 +90,10 @@ def png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
+def _number(value: Any) -> TypeGuard[float]:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
 def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring,
                      scores: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """One grouped bar chart of the headline metric per breakdown key, a bar per model."""
@@ -103,8 +110,13 @@ def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring,
         fig, ax = plt.subplots(figsize=(7, 3.2))
         width = 0.8 / max(len(board), 1)
         for k, r in enumerate(board):
-            ax.bar([i + k * width for i in range(len(values))], [r.get(v) or 0 for v in values], width,
-                   label=r["model"])
+            xs = [i + k * width for i in range(len(values))]
+            heights = [r.get(v) for v in values]
+            drawn = [(x, h) for x, h in zip(xs, heights, strict=True) if _number(h)]
+            ax.bar([x for x, _ in drawn], [h for _, h in drawn], width, label=r["model"])
+            for x, h in zip(xs, heights, strict=True):
+                if not _number(h):  # no items here: say so rather than draw a bar of 0
+                    ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=6, rotation=90, color="grey")
         ax.set_xticks([i + width * (len(board) - 1) / 2 for i in range(len(values))], values)
         ax.set_ylabel(scoring.headline.name)
         ax.set_title(f"{scoring.headline.name} per {key.label}")
@@ -113,6 +125,8 @@ def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring,
     return out
 
 
-def html_report(title: str, markdown: str, images: Mapping[str, str]) -> str:
+def html_report(title: str, markdown: str, images: Mapping[str, str], appendix: str = "") -> str:
+    """One self-contained page: the Markdown rendered, the charts inline, then ``appendix`` (HTML the mode
+    built and escaped itself)."""
     body = MarkdownIt("commonmark").enable("table").render(markdown)
-    return _PAGE.render(title=title, body=body, images=dict(images))
+    return _PAGE.render(title=title, body=body, images=dict(images), appendix=appendix)

@@ -12,7 +12,7 @@ from rpbench.storage.tables import atomic_write_bytes, write_table
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.reports.render import breakdown_charts, html_report, leaderboard_columns, markdown_report
 from rpbench.tasks.reports.scores import leaderboard, model_scores
-from rpbench.tasks.reports.spec import Analysis, ReportSpec
+from rpbench.tasks.reports.spec import Analysis, AnalysisInput, ReportSpec
 from rpbench.tasks.reports.tables import leaderboard_table, model_scores_table
 
 
@@ -35,18 +35,19 @@ def failure_counts(failures: Sequence[Failure]) -> dict[str, dict[str, int]]:
 
 
 def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures: Sequence[Failure],
-                 resamples: int, seed: int) -> Report:
+                 resamples: int, seed: int, context: dict[str, Any] | None = None, appendix: str = "") -> Report:
     """Model scores with intervals, the ranked leaderboard (with the mode's own columns), Markdown and HTML."""
     rows = [r.model_dump() if hasattr(r, "model_dump") else dict(r) for r in records]
     scores = model_scores(rows, spec.scoring, resamples, seed)
     board = leaderboard(scores, spec.scoring, Counter(f.model for f in failures))
-    analysis = spec.analyze(board, list(records)) if spec.analyze is not None else Analysis()
+    analysis = (spec.analyze(AnalysisInput(board, list(records), scores, resamples, seed, dict(context or {})))
+                if spec.analyze is not None else Analysis())
     columns = leaderboard_columns(spec.scoring, scores, spec.extra_columns)
     markdown = markdown_report(spec.title, intro, board, columns, spec.scoring, analysis.sections,
                                failure_counts(failures))
     images = breakdown_charts(board, spec.scoring, scores)
     images |= {k: v for s in analysis.sections for k, v in s.images.items()}
-    return Report(scores, board, markdown, html_report(spec.title, markdown, images), analysis, {})
+    return Report(scores, board, markdown, html_report(spec.title, markdown, images, appendix), analysis, {})
 
 
 def write_report(report: Report, out: str | Path, spec: ReportSpec) -> Report:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rpbench.tasks.reports.spec import GroupKey, Scoring
-from rpbench.tasks.stats import bootstrap_ci
+from rpbench.tasks.stats import bootstrap_ci, cluster_bootstrap_ci
 
 ALL = "all"
 Row = Mapping[str, Any]
@@ -33,14 +33,19 @@ def model_scores(rows: Sequence[Row], scoring: Scoring, resamples: int = 1000, s
         values = [group_values(rows, k) for k in scoring.groups]
         for metric in scoring.metrics:
             for combo in itertools.product(*values):
-                sel = [float(r[metric.column]) for r in mine
-                       if r[metric.column] is not None
-                       and all(v in (ALL, str(r[k.column])) for k, v in zip(scoring.groups, combo, strict=True))]
-                if not sel:
+                picked = [r for r in mine if r[metric.column] is not None
+                          and all(v in (ALL, str(r[k.column])) for k, v in zip(scoring.groups, combo, strict=True))]
+                if not picked:
                     continue
+                sel = [float(r[metric.column]) for r in picked]
                 point = metric.point(sel)
-                low, high = (bootstrap_ci(sel, point, metric.statistic, resamples, seed) if metric.interval
-                             else (point, point))
+                if not metric.interval:
+                    low, high = point, point
+                elif scoring.cluster_column is not None:
+                    clusters = [r[scoring.cluster_column] for r in picked]
+                    low, high = cluster_bootstrap_ci(sel, clusters, point, metric.statistic, resamples, seed)
+                else:
+                    low, high = bootstrap_ci(sel, point, metric.statistic, resamples, seed)
                 out.append({"model": model, "metric": metric.name,
                             **{k.column: v for k, v in zip(scoring.groups, combo, strict=True)},
                             "score": point, "ci_low": low, "ci_high": high, "n": len(sel)})

@@ -48,6 +48,9 @@ class Scoring:
     metrics: tuple[MetricSpec, ...]
     groups: tuple[GroupKey, ...] = ()
     model_column: str = "model"
+    # Rows sharing a value here (items of one dialogue, say) are correlated: intervals resample these
+    # clusters whole. None: every row is resampled on its own.
+    cluster_column: str | None = None
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -86,6 +89,20 @@ class Analysis:
 
 
 @dataclass(frozen=True)
+class AnalysisInput:
+    """What a mode's ``analyze`` works from: the ranked leaderboard (its extra columns to fill in place),
+    the item-level records, every model score with its interval, the bootstrap settings, and facts of the
+    run the mode asked its flow to pass (``context``: which judge, say)."""
+
+    board: list[dict[str, Any]]
+    records: list[Any]
+    scores: list[dict[str, Any]]
+    resamples: int
+    seed: int
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ReportSpec:
     """How a mode's item-level rows become model scores, a leaderboard and a report."""
 
@@ -93,4 +110,4 @@ class ReportSpec:
     scoring: Scoring
     extra_columns: tuple[Column, ...] = ()  # the mode's own leaderboard columns, filled by ``analyze``
     # Fills the extra columns of the leaderboard rows (in place) and returns the mode's report sections.
-    analyze: Callable[[list[dict[str, Any]], list[Any]], Analysis] | None = None
+    analyze: Callable[[AnalysisInput], Analysis] | None = None

@@ -25,3 +25,29 @@ def bootstrap_ci(values: Sequence[float], point: float, statistic: Statistic = m
     res = stats.bootstrap((data,), statistic, n_resamples=resamples, confidence_level=level, method="percentile",
                           random_state=np.random.default_rng(seed))
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence[object], point: float,
+                         statistic: Statistic = mean_statistic, resamples: int = 1000, seed: int = 0,
+                         level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval that resamples whole clusters (say, the items of one dialogue) instead of
+    single values: values within a cluster are correlated, and treating them as independent understates the
+    uncertainty. With one value per cluster it is the ordinary bootstrap."""
+    data = np.asarray(values, dtype=float)
+    if len(data) < 2 or np.all(data == data[0]):
+        return point, point
+    groups: dict[object, list[int]] = {}
+    for i, c in enumerate(clusters):
+        groups.setdefault(c, []).append(i)
+    members = [np.asarray(ix) for ix in groups.values()]
+    if len(members) < 2:
+        return point, point  # one cluster: there is nothing to resample between
+    from scipy import stats
+
+    def resampled(picked: np.ndarray) -> float:
+        rows = np.concatenate([members[int(k)] for k in picked])
+        return float(statistic(data[rows], -1))
+
+    res = stats.bootstrap((np.arange(len(members)),), resampled, n_resamples=resamples, vectorized=False,
+                          confidence_level=level, method="percentile", random_state=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)

@@ -33,14 +33,16 @@ from rpbench.tasks.modes.furina.builder.build import (
     kept_counts,
     plan_wave,
     scene_queue,
+    selection_counts,
     simulate_wave,
     slug,
+    source_model_counts,
 )
 from rpbench.tasks.modes.furina.builder.chart import items_per_dimension_chart
 from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, covered
 from rpbench.tasks.modes.furina.builder.simulate import BuildConfig, turn_records
 from rpbench.tasks.modes.furina.roles import ROLES
-from rpbench.tasks.modes.furina.tables import BUILD_STATS, DIALOGUES, GRADES
+from rpbench.tasks.modes.furina.tables import BUILD_STATS, DIALOGUES, GRADES, SOURCE_MODELS
 
 WORKERS = 4  # character shards at once; LLM calls are bounded by the gateway whatever this is
 SIMULATION_TEMPLATES = ("furina/builder/director", "furina/builder/scene_turn", "furina/builder/test_turn",
@@ -50,17 +52,19 @@ SIMULATION_TEMPLATES = ("furina/builder/director", "furina/builder/scene_turn", 
 @stage("build-simulate", templates=SIMULATION_TEMPLATES, inputs=("pool",),
        roles=lambda p: ["director", "scene", "base", "judge", *p["config"].sources])
 async def simulate(run: StageRun, character: Character, pool: str, config: BuildConfig, wave: int, started: int,
-                   kept: dict[str, int], out: str, shard: str, models_file: str | None, cache: str | None
-                   ) -> StageResult:
-    """One wave of a character's dialogues, each steered from the same snapshot of its kept items."""
+                   kept: dict[str, int], selected: dict[str, int], out: str, shard: str, models_file: str | None,
+                   cache: str | None) -> StageResult:
+    """One wave of a character's dialogues, each steered by DWRS from the same snapshot of its selection counts."""
     dialogues = plan_wave(character, scene_queue(character, read_scenes(pool), config), config, started, kept)
     async with run.gateway() as gateway:
-        done = await simulate_wave(gateway, dialogues, kept, config, run.progress.track("dialogues", len(dialogues)))
-    run.write(DIALOGUES, [t for d in done for t in turn_records(d)], f"dialogues-w{wave}.parquet")
+        done = await simulate_wave(gateway, dialogues, selected, config,
+                                   run.progress.track("dialogues", len(dialogues)))
+    turns = [t for d in done for t in turn_records(d)]
+    run.write(DIALOGUES, turns, f"dialogues-w{wave}.parquet")
     failures: Counter[str] = Counter()
     for d in done:
         failures.update(d.failures)
-    return run.result(dialogues=len(done), failures=dict(failures))
+    return run.result(dialogues=len(done), selected=selection_counts(turns), failures=dict(failures))
 
 
 @stage("build-grade", templates=("furina/builder/grade",), roles=("judge",), inputs=("dialogues", "pool"))
@@ -94,9 +98,13 @@ async def items(run: StageRun, characters: list[Character], pool: str, dialogues
     stats = build_stats(result, characters, scenes, config.keep_grades)
     write_table(Path(out) / BUILD_STATS.filename, stats, BUILD_STATS)
     run.tables[BUILD_STATS.name] = str(Path(out) / BUILD_STATS.filename)
+    sources = source_model_counts(result.items)
+    write_table(Path(out) / SOURCE_MODELS.filename, sources, SOURCE_MODELS)
+    run.tables[SOURCE_MODELS.name] = str(Path(out) / SOURCE_MODELS.filename)
     # The benchmark carries the characters its items refer to, so evaluation needs nothing else.
     run.tables["characters"] = str(write_characters(Path(out) / "characters.yaml", characters))
     run.tables["chart"] = str(items_per_dimension_chart(result.items, Path(out) / "items_per_dimension.png"))
+    await publish_table("benchmark-source-models", sources, "Who wrote the accepted replies (appendix J)")
     await publish_table("benchmark-coverage",
                         [{"character": name, **dims, "covered": name not in result.budget_exhausted}
                          for name, dims in result.coverage.items()],
@@ -136,7 +144,8 @@ def build_benchmark(settings: BuildSettings) -> dict:
     config = s.build(sources)
     pool = str(Path(s.pool) / SCENES.filename)
     run = {"pool": pool, "config": config, "out": s.out, "models_file": s.models_file, "cache": s.cache}
-    kept = {c.name: dict.fromkeys(DIMENSIONS, 0) for c in characters}
+    kept = {c.name: dict.fromkeys(DIMENSIONS, 0) for c in characters}  # accepted items: the tau stop rule
+    selected = {c.name: dict.fromkeys(DIMENSIONS, 0) for c in characters}  # DWRS selections: the steering
     started = dict.fromkeys(kept, 0)
     dialogues: list[str] = []
     grades: list[str] = []
@@ -147,13 +156,15 @@ def build_benchmark(settings: BuildSettings) -> dict:
         if not active:
             break
         shards: list[dict[str, Any]] = [{**run, "wave": wave, "shard": slug(c.name)} for c in active]
-        simulated = stages.map(simulate, [{**sh, "character": c, "started": started[c.name], "kept": kept[c.name]}
+        simulated = stages.map(simulate, [{**sh, "character": c, "started": started[c.name], "kept": kept[c.name],
+                                           "selected": selected[c.name]}
                                           for sh, c in zip(shards, active, strict=True)])
         graded = stages.map(grade, [{**sh, "dialogues": r.path(f"dialogues-w{wave}")}
                                     for sh, r in zip(shards, simulated, strict=True)])
         for c, sim, gr in zip(active, simulated, graded, strict=True):
             started[c.name] += sim.summary["dialogues"]
             kept[c.name] = {d: kept[c.name][d] + n for d, n in gr.summary["kept"].items()}
+            selected[c.name] = {d: selected[c.name][d] + n for d, n in sim.summary["selected"].items()}
             dialogues.append(sim.path(f"dialogues-w{wave}"))
             grades.append(gr.path(f"grades-w{wave}"))
             failures.update(sim.summary["failures"])

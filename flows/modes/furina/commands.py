@@ -182,10 +182,10 @@ def validate(
     """Compare the judge with human annotators: dimension accuracy, Pearson r per dimension, agreement."""
     import json
 
-    from rpbench.storage.schemas import ITEM_SCORES
     from rpbench.storage.tables import atomic_write_bytes, read_rows
     from rpbench.tasks.modes.furina.evaluation.validation import load_annotations, validation_markdown
     from rpbench.tasks.modes.furina.evaluation.validation import validate as validate_judge
+    from rpbench.tasks.modes.furina.tables import ITEM_SCORES
 
     result = validate_judge(load_annotations(annotations), read_rows(eval_dir / ITEM_SCORES.filename, ITEM_SCORES))
     md = validation_markdown(result)

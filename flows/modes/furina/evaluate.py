@@ -15,16 +15,17 @@ from rpbench.flows.kit.report import publish_report
 from rpbench.flows.kit.run import Stages, finish_run, thread_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.furina.settings import EvalSettings
-from rpbench.storage.schemas import FAILURES, GENERATIONS, ITEM_SCORES, JUDGMENTS
+from rpbench.storage.schemas import FAILURES, GENERATIONS, JUDGMENTS
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
-from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench
+from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench, shows_scene_extras
+from rpbench.tasks.modes.furina.evaluation.explorer import item_browser
 from rpbench.tasks.modes.furina.evaluation.run import BASE, EvalConfig, answer, check, judge, score
 from rpbench.tasks.modes.furina.roles import ROLES
-from rpbench.tasks.modes.furina.tables import CHECKS
+from rpbench.tasks.modes.furina.tables import CHECKS, ITEM_SCORES
 from rpbench.tasks.reports.report import failure_counts
 
 WORKERS = 4  # model shards at once; LLM calls are bounded by the gateway whatever this is
@@ -33,11 +34,11 @@ BENCH = ("items", "characters", "scenes")
 
 @stage("eval-answers", templates=("furina/builder/test_turn", "furina/dims/"), roles=lambda p: [p["role"]],
        inputs=BENCH)
-async def answers(run: StageRun, items: str, characters: str, scenes: str, role: str, name: str, out: str,
-                  shard: str, models_file: str | None, cache: str | None) -> StageResult:
+async def answers(run: StageRun, items: str, characters: str, scenes: str, role: str, name: str, extras: bool,
+                  out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
     bench = load_bench(items, characters, scenes)
     async with run.gateway() as gateway:
-        made = await answer(gateway, bench, role, name, EvalConfig(),
+        made = await answer(gateway, bench, role, name, EvalConfig(test_sees_scene_extras=extras),
                             run.progress.track(f"answers of {name}", len(bench.items)))
     run.write(GENERATIONS, made)
     return run.result(failed=sum(g.status == "failed" for g in made))
@@ -46,11 +47,12 @@ async def answers(run: StageRun, items: str, characters: str, scenes: str, role:
 @stage("eval-judgments", templates=("furina/eval/judge", "furina/dims/"), roles=("judge",),
        inputs=(*BENCH, "base", "answers"))
 async def judgments(run: StageRun, items: str, characters: str, scenes: str, base: str, answers: str, name: str,
-                    out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
+                    extras: bool, out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
+    """Both orders per item; the judge sees the scene, the profiles and the strategy the test character saw."""
     bench = load_bench(items, characters, scenes)
     async with run.gateway() as gateway:
         made = await judge(gateway, bench, read_records(base, GENERATIONS), read_records(answers, GENERATIONS),
-                           name, run.progress.track(f"judgments of {name}", 2 * len(bench.items)))
+                           name, run.progress.track(f"judgments of {name}", 2 * len(bench.items)), extras)
     run.write(JUDGMENTS, made)
     return run.result(failed=sum(j.status == "failed" for j in made))
 
@@ -78,19 +80,24 @@ async def scores(run: StageRun, items: str, characters: str, scenes: str, base: 
     return run.result(scored=len(made), failures=len(failures))
 
 
-@stage("eval-report", inputs=("generations", "judgments", "checks", "item_scores", "failures"))
-async def report(run: StageRun, generations: list[str], judgments: list[str], checks: list[str],
-                 item_scores: list[str], failures: list[str], n_items: int, resamples: int, seed: int,
-                 out: str) -> StageResult:
-    """Every model's tables in one place, model scores with intervals, the leaderboard and the report."""
+@stage("eval-report", inputs=(*BENCH, "generations", "judgments", "checks", "item_scores", "failures"))
+async def report(run: StageRun, items: str, characters: str, scenes: str, generations: list[str],
+                 judgments: list[str], checks: list[str], item_scores: list[str], failures: list[str], n_items: int,
+                 resamples: int, seed: int, judge_model: str, out: str) -> StageResult:
+    """Every model's tables in one place, model scores with intervals, the leaderboard, and the report with
+    an item browser (scene, history, both replies, both judgments)."""
     rows = [r for p in item_scores for r in read_records(p, ITEM_SCORES)]
     failed = [f for p in failures for f in read_records(p, FAILURES)]
+    made_generations = [g for p in generations for g in read_records(p, GENERATIONS)]
+    made_judgments = [j for p in judgments for j in read_records(p, JUDGMENTS)]
     run.write(ITEM_SCORES, rows, final=True)
-    run.write(GENERATIONS, [g for p in generations for g in read_records(p, GENERATIONS)], final=True)
-    run.write(JUDGMENTS, [j for p in judgments for j in read_records(p, JUDGMENTS)], final=True)
+    run.write(GENERATIONS, made_generations, final=True)
+    run.write(JUDGMENTS, made_judgments, final=True)
     run.write(CHECKS, [c for p in checks for c in read_records(p, CHECKS)], final=True)
     run.write(FAILURES, failed, final=True)
-    made = await publish_report(run, "furina", REPORT, rows, failed, n_items, resamples, seed)
+    browser = item_browser(load_bench(items, characters, scenes), rows, made_generations, made_judgments)
+    made = await publish_report(run, "furina", REPORT, rows, failed, n_items, resamples, seed,
+                                {"judge": judge_model}, appendix=browser)
     return run.result(leaderboard=made.board, **made.analysis.summary)
 
 
@@ -108,7 +115,8 @@ def evaluate(settings: EvalSettings) -> dict:
     files = bench_files(s.bench)
     n_items = len(load_bench(**files).items)
     roles = check_models(s)
-    run = {**files, "out": s.out, "models_file": s.models_file, "cache": s.cache}
+    run = {**files, "extras": shows_scene_extras(s.bench), "out": s.out, "models_file": s.models_file,
+           "cache": s.cache}
     named = {BASE: BASE, **roles}
     made = stages.map(answers, [{**run, "role": role, "name": name, "shard": slug(name)}
                                 for name, role in named.items()])
@@ -117,14 +125,16 @@ def evaluate(settings: EvalSettings) -> dict:
               for name, m in zip(roles, made[1:], strict=True)]
     judged = stages.map(judgments, shards)
     shards = [{**sh, "judgments": j.path("judgments")} for sh, j in zip(shards, judged, strict=True)]
-    checked = stages.map(checks, [{k: v for k, v in sh.items() if k not in ("base", "answers")} for sh in shards])
-    scored = stages.map(scores, [{**{k: v for k, v in sh.items() if k not in ("models_file", "cache")},
+    checked = stages.map(checks, [{k: v for k, v in sh.items() if k not in ("base", "answers", "extras")}
+                                  for sh in shards])
+    scored = stages.map(scores, [{**{k: v for k, v in sh.items() if k not in ("models_file", "cache", "extras")},
                                   "checks": c.path("checks")} for sh, c in zip(shards, checked, strict=True)])
-    done = stages.run(report, generations=[m.path("generations") for m in made],
+    done = stages.run(report, **files, generations=[m.path("generations") for m in made],
                       judgments=[j.path("judgments") for j in judged], checks=[c.path("checks") for c in checked],
                       item_scores=[x.path("item_scores") for x in scored],
                       failures=[x.path("failures") for x in scored],
-                      n_items=n_items, resamples=s.resamples, seed=s.seed, out=s.out)
+                      n_items=n_items, resamples=s.resamples, seed=s.seed,
+                      judge_model=load_models_config(s.models_file).for_role("judge").model, out=s.out)
     failures = failure_counts(read_records(done.path("failures"), FAILURES))
     summary = {"items": n_items, "models": s.models, "leaderboard": done.summary["leaderboard"],
                "pareto": done.summary["pareto"], "separability_index": done.summary["separability_index"],

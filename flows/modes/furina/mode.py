@@ -10,9 +10,10 @@ from typing import Any
 
 from rpbench.flows.kit.registry import BenchmarkMode
 from rpbench.flows.modes.furina.commands import add_commands
-from rpbench.storage.schemas import ITEM_SCORES, ITEMS, SCENES
+from rpbench.storage.schemas import ITEMS, SCENES
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.roles import ROLES
+from rpbench.tasks.modes.furina.tables import ITEM_SCORES
 
 
 def _flows() -> dict[str, Any]:

@@ -92,6 +92,7 @@ class DialogueTurn(Record):
     rationale: str | None
     judge_status: str | None
     director: str
+    exchange: int  # the dialogue's exchange this turn belongs to: one DWRS selection, one target dimension
     grade: str | None
 
 
@@ -105,6 +106,35 @@ class Grade(Record):
     status: Status
 
 
+class ItemScore(Record):
+    """One item's score for one model, from both judgment orders.
+
+    An item whose answer failed or came back empty stays in the table with
+    ``answered`` false and score 0: the headline is over every item, as the
+    paper's Performance is over 3N points; ``score_answered`` leaves such
+    items out. The length and markup of both replies feed the style-controlled
+    score. ``dialogue_id`` groups items for dialogue-clustered intervals.
+    """
+
+    item_id: str
+    model: str
+    dimension: str
+    language: str
+    character: str
+    character_type: str
+    dialogue_id: str
+    answered: bool
+    sigma1: int | None
+    sigma2: int | None
+    score: float
+    score_answered: float | None
+    hallucinated: bool | None
+    test_chars: int | None
+    base_chars: int
+    test_markup: int | None
+    base_markup: int
+
+
 class Check(Record):
     """The hallucination checker's answer on one judgment's rationale."""
 
@@ -113,6 +143,15 @@ class Check(Record):
     order: int
     answer: str | None
     status: Status
+
+
+class SourceModelCount(Record):
+    """Appendix J: how many accepted replies (items) each source model wrote, per language."""
+
+    language: str
+    source_model: str
+    items: int
+    share: float
 
 
 # Appendix I's statistics, per language: one items_<dimension> column per dimension.

@@ -12,8 +12,10 @@ from rpbench.tasks.modes.furina.records import (
     DroppedScene,
     Extraction,
     Grade,
+    ItemScore,
     PoolStats,
     RawScene,
+    SourceModelCount,
 )
 
 # -- the character-scene pool
@@ -24,8 +26,10 @@ RAW_SCENES = TableSpec("raw_scenes", 1, RawScene)
 DROPPED_SCENES = TableSpec("dropped_scenes", 2, DroppedScene)
 POOL_STATS = TableSpec("pool_stats", 2, PoolStats)
 # -- the benchmark builder
-DIALOGUES = TableSpec("dialogues", 2, DialogueTurn)
+DIALOGUES = TableSpec("dialogues", 3, DialogueTurn)
 GRADES = TableSpec("grades", 1, Grade)
-BUILD_STATS = TableSpec("build_stats", 2, BuildStats)
+BUILD_STATS = TableSpec("build_stats", 3, BuildStats)
+SOURCE_MODELS = TableSpec("source_models", 1, SourceModelCount)
 # -- evaluation
 CHECKS = TableSpec("checks", 2, Check)
+ITEM_SCORES = TableSpec("item_scores", 3, ItemScore)

@@ -24,7 +24,15 @@ from rpbench.tasks.core.records import Character, Item, Line, Scene
 from rpbench.tasks.llm import Gateway
 from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, covered
 from rpbench.tasks.modes.furina.builder.rules import rule_flags
-from rpbench.tasks.modes.furina.builder.simulate import BuildConfig, Dialogue, grade, is_item, simulate, turn_records
+from rpbench.tasks.modes.furina.builder.simulate import (
+    BuildConfig,
+    Dialogue,
+    grade,
+    is_item,
+    simulate,
+    spoken_part,
+    turn_records,
+)
 from rpbench.tasks.modes.furina.records import DialogueTurn, Grade
 
 OnDone = Callable[[int, int], Any] | None
@@ -35,9 +43,11 @@ def slug(name: str) -> str:
 
 
 def scene_queue(character: Character, scenes: Sequence[Scene], cfg: BuildConfig) -> list[Scene]:
-    """Scenes for one character in a seeded order of its own: same language by default, never one it is in."""
+    """Scenes for one character in a seeded order of its own: same language by default, never one it is in
+    (a character dropped into its own scene would meet itself, and its book's lines)."""
+    me = character.name.casefold()
     usable = [s for s in scenes if (not cfg.same_language or s.language == character.language)
-              and any(c.name != character.name for c in s.characters)]
+              and all(c.name.casefold() != me for c in s.characters) and s.characters]
     if not usable:
         raise InputError(f"no pool scene fits character {character.name} (language {character.language})")
     random.Random(f"{cfg.seed}:{character.name}").shuffle(usable)
@@ -55,10 +65,11 @@ def plan_wave(character: Character, queue: Sequence[Scene], cfg: BuildConfig, st
             for k in range(started, started + min(cfg.wave_size, budget_left))]
 
 
-async def simulate_wave(gateway: Gateway, wave: list[Dialogue], kept: dict[str, int], cfg: BuildConfig,
+async def simulate_wave(gateway: Gateway, wave: list[Dialogue], selected: dict[str, int], cfg: BuildConfig,
                         on_done: OnDone = None) -> list[Dialogue]:
-    """Every dialogue of a wave at once, each from the same count snapshot and its own seeded generator."""
-    snapshot = {d: kept.get(d, 0) for d in DIMENSIONS}
+    """Every dialogue of a wave at once, each from the same snapshot of the character's DWRS selection counts
+    and with its own seeded generator."""
+    snapshot = {d: selected.get(d, 0) for d in DIMENSIONS}
     finished = 0
 
     async def one(d: Dialogue) -> Dialogue:
@@ -97,6 +108,13 @@ def _line(turn: DialogueTurn) -> Line:
     return Line(speaker=turn.speaker, text=turn.text)
 
 
+def selection_counts(turns: Sequence[DialogueTurn]) -> dict[str, int]:
+    """DWRS selections per dimension: one per exchange (Algorithm 1's counter, which steers the next draws)."""
+    exchanges = {(t.dialogue_id, t.exchange): t.target_dimension for t in turns if t.target_dimension}
+    counts = Counter(exchanges.values())
+    return {d: counts.get(d, 0) for d in DIMENSIONS}
+
+
 def kept_counts(turns: Sequence[DialogueTurn], grades: Sequence[Grade], cfg: BuildConfig) -> dict[str, int]:
     """Items per dimension in the dialogues whose grade is kept: what the stop rule counts."""
     kept = {g.dialogue_id for g in grades if g.grade in cfg.keep_grades}
@@ -115,7 +133,7 @@ def item_records(turns: Sequence[DialogueTurn], grades: Sequence[Grade], charact
         if t.dialogue_id in kept and is_item(t, cfg):
             character, scene = characters[t.character], scenes[t.scene_id]
             names = [character.name, *[c.name for c in scene.characters]]
-            lines = [_line(h) for h in earlier]
+            lines = [Line(speaker=h.speaker, text=spoken_part(h.text)) for h in earlier]
             source = t.source_reply or ""
             items.append(Item(
                 item_id=f"{t.dialogue_id}-t{t.turn}", character=character.name, character_type=character.type,
@@ -150,11 +168,13 @@ async def build_benchmark(gateway: Gateway, characters: list[Character], scenes:
     async def one_character(ch: Character) -> None:
         queue = scene_queue(ch, scenes, cfg)
         kept = dict.fromkeys(DIMENSIONS, 0)
+        selected = dict.fromkeys(DIMENSIONS, 0)
         started = 0
         while wave := plan_wave(ch, queue, cfg, started, kept):
-            done = await simulate_wave(gateway, wave, kept, cfg)
+            done = await simulate_wave(gateway, wave, selected, cfg)
             started += len(wave)
             wave_turns = [t for d in done for t in turn_records(d)]
+            selected = {d: selected[d] + n for d, n in selection_counts(wave_turns).items()}
             wave_grades = await grade_wave(gateway, wave_turns, by_id)
             for d in done:
                 failures.update(d.failures)
@@ -191,7 +211,10 @@ def finish_build(turns: list[DialogueTurn], grades: list[Grade], characters: lis
 
 def build_stats(result: BuildResult, characters: list[Character], scenes: list[Scene],
                 keep_grades: tuple[str, ...] = ("high",)) -> list[dict[str, Any]]:
-    """Appendix I: per language (and overall) characters, conversations, lengths, items, items per dimension."""
+    """Appendix I: per language (and overall) characters, conversations, lengths, items, items per dimension.
+
+    Lengths and items per conversation are over the kept conversations, the ones the benchmark is made of.
+    """
     by_scene = {s.scene_id: s for s in scenes}
     dialogues: dict[str, list[DialogueTurn]] = {}
     for t in result.turns:
@@ -211,9 +234,20 @@ def build_stats(result: BuildResult, characters: list[Character], scenes: list[S
             "unique_characters": len(unique),
             "conversations": len(mine),
             "conversations_kept": len(kept),
-            "mean_conversation_length": round(sum(len(v) for v in mine.values()) / len(mine), 2) if mine else None,
+            "mean_conversation_length": round(sum(len(mine[k]) for k in kept) / len(kept), 2) if kept else None,
             "items": len(items),
             "items_per_conversation": round(len(items) / len(kept), 2) if kept else None,
             **{f"items_{d}": per_dim.get(d, 0) for d in DIMENSIONS},
         })
+    return rows
+
+
+def source_model_counts(items: Sequence[Item]) -> list[dict[str, Any]]:
+    """Appendix J: which source model wrote the accepted replies, per language and overall, with shares."""
+    rows = []
+    for lang in [*sorted({i.language for i in items}), "all"]:
+        mine = Counter(i.source_model for i in items if lang in ("all", i.language))
+        total = sum(mine.values())
+        rows += [{"language": lang, "source_model": model, "items": n, "share": n / total}
+                 for model, n in sorted(mine.items(), key=lambda kv: (-kv[1], kv[0]))]
     return rows

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ class Turn:
     text: str
     is_test: bool = False
     target_dimension: str | None = None
+    exchange: int = 0  # turns up to and including the test character's reply share one exchange and one target
     source_reply: str | None = None
     base_reply: str | None = None
     source_role: str | None = None
@@ -50,11 +52,22 @@ class Dialogue:
     scene: Scene
     source_role: str
     turns: list[Turn] = field(default_factory=list)
-    accepted: dict[str, int] = field(default_factory=dict)  # this dialogue's items per dimension, before grading
+    selected: dict[str, int] = field(default_factory=dict)  # this dialogue's DWRS selections per dimension
     failures: dict[str, int] = field(default_factory=dict)
 
     def history(self, upto: int | None = None) -> list[Line]:
-        return [Line(speaker=t.speaker, text=t.text) for t in self.turns[:upto]]
+        """What the characters see of the conversation: each turn as spoken, inner thoughts taken out."""
+        return [Line(speaker=t.speaker, text=spoken_part(t.text)) for t in self.turns[:upto]]
+
+
+# Unspoken thoughts, written as [...] or 【...】 (the pool keeps them so in the book's dialogue). A scene model
+# may copy the style into its own turn; nobody else in the scene can hear them, so nobody else is shown them.
+_THOUGHTS = re.compile(r"\[[^\[\]]*\]|【[^【】]*】")
+
+
+def spoken_part(text: str) -> str:
+    """A turn as the other characters perceive it: actions and speech, without bracketed inner thoughts."""
+    return " ".join(_THOUGHTS.sub(" ", text).split())
 
 
 def _fail(d: Dialogue, kind: str) -> None:
@@ -94,25 +107,33 @@ async def _next_speaker(gateway: Gateway, d: Dialogue, roster: list[str], r: int
     return fallback_speaker(roster, d.turns, test), "fallback"
 
 
-async def simulate(gateway: Gateway, d: Dialogue, counts: dict[str, int], cfg: BuildConfig, rng: random.Random
-                   ) -> Dialogue:
+async def simulate(gateway: Gateway, d: Dialogue, selected: dict[str, int], cfg: BuildConfig,
+                   rng: random.Random) -> Dialogue:
     """Run one dialogue.
 
-    ``counts`` is the character's kept items per dimension when the dialogue's
-    wave started; DWRS steers by it plus this dialogue's own accepted items. A
-    snapshot, not a count shared with dialogues running beside this one, so the
-    same inputs give the same dialogue whatever the timing.
+    An exchange runs from the turn after the test character's last reply up to
+    and including its next one. Its target dimension d is drawn once, when the
+    exchange opens, by DWRS over the selection counts (Algorithm 1 counts every
+    selection), so the scene characters' question instruction I(d) and the test
+    character's reply strategy S(d) name the same d (appendix C). ``selected``
+    is the character's selection counts when the wave started, plus this
+    dialogue's own: a snapshot, not a count shared with dialogues running beside
+    this one, so the same inputs give the same dialogue whatever the timing. The
+    stop rule (tau) counts accepted items instead; see ``kept_counts``.
     """
     test = d.character
     scene_chars = [c for c in d.scene.characters if c.name != test.name]
     roster = [test.name, *[c.name for c in scene_chars]]
-    since_test = 0
+    since_test, exchange = 0, 0
+    target: str | None = None
     for r in range(cfg.max_rounds):
         tag = f"{d.dialogue_id}:{r}"
         speaker, how = await _next_speaker(gateway, d, roster, r, since_test, cfg, tag)
         if speaker is None:
             break
-        target = DIMENSIONS[dwrs_choose([counts[x] + d.accepted.get(x, 0) for x in DIMENSIONS], rng)]
+        if target is None:
+            target = DIMENSIONS[dwrs_choose([selected.get(x, 0) + d.selected.get(x, 0) for x in DIMENSIONS], rng)]
+            d.selected[target] = d.selected.get(target, 0) + 1
         if speaker != test.name:
             me = next(c for c in scene_chars if c.name == speaker)
             others: list[Character | SceneCharacter] = [test, *[c for c in scene_chars if c.name != speaker]]
@@ -121,17 +142,17 @@ async def simulate(gateway: Gateway, d: Dialogue, counts: dict[str, int], cfg: B
             if not res.ok:
                 _fail(d, "scene_turn")
                 break  # a hole in the conversation would corrupt every later prompt
-            d.turns.append(Turn(r, speaker, res.text.strip(), target_dimension=target, director=how))
+            d.turns.append(Turn(r, speaker, res.text.strip(), target_dimension=target, exchange=exchange,
+                                director=how))
             since_test += 1
             continue
         since_test = 0
         turn = await _test_turn(gateway, d, scene_chars, target, cfg, f"{tag}:test")
         if turn is None:
             break
-        turn.index, turn.director = r, how
+        turn.index, turn.director, turn.exchange = r, how, exchange
         d.turns.append(turn)
-        if is_item(turn, cfg) and turn.dimension:
-            d.accepted[turn.dimension] = d.accepted.get(turn.dimension, 0) + 1
+        target, exchange = None, exchange + 1
     return d
 
 
@@ -184,6 +205,6 @@ def turn_records(d: Dialogue) -> list[DialogueTurn]:
                      speaker=t.speaker, text=t.text, is_test=t.is_test, target_dimension=t.target_dimension,
                      source_reply=t.source_reply, base_reply=t.base_reply, source_role=t.source_role, sigma=t.sigma,
                      dimension=t.dimension, rationale=t.rationale, judge_status=t.judge_status, director=t.director,
-                     grade=None)
+                     exchange=t.exchange, grade=None)
         for t in d.turns
     ]

@@ -17,30 +17,33 @@ from pydantic import BaseModel, Field, create_model
 from rpbench import prompts
 from rpbench.tasks.core.records import Character, Line, Scene, SceneCharacter
 from rpbench.tasks.llm import Request
+from rpbench.tasks.llm.structured import REASONING
 from rpbench.tasks.modes.furina.characters.profile import full_profile, public_profiles
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS, Dimension
 
 END = "END"
+REASONING_CAP = 8000  # characters of free-text reasoning a structured reply may hold, unless a role says less
 
 
 class SelectionVerdict(BaseModel):
     """The judge reasons first, then names the dimension the turn tests, then scores source (A) vs base (B)."""
 
-    # Capped so that a small model's constrained reply always closes within its token budget.
-    reasoning: str = Field(max_length=500)
+    # Generous: real judges write long reasoning. A role's reasoning_chars shortens it (the small local model).
+    reasoning: str = Field(max_length=REASONING_CAP, json_schema_extra=REASONING)
     dimension: Dimension
     sigma: Literal[1, 2, 3, 4, 5]
 
 
 class DialogueGrade(BaseModel):
-    reason: str = Field(max_length=300)
+    reason: str = Field(max_length=REASONING_CAP, json_schema_extra=REASONING)
     grade: Literal["poor", "moderate", "high"]
 
 
 def director_schema(roster: list[str]) -> type[BaseModel]:
     """A schema whose `next` can only be someone on the roster, or END."""
     choice = Literal[tuple([*roster, END])]  # type: ignore[valid-type]
-    return create_model("DirectorChoice", reason=(str, Field(max_length=200)), next=(choice, ...))  # type: ignore[arg-type]
+    return create_model("DirectorChoice", reason=(str, Field(max_length=REASONING_CAP, json_schema_extra=REASONING)),
+                        next=(choice, ...))  # type: ignore[arg-type]
 
 
 def history_lines(history: list[Line]) -> list[str]:
@@ -71,17 +74,26 @@ def scene_turn_request(scene: Scene, me: SceneCharacter, others: list[Character 
     return Request("scene", [{"role": "user", "content": text}], tag=tag)
 
 
+def test_view(scene: Scene, test: Character, scene_chars: list[SceneCharacter], history: list[Line], dim: str,
+              language: str, extras: bool) -> dict[str, Any]:
+    """Everything the test character is shown at a turn: Prompt(c_test) plus S(d).
+
+    The evaluation judge is shown the same, so it judges a reply against what its writer knew.
+    """
+    return {
+        "background": scene.background, "situation": scene.situation, "name": test.name,
+        "my_profile": full_profile(test, language), "others": public_profiles(scene_chars, language),
+        "history": history_lines(history), "strategy": dimension_text("strategy", dim, language),
+        "motivations": [f"{c.name}: {c.motivation}" for c in scene_chars] if extras else [],
+        "original": history_lines(scene.original_dialogue) if extras else [],
+    }
+
+
 def test_turn_messages(scene: Scene, test: Character, scene_chars: list[SceneCharacter],
                        history: list[Line], dim: str, language: str, extras: bool) -> list[dict[str, str]]:
-    """Prompt(c_test) plus S(d): shared by the builder's source/base calls and by evaluation."""
-    text = prompts.render(
-        "furina/builder/test_turn", language, background=scene.background, situation=scene.situation, name=test.name,
-        my_profile=full_profile(test, language), others=public_profiles(scene_chars, language),
-        history=history_lines(history), strategy=dimension_text("strategy", dim, language),
-        motivations=[f"{c.name}: {c.motivation}" for c in scene_chars] if extras else [],
-        original=history_lines(scene.original_dialogue) if extras else [],
-    ).text
-    return [{"role": "user", "content": text}]
+    """The test character's prompt: shared by the builder's source/base calls and by evaluation."""
+    view = test_view(scene, test, scene_chars, history, dim, language, extras)
+    return [{"role": "user", "content": prompts.render("furina/builder/test_turn", language, **view).text}]
 
 
 def selection_request(scene: Scene, test: Character, history: list[Line], source: str, base: str,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rpbench.storage.characters import load_characters
@@ -33,3 +34,17 @@ def load_bench(items: str, characters: str, scenes: str) -> Bench:
         if it.character not in loaded.characters or it.scene_id not in loaded.scenes:
             raise InputError(f"{items}: item {it.item_id}: field 'character'/'scene_id' refers to nothing in the bench")
     return loaded
+
+
+def shows_scene_extras(bench: str | Path) -> bool:
+    """Whether the benchmark was built with the test character shown the scene's motivations and original
+    dialogue (``--test-sees-scene-extras``): evaluation then shows models under test, and the judge, the same.
+    A benchmark folder without a build manifest (made by hand) was not."""
+    manifest = Path(bench) / "manifest.json"
+    if not manifest.is_file():
+        return False
+    try:
+        settings = json.loads(manifest.read_text(encoding="utf-8")).get("build_settings") or {}
+    except json.JSONDecodeError:
+        raise InputError(f"{manifest}: not valid JSON") from None
+    return bool(settings.get("test_sees_scene_extras", False))

@@ -2,8 +2,11 @@
 
 Base answers are made once per item and shared by every model under test;
 every call is cached, so adding a model to an earlier evaluation costs only
-that model's calls. Nothing unparseable becomes a score: a failed call leaves
-its item out of that model's score, and is recorded as a failure.
+that model's calls. Nothing unparseable becomes a score. An answer that
+failed or came back empty is the model's own miss: it scores 0 in the
+headline (every model is scored over the same items) and is listed as a
+failure; a failed base answer or judgment is nobody's answer, so it leaves
+the item out of that model's scores, also listed.
 """
 
 from __future__ import annotations
@@ -15,13 +18,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from rpbench import prompts
-from rpbench.tasks.core.records import Character, Failure, Generation, Item, ItemScore, Judgment, Scene
+from rpbench.tasks.core.records import Character, Failure, Generation, Item, Judgment, Scene, SceneCharacter
 from rpbench.tasks.llm import CallResult, Gateway, Request
-from rpbench.tasks.modes.furina.builder.turns import dimension_text, history_lines, test_turn_messages
-from rpbench.tasks.modes.furina.characters.profile import full_profile
+from rpbench.tasks.llm.structured import REASONING
+from rpbench.tasks.modes.furina.builder.turns import REASONING_CAP, dimension_text, test_turn_messages, test_view
 from rpbench.tasks.modes.furina.config import EvalConfig
-from rpbench.tasks.modes.furina.evaluation.scoring import DEFAULT_F, hallucinated, item_score
-from rpbench.tasks.modes.furina.records import Check
+from rpbench.tasks.modes.furina.evaluation.scoring import DEFAULT_F, hallucinated, item_score, markup_count
+from rpbench.tasks.modes.furina.records import Check, ItemScore
 
 BASE = "base"
 OnDone = Callable[[int, int], Any] | None
@@ -30,7 +33,8 @@ CHECKED = {("CR", "synthesized"), ("FR", "established")}
 
 
 class JudgeVerdict(BaseModel):
-    reasoning: str = Field(max_length=600)
+    # Generous: real judges write long reasoning. A role's reasoning_chars shortens it (the small local model).
+    reasoning: str = Field(max_length=REASONING_CAP, json_schema_extra=REASONING)
     sigma: Literal[1, 2, 3, 4, 5]
 
 
@@ -47,21 +51,25 @@ class Bench:
     scenes: dict[str, Scene]
 
 
+def _scene_characters(bench: Bench, item: Item) -> list[SceneCharacter]:
+    return [c for c in bench.scenes[item.scene_id].characters if c.name != item.character]
+
+
 def test_messages(bench: Bench, item: Item, extras: bool = False) -> list[dict[str, str]]:
     """The test character's prompt at the item's position, with the reply strategy of its dimension."""
     scene, ch = bench.scenes[item.scene_id], bench.characters[item.character]
-    scene_chars = [c for c in scene.characters if c.name != ch.name]
-    return test_turn_messages(scene, ch, scene_chars, item.history, item.dimension, item.language, extras)
+    return test_turn_messages(scene, ch, _scene_characters(bench, item), item.history, item.dimension,
+                              item.language, extras)
 
 
-def judge_request(item: Item, character: Character, reply_a: str, reply_b: str, order: int,
-                  tag: str) -> Request[JudgeVerdict]:
+def judge_request(bench: Bench, item: Item, reply_a: str, reply_b: str, order: int, tag: str,
+                  extras: bool = False) -> Request[JudgeVerdict]:
+    """Both replies judged on the item's dimension, the judge shown everything the test character was shown."""
     lang = item.language
-    text = prompts.render(
-        "furina/eval/judge", lang, name=character.name, profile=full_profile(character, lang),
-        history=history_lines(item.history), reply_a=reply_a, reply_b=reply_b,
-        definition=dimension_text("definition", item.dimension, lang),
-    ).text
+    view = test_view(bench.scenes[item.scene_id], bench.characters[item.character], _scene_characters(bench, item),
+                     item.history, item.dimension, lang, extras)
+    text = prompts.render("furina/eval/judge", lang, **view, reply_a=reply_a, reply_b=reply_b,
+                          definition=dimension_text("definition", item.dimension, lang)).text
     return Request("judge", [{"role": "user", "content": text}], schema=JudgeVerdict, tag=f"{tag}:order{order}")
 
 
@@ -83,13 +91,14 @@ async def answer(gateway: Gateway, bench: Bench, role: str, name: str, cfg: Eval
 
 
 def _generation(item_id: str, model: str, res: CallResult[None]) -> Generation:
-    if res.ok:
+    if res.ok and res.text.strip():
         return Generation(item_id=item_id, model=model, text=res.text, status="ok")
-    return Generation(item_id=item_id, model=model, text=None, status="failed", error=res.error)
+    error = res.error if not res.ok else "empty reply"
+    return Generation(item_id=item_id, model=model, text=None, status="failed", error=error)
 
 
 async def judge(gateway: Gateway, bench: Bench, base: Sequence[Generation], answers: Sequence[Generation],
-                name: str, on_done: OnDone = None) -> list[Judgment]:
+                name: str, on_done: OnDone = None, extras: bool = False) -> list[Judgment]:
     """Both orders (test reply as A, then base as A) for every item where both answers exist."""
     base_of = {g.item_id: g for g in base}
     answer_of = {g.item_id: g for g in answers}
@@ -98,9 +107,9 @@ async def judge(gateway: Gateway, bench: Bench, base: Sequence[Generation], answ
         b, t = base_of[it.item_id], answer_of[it.item_id]
         if b.text is None or t.text is None:
             continue
-        ch = bench.characters[it.character]
         tag = f"eval:{it.item_id}:{name}:judge"
-        requests += [judge_request(it, ch, t.text, b.text, 1, tag), judge_request(it, ch, b.text, t.text, 2, tag)]
+        requests += [judge_request(bench, it, t.text, b.text, 1, tag, extras),
+                     judge_request(bench, it, b.text, t.text, 2, tag, extras)]
         keys += [(it.item_id, 1), (it.item_id, 2)]
     verdicts = await gateway.run_all(requests, on_done=on_done)
     return [
@@ -132,7 +141,7 @@ async def check(gateway: Gateway, bench: Bench, judgments: Sequence[Judgment], n
 def score(bench: Bench, base: Sequence[Generation], answers: Sequence[Generation], judgments: Sequence[Judgment],
           checks: Sequence[Check], name: str, f: Mapping[int, float] = DEFAULT_F
           ) -> tuple[list[ItemScore], list[Failure]]:
-    """Item scores where both judgments parsed; every item left out is a failure saying why."""
+    """A score row per item; an unanswered item scores 0 (and is a failure), an unjudged one is only a failure."""
     base_of = {g.item_id: g for g in base}
     answer_of = {g.item_id: g for g in answers}
     judged = {(j.item_id, j.order): j for j in judgments}
@@ -145,11 +154,16 @@ def score(bench: Bench, base: Sequence[Generation], answers: Sequence[Generation
 
     for it in bench.items:
         b, t = base_of[it.item_id], answer_of[it.item_id]
-        if b.status != "ok":
+        if b.status != "ok" or b.text is None:
             fail(it.item_id, "answers", "base_answer_failed", b.error)
             continue
-        if t.status != "ok":
+        row: dict[str, Any] = {"item_id": it.item_id, "model": name, "dimension": it.dimension, "language": it.language,
+               "character": it.character, "character_type": it.character_type, "dialogue_id": it.dialogue_id,
+               "base_chars": len(b.text.strip()), "base_markup": markup_count(b.text)}
+        if t.status != "ok" or t.text is None:
             fail(it.item_id, "answers", "answer_failed", t.error)
+            scores.append(ItemScore(**row, answered=False, sigma1=None, sigma2=None, score=0.0, score_answered=None,
+                                    hallucinated=None, test_chars=None, test_markup=None))
             continue
         j1, j2 = judged[(it.item_id, 1)], judged[(it.item_id, 2)]
         if j1.sigma is None or j2.sigma is None:
@@ -162,11 +176,10 @@ def score(bench: Bench, base: Sequence[Generation], answers: Sequence[Generation
                 halluc = hallucinated(c1.answer == "Yes", c2.answer == "Yes")
             else:
                 fail(it.item_id, "checks", "check_failed", None)
-        scores.append(ItemScore(
-            item_id=it.item_id, model=name, dimension=it.dimension, language=it.language, character=it.character,
-            character_type=it.character_type, sigma1=j1.sigma, sigma2=j2.sigma,
-            score=item_score(j1.sigma, j2.sigma, dict(f)), hallucinated=halluc,
-        ))
+        value = item_score(j1.sigma, j2.sigma, dict(f))
+        scores.append(ItemScore(**row, answered=True, sigma1=j1.sigma, sigma2=j2.sigma, score=value,
+                                score_answered=value, hallucinated=halluc, test_chars=len(t.text.strip()),
+                                test_markup=markup_count(t.text)))
     return scores, failures
 
 
@@ -185,7 +198,7 @@ async def evaluate(gateway: Gateway, bench: Bench, models: Mapping[str, str], cf
     tables = EvalTables(list(base), [], [], [], [])
     for name, role in models.items():
         answers = await answer(gateway, bench, role, name, cfg)
-        judgments = await judge(gateway, bench, base, answers, name)
+        judgments = await judge(gateway, bench, base, answers, name, extras=cfg.test_sees_scene_extras)
         checks = await check(gateway, bench, judgments, name)
         scores, failures = score(bench, base, answers, judgments, checks, name, cfg.f)
         tables.generations += answers

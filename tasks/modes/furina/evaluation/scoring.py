@@ -11,6 +11,7 @@ Performance = sum(Score_i) / (3 N) * 100.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,6 +33,18 @@ def performance(scores: Sequence[float], max_f: float = MAX_F) -> float:
 def performance_statistic(sample: np.ndarray, axis: int) -> np.ndarray:
     """The performance of resampled item scores, as scipy's bootstrap calls it."""
     return 100.0 * np.mean(sample, axis=axis) / MAX_F
+
+
+# Markup a reply can carry besides its words: (actions) in either script's parentheses, *emphasis* or
+# **bold**, [thoughts], and Markdown headings or list bullets at a line start.
+_MARKUP = re.compile(
+    r"\([^()]*\)|（[^（）]*）|\*{1,2}[^*\n]+\*{1,2}|\[[^\[\]]*\]|【[^【】]*】|^\s*(?:#+|[-*•]|\d+\.)\s",
+    re.MULTILINE)
+
+
+def markup_count(text: str) -> int:
+    """How many pieces of markup a reply uses: one of the style features the style-controlled score removes."""
+    return len(_MARKUP.findall(text))
 
 
 def position_bias(pairs: Sequence[tuple[int, int]]) -> dict[str, float]:
@@ -56,24 +69,39 @@ def hallucinated(check_order1: bool, check_order2: bool) -> bool:
     return check_order1 and check_order2
 
 
-def reliability(rate_percent: float) -> float | None:
-    """100 / hallucination rate (in percent); undefined (None) at rate 0."""
-    if rate_percent is None or math.isnan(rate_percent) or rate_percent == 0:
+def slot_wins(pairs: Sequence[tuple[int, int]]) -> dict[str, float]:
+    """Of the decisive judgments (sigma not 3) in both orders, the share won by the reply in slot A and in B.
+
+    sigma below 3 is a win for slot A, above 3 for slot B, whichever reply sits there.
+    """
+    sigmas = [s for pair in pairs for s in pair]
+    a, b = sum(s < 3 for s in sigmas), sum(s > 3 for s in sigmas)
+    if a + b == 0:
+        return {"slot_a_share": math.nan, "slot_b_share": math.nan}
+    return {"slot_a_share": a / (a + b), "slot_b_share": b / (a + b)}
+
+
+def reliability(rate_percent: float, n_checked: int) -> float | None:
+    """100 / hallucination rate (in percent): infinite at rate 0, and None when nothing was checked.
+
+    No checked items is no evidence at all, which must not read as perfect reliability.
+    """
+    if n_checked == 0 or math.isnan(rate_percent):
         return None
-    return 100.0 / rate_percent
+    return math.inf if rate_percent == 0 else 100.0 / rate_percent
 
 
 def pareto_front(points: dict[str, tuple[float, float | None]]) -> list[str]:
-    """Models not dominated in (performance, reliability), both higher-is-better; None reliability = best."""
-    def value(r: float | None) -> float:
-        return math.inf if r is None else r
+    """Models not dominated in (performance, reliability), both higher-is-better.
 
+    A model without a reliability (nothing checked) cannot be placed, so it is neither on the frontier nor
+    dominating anyone; infinite reliability (checked, never hallucinated) is the best there is.
+    """
+    placed = {m: (p, r) for m, (p, r) in points.items() if r is not None and not math.isnan(p)}
     front = []
-    for name, (p, r) in points.items():
-        dominated = any(
-            (p2 >= p and value(r2) >= value(r)) and (p2 > p or value(r2) > value(r))
-            for other, (p2, r2) in points.items() if other != name
-        )
+    for name, (p, r) in placed.items():
+        dominated = any(p2 >= p and r2 >= r and (p2 > p or r2 > r)
+                        for other, (p2, r2) in placed.items() if other != name)
         if not dominated:
             front.append(name)
     return sorted(front)

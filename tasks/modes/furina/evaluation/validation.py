@@ -59,32 +59,52 @@ def load_annotations(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
+def _pearson(pairs: list[tuple[float, float]]) -> tuple[float | None, float | None]:
+    if len(pairs) >= 3 and len({p[0] for p in pairs}) > 1 and len({p[1] for p in pairs}) > 1:
+        return pearson([x for x, _ in pairs], [y for _, y in pairs])
+    return None, None
+
+
+def judge_views(score: dict[str, Any]) -> dict[str, float] | None:
+    """The judge's verdict on an item on the annotators' scale (1 = the reply under test much better):
+    the first order as given, the second mirrored (6 - sigma2), and both averaged. None when unjudged."""
+    s1, s2 = score.get("sigma1"), score.get("sigma2")
+    if s1 is None:
+        return None
+    views = {"order1": float(s1)}
+    if s2 is not None:
+        views |= {"order2": 6.0 - s2, "both": (s1 + 6.0 - s2) / 2}
+    return views
+
+
 def validate(annotations: list[dict[str, Any]], item_scores: list[dict[str, Any]]) -> dict[str, Any]:
-    """Accuracy of the item dimension per human dimension, Pearson judge-vs-human per dimension, agreement."""
+    """Accuracy of the item dimension per human dimension and overall; Pearson judge-vs-human per dimension
+    for the judge's first order, its mirrored second order and both averaged (``r``); annotator agreement."""
     item_dim = {s["item_id"]: s["dimension"] for s in item_scores}
-    judge = {(s["model"], s["item_id"]): s["sigma1"] for s in item_scores}
+    judge = {(s["model"], s["item_id"]): v for s in item_scores if (v := judge_views(s)) is not None}
     models = sorted({s["model"] for s in item_scores})
 
     accuracy: dict[str, dict[str, Any]] = {}
-    for d in DIMENSIONS:
-        sel = [a for a in annotations if a["dimension"] == d and a["item_id"] in item_dim]
-        accuracy[d] = {"n": len(sel), "accuracy": sum(item_dim[a["item_id"]] == d for a in sel) / len(sel)
-                       if sel else None}
+    for d in [*DIMENSIONS, "all"]:
+        sel = [a for a in annotations if a["dimension"] is not None and d in ("all", a["dimension"])
+               and a["item_id"] in item_dim]
+        accuracy[d] = {"n": len(sel), "accuracy": sum(item_dim[a["item_id"]] == a["dimension"] for a in sel)
+                       / len(sel) if sel else None}
 
     correlation: dict[str, dict[str, Any]] = {}
     for d in [*DIMENSIONS, "all"]:
-        pairs = []
+        matched = []
         for a in annotations:
             if a["score"] is None or a["item_id"] not in item_dim or d not in ("all", item_dim[a["item_id"]]):
                 continue
             model = a["model"] or (models[0] if len(models) == 1 else None)
             if (model, a["item_id"]) in judge:
-                pairs.append((judge[(model, a["item_id"])], a["score"]))
-        if len(pairs) >= 3 and len({p[0] for p in pairs}) > 1 and len({p[1] for p in pairs}) > 1:
-            r, p = pearson([x for x, _ in pairs], [y for _, y in pairs])
-            correlation[d] = {"n": len(pairs), "r": r, "p": p}
-        else:
-            correlation[d] = {"n": len(pairs), "r": None, "p": None}
+                matched.append((judge[(model, a["item_id"])], float(a["score"])))
+        row: dict[str, Any] = {"n": len(matched)}
+        for view in ("order1", "order2"):
+            row[f"r_{view}"] = _pearson([(v[view], h) for v, h in matched if view in v])[0]
+        row["r"], row["p"] = _pearson([(v["both"], h) for v, h in matched if "both" in v])
+        correlation[d] = row
 
     by_item: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for a in annotations:
@@ -110,8 +130,12 @@ def validation_markdown(result: dict[str, Any]) -> str:
     lines = ["# Human validation", "", "## Dimension selection accuracy", "", "| dimension | n | accuracy |",
              "|---|---|---|"]
     lines += [f"| {d} | {v['n']} | {f(v['accuracy'])} |" for d, v in result["dimension_accuracy"].items()]
-    lines += ["", "## Judge vs human scores (Pearson)", "", "| dimension | n | r | p |", "|---|---|---|---|"]
-    lines += [f"| {d} | {v['n']} | {f(v['r'])} | {f(v['p'])} |" for d, v in result["correlation"].items()]
+    lines += ["", "## Judge vs human scores (Pearson)", "",
+              "r: the judge's two orders averaged; order 1: the reply under test shown first; order 2: shown "
+              "second, mirrored onto the same scale.", "",
+              "| dimension | n | r | p | r order 1 | r order 2 |", "|---|---|---|---|---|---|"]
+    lines += [f"| {d} | {v['n']} | {f(v['r'])} | {f(v['p'])} | {f(v['r_order1'])} | {f(v['r_order2'])} |"
+              for d, v in result["correlation"].items()]
     lines += ["", "## Agreement between annotators", "", "| pair | dimension agreement | n | score r | n |",
               "|---|---|---|---|---|"]
     lines += [f"| {a['pair']} | {f(a['dimension_agreement'])} | {a['n_dimension']} | {f(a['score_r'])} "
