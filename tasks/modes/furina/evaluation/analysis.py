@@ -17,6 +17,7 @@ from rpbench.tasks.modes.furina.evaluation.scoring import (
     position_bias,
     reliability,
     slot_wins,
+    win_share,
 )
 from rpbench.tasks.modes.furina.records import ItemScore
 from rpbench.tasks.reports.render import fmt
@@ -172,8 +173,7 @@ def comparisons(item_scores: Sequence[ItemScore]) -> list[Comparison]:
     for s in item_scores:
         if s.sigma1 is None or s.sigma2 is None or s.test_chars is None or s.test_markup is None:
             continue
-        outcome = ((5 - s.sigma1) / 4 + (s.sigma2 - 1) / 4) / 2  # sigma1: test is A; sigma2: test is B
-        out.append(Comparison(s.model, outcome, s.dialogue_id,
+        out.append(Comparison(s.model, win_share(s.sigma1, s.sigma2), s.dialogue_id,
                               {"chars": (s.test_chars, s.base_chars), "markup": (s.test_markup, s.base_markup)}))
     return out
 

@@ -11,6 +11,7 @@ from jinja2 import Environment, StrictUndefined
 
 from rpbench.tasks.core.records import Generation, Judgment
 from rpbench.tasks.modes.furina.evaluation.run import BASE, Bench
+from rpbench.tasks.modes.furina.evaluation.scoring import win_share
 from rpbench.tasks.modes.furina.records import ItemScore
 
 OUTCOMES = ("win", "tie", "loss", "unanswered", "unjudged")
@@ -65,7 +66,7 @@ def outcome(score: ItemScore | None) -> str:
         return "unjudged"
     if not score.answered or score.sigma1 is None or score.sigma2 is None:
         return "unanswered"
-    share = ((5 - score.sigma1) / 4 + (score.sigma2 - 1) / 4) / 2
+    share = win_share(score.sigma1, score.sigma2)
     return "win" if share > 0.5 else "loss" if share < 0.5 else "tie"
 
 

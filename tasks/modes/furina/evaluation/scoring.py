@@ -64,6 +64,14 @@ def position_bias(pairs: Sequence[tuple[int, int]]) -> dict[str, float]:
     return {"disagreement_rate": disagree / len(pairs), "mean_offset": offset}
 
 
+def win_share(sigma1: int, sigma2: int) -> float:
+    """The reply under test's share of the win over both orders: 1 = much better in both, 0.5 = even.
+
+    sigma1 judges it as A (1 = A much better), sigma2 as B (5 = B much better).
+    """
+    return ((5 - sigma1) / 4 + (sigma2 - 1) / 4) / 2
+
+
 def hallucinated(check_order1: bool, check_order2: bool) -> bool:
     """An item counts as hallucinated only when the checker says Yes for both judgments."""
     return check_order1 and check_order2
