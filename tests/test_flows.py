@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
+import re
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 from prefect.testing.utilities import prefect_test_harness
 
+from rpbench.flows.kit.stage import slug
 from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings, PoolSettings
 from rpbench.samples import sample_path
 from rpbench.storage.characters import write_characters
@@ -31,6 +34,45 @@ pytestmark = pytest.mark.flow
 def harness():
     with prefect_test_harness(server_startup_timeout=90):
         yield
+
+
+@pytest.fixture
+def stage_lines():
+    """The stages' log lines (what Prefect shows and the terminal prints), with when each was written."""
+    lines: list[tuple[float, str]] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append((record.created, record.getMessage()))
+
+    handler = Keep(level=logging.INFO)
+    watched = [logging.getLogger(name) for name in ("prefect.task_runs", "rpbench")]
+    for logger in watched:
+        logger.addHandler(handler)
+    yield lines
+    for logger in watched:
+        logger.removeHandler(handler)
+
+
+def assert_progress_before_first_reply(run_dir: Path, lines: list[tuple[float, str]]) -> set[str]:
+    """Each stage that called a model logged its progress (a done/total line) before its first reply came.
+
+    Returns the stages checked. A stage's calls are in ``calls/<stage>.parquet``; a reply came at its
+    start time plus its latency.
+    """
+    checked = set()
+    for calls_file in sorted((run_dir / "calls").glob("*.parquet")):
+        calls = [c for c in read_records(calls_file, CALLS) if not c.cached and c.started_at is not None]
+        if not calls:
+            continue
+        first_reply = min(c.started_at.timestamp() + (c.latency_s or 0.0) for c in calls)
+        progress = [t for t, msg in lines
+                    if (label := msg.partition(": ")[0]) and slug(label) == calls_file.stem
+                    and re.search(r": .* \d+/\d+ \(\d+%\)", msg)]
+        assert progress, f"{calls_file.stem}: no progress line at all"
+        assert min(progress) <= first_reply, f"{calls_file.stem}: first progress after the first reply"
+        checked.add(calls_file.stem)
+    return checked
 
 
 def _models_file(tmp_path: Path, server, extra: str = "", name: str = "models.toml") -> str:
@@ -86,7 +128,8 @@ def _task_states(state) -> Counter[str]:
                    for run in asyncio.run(read()))
 
 
-def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback, tmp_path, monkeypatch):
+def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback, tmp_path, monkeypatch,
+                                                               stage_lines):
     from rpbench.flows.modes.furina.evaluate import evaluate
 
     monkeypatch.setenv(TEST_KEY_ENV, "sk-flow-test-secret")
@@ -112,6 +155,9 @@ def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback
                      ("eval-report", "Completed"): 1}
     assert (out / "stages" / "openai-model-under-test" / "judgments.parquet").is_file()
     assert _worker_processes() == []
+    assert assert_progress_before_first_reply(out, stage_lines) == {
+        "eval-answers-base", "eval-answers-openai-model-under-test", "eval-judgments-openai-model-under-test",
+        "eval-checks-openai-model-under-test"}
     sent = len(loopback.requests)
 
     from prefect.client.orchestration import get_client
@@ -141,7 +187,8 @@ def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback
     again = evaluate(settings, return_state=True)
     assert set(_task_states(again)) == {(name, "Cached") for name, _ in first}
     assert len(loopback.requests) == sent
-    assert again.result()["this_run"] == {"stages": 6, "cached": 6, "run": [], "calls_sent": 0}
+    assert {k: v for k, v in again.result()["this_run"].items() if k != "seconds"} == {
+        "stages": 6, "cached": 6, "run": [], "calls_sent": 0}
     assert read_records(out / "item_scores.parquet", ITEM_SCORES) == scores
     assert "sk-flow-test-secret" not in (out / "manifest.json").read_text()
 
@@ -160,7 +207,7 @@ def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback
     assert (out / "report.md").is_file()
 
 
-def test_pool_and_build_flows_run_stage_by_stage(harness, loopback, tmp_path, monkeypatch):
+def test_pool_and_build_flows_run_stage_by_stage(harness, loopback, tmp_path, monkeypatch, stage_lines):
     from rpbench.flows.modes.furina.build import build_benchmark
     from rpbench.flows.modes.furina.pool import build_pool
 
@@ -177,6 +224,8 @@ def test_pool_and_build_flows_run_stage_by_stage(harness, loopback, tmp_path, mo
     for table in ("books", "chunks", "scenes", "dropped_scenes", "pool_stats"):
         assert (tmp_path / "pool" / f"{table}.parquet").is_file(), table
     assert (tmp_path / "pool" / "stages" / "ledger" / "extractions.parquet").is_file()
+    assert {"pool-boundaries-ledger", "pool-extract-ledger"} <= assert_progress_before_first_reply(
+        tmp_path / "pool", stage_lines)
 
     # The loopback extractor finds no dialogue in a book: give the builder a pool of its own.
     pool = tmp_path / "pool2"
@@ -192,6 +241,8 @@ def test_pool_and_build_flows_run_stage_by_stage(harness, loopback, tmp_path, mo
     assert states[("build-grade", "Completed")] == states[("build-simulate", "Completed")]
     items = read_records(tmp_path / "bench" / "items.parquet", ITEMS)
     assert len(items) == manifest["build"]["items"] and manifest["build"]["dialogues"] >= 1
+    assert {"build-simulate-zero", "build-grade-zero"} <= assert_progress_before_first_reply(
+        tmp_path / "bench", stage_lines)
     sent = len(loopback.requests)
     rerun = build_benchmark(settings, return_state=True)
     assert {s for _, s in _task_states(rerun)} == {"Cached"} and len(loopback.requests) == sent

@@ -56,30 +56,47 @@ def test_a_models_file_may_name_local_models_and_must_name_only_those(tmp_path):
         load_models_config(bad, environ={})
 
 
-def test_local_engines_are_cached_by_name_one_batcher_each(tmp_path, monkeypatch):
-    from rpbench.tasks.llm.local_engine import GenRequest, GenResult, LocalEngine
+def test_local_engines_are_picked_by_weights_and_cached_by_name(tmp_path, monkeypatch):
+    """A GGUF file runs on llama.cpp, a model folder on transformers; one engine per name; unknown names fail."""
+    from rpbench.tasks.llm.llamacpp_engine import LlamaCppEngine
+    from rpbench.tasks.llm.local_engine import Engines, GenRequest, GenResult
     from rpbench.tasks.llm.local_models import LocalModelSpec, register_local_models
+    from rpbench.tasks.llm.transformers_engine import TransformersEngine
 
     loaded: list[str] = []
 
-    def fake_load(self):  # no weights to load in a unit test: remember which engine would have
+    class FakeServer:  # stands in for xllamacpp.Server: answers like llama.cpp's chat endpoint
+        def __init__(self, name):
+            self.name = name
+
+        def handle_chat_completions(self, body):
+            return {"choices": [{"finish_reason": "stop", "message": {"content": f" {self.name} says hi "}}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 2}}}
+
+    def fake_llamacpp_load(self):
         loaded.append(self.name)
+        return FakeServer(self.name)
 
-    def fake_batch(self, batch):
-        return [GenResult(f"{self.name} says hi", 1, 3, "stop") for _ in batch]
+    monkeypatch.setattr(LlamaCppEngine, "_load", fake_llamacpp_load)
+    monkeypatch.setattr(TransformersEngine, "_load", lambda self: loaded.append(self.name))
+    monkeypatch.setattr(TransformersEngine, "_generate_batch",
+                        lambda self, batch: [GenResult(f"{self.name} says hi", 1, 3, "stop") for _ in batch])
+    (tmp_path / "alpha.gguf").write_bytes(b"GGUF")
+    (tmp_path / "beta").mkdir()
+    register_local_models({"alpha": LocalModelSpec(path=str(tmp_path / "alpha.gguf")),
+                           "beta": LocalModelSpec(path=str(tmp_path / "beta"))})
+    alpha, beta = Engines.for_model("alpha"), Engines.for_model("beta")
+    assert isinstance(alpha, LlamaCppEngine) and isinstance(beta, TransformersEngine)
+    assert Engines.for_model("alpha") is alpha and Engines.for_model("beta") is beta
 
-    monkeypatch.setattr(LocalEngine, "_load", fake_load)
-    monkeypatch.setattr(LocalEngine, "_generate_batch", fake_batch)
-    for name in ("alpha", "beta"):
-        (tmp_path / f"{name}.gguf").write_bytes(b"GGUF")
-    register_local_models({n: LocalModelSpec(path=str(tmp_path / f"{n}.gguf")) for n in ("alpha", "beta")})
-    alpha, beta = LocalEngine.for_model("alpha"), LocalEngine.for_model("beta")
-    assert alpha is not beta and LocalEngine.for_model("alpha") is alpha
-    request = dict(max_tokens=8, temperature=0.0, top_p=None, seed=0, schema=None)
-    assert alpha.generate([{"role": "user", "content": "x"}], **request).text == "alpha says hi"
-    assert beta.generate([{"role": "user", "content": "x"}], **request).text == "beta says hi"
-    assert sorted(loaded) == ["alpha", "beta"] and alpha._worker is not beta._worker
+    def ask(engine):
+        return engine.submit(GenRequest([{"role": "user", "content": "x"}], 8, 0.0, None, 0, None)).result()
+
+    first = ask(alpha)
+    assert (first.text, first.completion_tokens, first.cached_tokens) == ("alpha says hi", 3, 2)
+    assert ask(beta).text == "beta says hi"
+    assert sorted(loaded) == ["alpha", "beta"]
+    assert alpha.meter.requests_done == 1 and alpha.meter.completion_tokens == 3 and alpha.meter.in_flight == 0
     with pytest.raises(KeyError, match="unknown local model 'gamma'"):
-        LocalEngine.for_model("gamma")
+        Engines.for_model("gamma")
     assert LOCAL_MODEL == "local/smollm2-135m"
-    _ = GenRequest  # the engine's request type stays importable for the provider

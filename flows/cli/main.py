@@ -41,6 +41,32 @@ def show_models(s: RunSettings) -> None:
     typer.echo("presets (--models NAME): " + ", ".join(presets()))
 
 
+def prepare(s: RunSettings) -> None:
+    """Derive once what the local models need (re-encoded weights, the tokenizer for token counts).
+
+    Done on first use anyway; the set-up command runs it so that a first run does not wait for it.
+    """
+    import time
+
+    from rpbench.tasks.llm import load_models_config
+    from rpbench.tasks.llm.gguf_requantize import requantized
+    from rpbench.tasks.llm.local_models import EMBEDDED, local_model, register_local_models, weights_path
+    from rpbench.tasks.modes.furina.pool.tokens import tokenizer
+
+    config = load_models_config(s.models_file)
+    register_local_models(config.local_models)
+    for name in sorted({EMBEDDED, *config.local_models}):
+        spec = local_model(name)
+        weights = weights_path(spec)
+        if spec.requantize and weights.is_file():
+            started = time.monotonic()
+            path = requantized(weights, spec.requantize)
+            typer.echo(f"local/{name}: {path} ({time.monotonic() - started:.1f} s)")
+    started = time.monotonic()
+    tokenizer()
+    typer.echo(f"tokenizer for token counts: ready ({time.monotonic() - started:.1f} s)")
+
+
 def show_modes() -> None:
     """List the benchmark modes there are, their roles and their metrics."""
     for mode in modes().values():
@@ -55,6 +81,7 @@ def make_app() -> typer.Typer:
     )
     app.command("models")(settings_command(RunSettings, show_models))
     app.command("modes")(show_modes)
+    app.command("prepare")(settings_command(RunSettings, prepare))
     for mode in modes().values():
         if mode.commands is None:
             continue

@@ -60,6 +60,7 @@ class Stages:
 
     def report(self) -> dict[str, Any]:
         return {"stages": len(self.results), "cached": sum(self.cached),
+                "seconds": round(time.time() - self.started, 1),
                 "run": [f"{r.stage}[{r.shard}]" if r.shard else r.stage
                         for r, c in zip(self.results, self.cached, strict=True) if not c]}
 

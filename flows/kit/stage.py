@@ -39,6 +39,7 @@ from rpbench.flows.kit.ui import publish_table
 from rpbench.storage.schemas import CALLS, TableSpec
 from rpbench.storage.tables import write_records
 from rpbench.tasks.llm import Gateway, load_models_config
+from rpbench.tasks.llm.local_engine import local_activity
 from rpbench.tasks.llm.local_models import local_name
 
 R = TypeVar("R", bound=BaseModel)
@@ -185,7 +186,19 @@ class StageRun:
         self.templates: dict[str, str] = {}
         self.tables: dict[str, str] = {}
         self._gateways: list[Gateway] = []
-        self.progress = StageProgress(self.label)
+        self.progress = StageProgress(self.label, activity=self.activity)
+
+    def activity(self) -> str:
+        """What is under way: this stage's calls done and in flight, and the local models' speed."""
+        ledgers = [g.ledger for g in self._gateways]
+        parts = []
+        if ledgers:
+            done = sum(len(ledger.records()) for ledger in ledgers)
+            parts.append(f"calls {done} done, {sum(ledger.in_flight for ledger in ledgers)} in flight")
+        local = local_activity()
+        if local:
+            parts.append(local)
+        return "; ".join(parts)
 
     @property
     def folder(self) -> Path:

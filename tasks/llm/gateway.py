@@ -275,6 +275,14 @@ class Gateway:
 
     async def _complete(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
                         sample_index: int, tag: str | None) -> CallResult[Any]:
+        self.ledger.begin()
+        try:
+            return await self._complete_counted(role, messages, schema, sample_index, tag)
+        finally:
+            self.ledger.end()
+
+    async def _complete_counted(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
+                                sample_index: int, tag: str | None) -> CallResult[Any]:
         spec = self.config.for_role(role)
         if schema is not None and spec.reasoning_chars is not None:
             schema = with_reasoning_cap(schema, spec.reasoning_chars)

@@ -28,10 +28,19 @@ class Ledger:
     def __init__(self) -> None:
         self._records: list[CallRecord] = []
         self._lock = threading.Lock()
+        self.in_flight = 0  # calls begun and not yet answered (progress lines show it)
 
     def add(self, record: CallRecord) -> None:
         with self._lock:
             self._records.append(record)
+
+    def begin(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
     def records(self) -> list[CallRecord]:
         with self._lock:

@@ -1,30 +1,25 @@
-"""Local models run with transformers: the embedded SmolLM2-135M-Instruct, or any model of the local registry.
+"""The engines behind ``local/<name>``: what a request and a result are, and which engine serves a name.
 
-``LocalEngine.for_model(name)`` is a cache of engines keyed by name: each
-loads its weights (a GGUF file or a transformers folder) lazily, once per
-process, on CUDA when present. Requests from any thread or event loop are
-queued; one worker thread per model drains its queue into shared, left-padded
-``generate`` calls (dynamic batching), so concurrent callers share forward
-passes. A request may carry a JSON schema; its row is then constrained with
-xgrammar so the reply is valid JSON of that schema.
+A GGUF file runs on llama.cpp (``llamacpp_engine``): continuous batching over
+parallel slots, reuse of cached prompt prefixes, the file's own quantization.
+A transformers model folder runs on transformers (``transformers_engine``),
+which is also what LoRA training and adapters need. Both take the same
+request, honour its temperature and seed per row (a row's reply does not
+depend on which other rows share the machine's work at that moment, up to the
+float rounding of batched kernels), constrain a row to a JSON schema when
+asked, and count tokens. Each engine keeps running totals that progress lines
+show (tokens/s, requests in flight).
 """
 
 from __future__ import annotations
 
-import logging
-import queue
 import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from rpbench.tasks.llm.local_models import local_model, weights_path
-
-log = logging.getLogger("rpbench.local_model")
-MAX_BATCH = 8
-GATHER_WINDOW_S = 0.02
 
 
 @dataclass
@@ -38,11 +33,6 @@ class GenRequest:
     repetition_penalty: float = 1.0
     future: Future = field(default_factory=Future)
 
-    def batch_key(self) -> tuple[Any, ...]:
-        # Temperature is applied per row (see _PerRowTemperature), so greedy and sampled requests share a
-        # batch; top_p and the repetition penalty are per generate() call.
-        return (self.top_p, self.repetition_penalty)
-
 
 @dataclass
 class GenResult:
@@ -50,219 +40,94 @@ class GenResult:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str
+    cached_tokens: int = 0  # prompt tokens read from a cached prefix instead of computed
 
 
-class LocalEngine:
-    """A transformers model behind a dynamic batcher. Use ``LocalEngine.for_model(name)``."""
+class EngineMeter:
+    """Running totals of one engine: requests in flight, tokens made, and a recent tokens/s."""
 
-    _engines: ClassVar[dict[tuple[str, str], LocalEngine]] = {}
-    _engines_lock = threading.Lock()
+    WINDOW_S = 30.0
 
-    def __init__(self, name: str, weights: Path, max_batch: int = MAX_BATCH) -> None:
-        self.name = name
-        self.weights = weights
-        self.max_batch = max_batch
-        self._queue: queue.Queue[GenRequest] = queue.Queue()
-        self._loaded = threading.Event()
-        self._load_error: BaseException | None = None
-        self._grammars: dict[str, Any] = {}
-        self.batches_run = 0
-        self.rows_run = 0
-        self._worker = threading.Thread(target=self._run, name=f"rpbench-local-{name}", daemon=True)
-        self._worker.start()
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.requests_done = 0
+        self.completion_tokens = 0
+        self.prompt_tokens = 0
+        self.cached_tokens = 0
+        self._recent: list[tuple[float, int]] = []
+
+    def started(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+
+    def finished(self, result: GenResult | None) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self.in_flight -= 1
+            if result is None:
+                return
+            self.requests_done += 1
+            self.completion_tokens += result.completion_tokens
+            self.prompt_tokens += result.prompt_tokens
+            self.cached_tokens += result.cached_tokens
+            self._recent.append((now, result.completion_tokens))
+            self._recent = [(t, n) for t, n in self._recent if now - t <= self.WINDOW_S]
+
+    def tokens_per_s(self) -> float:
+        """Reply tokens per second over the last WINDOW_S seconds (0 before anything finished)."""
+        now = time.monotonic()
+        with self._lock:
+            recent = [(t, n) for t, n in self._recent if now - t <= self.WINDOW_S]
+        if len(recent) < 2:
+            return 0.0
+        span = max(now - recent[0][0], 1e-6)
+        return sum(n for _, n in recent[1:]) / span
+
+
+class Engine(Protocol):
+    name: str
+    meter: EngineMeter
+
+    def submit(self, request: GenRequest) -> Future: ...
+
+
+class Engines:
+    """One engine per local model name and weights path in this process, loaded on first use."""
+
+    _engines: ClassVar[dict[tuple[str, str], Engine]] = {}
+    _lock = threading.Lock()
 
     @classmethod
-    def for_model(cls, name: str) -> LocalEngine:
-        """The engine of a registered local model (one per name and weights path in this process)."""
-        weights = weights_path(local_model(name))
+    def for_model(cls, name: str) -> Engine:
+        spec = local_model(name)
+        weights = weights_path(spec)
         key = (name, str(weights))
-        with cls._engines_lock:
+        with cls._lock:
             if key not in cls._engines:
-                cls._engines[key] = cls(name, weights)
+                if weights.is_file():
+                    from rpbench.tasks.llm.llamacpp_engine import LlamaCppEngine
+
+                    cls._engines[key] = LlamaCppEngine(name, weights, spec)
+                else:
+                    from rpbench.tasks.llm.transformers_engine import TransformersEngine
+
+                    cls._engines[key] = TransformersEngine(name, weights)
             return cls._engines[key]
 
-    # -- public API ---------------------------------------------------------------------------
-    def submit(self, request: GenRequest) -> Future:
-        self._queue.put(request)
-        return request.future
-
-    def generate(self, messages: list[dict[str, Any]], **kwargs: Any) -> GenResult:
-        return self.submit(GenRequest(messages=messages, **kwargs)).result()
-
-    # -- worker ---------------------------------------------------------------------------------
-    def _load(self) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
-        started = time.monotonic()
-        self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        log.info("loading local model %s from %s (%s) ...", self.name, self.weights.name, self.device)
-        if self.weights.is_file():  # a GGUF file: transformers de-quantizes it
-            where, extra = str(self.weights.parent), {"gguf_file": self.weights.name}
-        else:  # a transformers model folder
-            where, extra = str(self.weights), {}
-        self.tokenizer: Any = AutoTokenizer.from_pretrained(where, **extra)
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        dtype = torch.float16 if self.device == "cuda" else torch.float32
-        model: Any = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **extra)
-        self.model: Any = model.to(self.device)
-        self.model.eval()
-        log.info("local model %s ready in %.1f s", self.name, time.monotonic() - started)
-
-    def _grammar(self, schema: dict[str, Any]) -> Any:
-        import json
-
-        import xgrammar as xgr
-
-        key = json.dumps(schema, sort_keys=True)
-        if key not in self._grammars:
-            if not hasattr(self, "_compiler"):
-                info = xgr.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=self.model.config.vocab_size)
-                self._compiler = xgr.GrammarCompiler(info)
-            self._grammars[key] = self._compiler.compile_json_schema(key, any_whitespace=False)
-        return self._grammars[key]
-
-    def _run(self) -> None:
-        pending: list[GenRequest] = []
-        while True:
-            if not pending:
-                pending.append(self._queue.get())
-            # Gather whatever else arrives within a short window, so concurrent callers share a batch.
-            deadline = time.monotonic() + GATHER_WINDOW_S
-            while len(pending) < self.max_batch * 4:
-                timeout = deadline - time.monotonic()
-                if timeout <= 0:
-                    break
-                try:
-                    pending.append(self._queue.get(timeout=timeout))
-                except queue.Empty:
-                    break
-            if not self._loaded.is_set():
-                try:
-                    self._load()
-                except BaseException as exc:  # report the load failure to every caller, keep serving errors
-                    self._load_error = exc
-                self._loaded.set()
-            if self._load_error is not None:
-                for req in pending:
-                    error = RuntimeError(f"local model {self.name} failed to load: {self._load_error}")
-                    req.future.set_exception(error)
-                pending = []
-                continue
-            key = pending[0].batch_key()
-            batch = [r for r in pending if r.batch_key() == key][: self.max_batch]
-            pending = [r for r in pending if r not in batch]
-            try:
-                results = self._generate_batch(batch)
-            except BaseException as exc:
-                for req in batch:
-                    req.future.set_exception(exc)
-                continue
-            for req, res in zip(batch, results, strict=True):
-                req.future.set_result(res)
-
-    def _generate_batch(self, batch: list[GenRequest]) -> list[GenResult]:
-        import torch
-        from transformers import LogitsProcessorList
-
-        prompts = [
-            self.tokenizer.apply_chat_template(r.messages, tokenize=False, add_generation_prompt=True) for r in batch
-        ]
-        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
-        first = batch[0]
-        sample = any(r.temperature > 0 for r in batch)
-        kwargs: dict[str, Any] = {
-            "max_new_tokens": max(r.max_tokens for r in batch),
-            "do_sample": sample,
-            "pad_token_id": self.tokenizer.pad_token_id,
-            "repetition_penalty": first.repetition_penalty,
-        }
-        processors: list[Any] = []
-        if any(r.schema for r in batch):
-            grammars = [self._grammar(r.schema) if r.schema else None for r in batch]
-            processors.append(_MixedGrammarProcessor(grammars))
-        if sample:
-            # Sampling at temperature 1 over logits already scaled per row; greedy rows become one-hot.
-            processors.append(_PerRowTemperature([r.temperature for r in batch]))
-            kwargs["temperature"] = 1.0
-            if first.top_p is not None:
-                kwargs["top_p"] = first.top_p
-            torch.manual_seed(first.seed if first.seed is not None else 0)
-        if processors:
-            kwargs["logits_processor"] = LogitsProcessorList(processors)
-        with torch.inference_mode():
-            out = self.model.generate(**enc, **kwargs)
-        self.batches_run += 1
-        self.rows_run += len(batch)
-        prompt_len = enc["input_ids"].shape[1]
-        results = []
-        eos = self.tokenizer.eos_token_id
-        for i, req in enumerate(batch):
-            new = out[i, prompt_len:].tolist()
-            new = [t for t in new if t != self.tokenizer.pad_token_id or t == eos]
-            finish = "stop"
-            if eos in new:
-                new = new[: new.index(eos)]
-            elif len(new) >= req.max_tokens:
-                finish = "length"
-            new = new[: req.max_tokens]
-            text = str(self.tokenizer.decode(new, skip_special_tokens=True)).strip()
-            n_prompt = int(enc["attention_mask"][i].sum())
-            results.append(GenResult(text, n_prompt, len(new), finish))
-        return results
+    @classmethod
+    def loaded(cls) -> list[Engine]:
+        with cls._lock:
+            return list(cls._engines.values())
 
 
-class _MixedGrammarProcessor:
-    """xgrammar's HF processor, but rows without a schema are left unconstrained."""
-
-    def __init__(self, grammars: list[Any]) -> None:
-        import xgrammar as xgr
-
-        self.xgr = xgr
-        self.grammars = grammars
-        self.matchers = [xgr.GrammarMatcher(g) if g is not None else None for g in grammars]
-        vocab = next(g for g in grammars if g is not None).tokenizer_info.vocab_size
-        self.bitmask = xgr.allocate_token_bitmask(len(grammars), vocab)
-        self.started = False
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        import torch
-
-        rows = [(i, m) for i, m in enumerate(self.matchers) if m is not None]
-        if self.started:
-            for i, matcher in rows:
-                if not matcher.is_terminated():
-                    matcher.accept_token(int(input_ids[i, -1]))
-        self.started = True
-        for i, matcher in rows:
-            if not matcher.is_terminated():
-                matcher.fill_next_token_bitmask(self.bitmask, i)
-        constrained = torch.tensor([i for i, _ in rows], dtype=torch.int32)
-        mask = self.bitmask.to(scores.device)
-        self.xgr.apply_token_bitmask_inplace(scores, mask, indices=constrained.tolist())
-        return scores
-
-
-class _PerRowTemperature:
-    """Divide each row's logits by its own temperature; a temperature of 0 keeps only the best token."""
-
-    def __init__(self, temperatures: list[float]) -> None:
-        self.temperatures = temperatures
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        import torch
-
-        for i, t in enumerate(self.temperatures):
-            if t > 0:
-                scores[i] = scores[i] / t
-            else:
-                best = torch.argmax(scores[i])
-                row = torch.full_like(scores[i], float("-inf"))
-                row[best] = 0.0
-                scores[i] = row
-        return scores
+def local_activity() -> str:
+    """One line on the local models at work ("smollm2-135m: 3 in flight, 142 tok/s"), or "" if none is."""
+    parts = []
+    for engine in Engines.loaded():
+        meter = engine.meter
+        if meter.in_flight or meter.requests_done:
+            reused = meter.cached_tokens / max(meter.prompt_tokens, 1)
+            parts.append(f"{engine.name}: {meter.in_flight} in flight, {meter.tokens_per_s():.0f} tok/s, "
+                         f"{reused:.0%} of prompt tokens reused")
+    return "; ".join(parts)

@@ -5,7 +5,8 @@ name after the prefix), so a local model is called exactly like a remote one
 and every call still goes through litellm. The name picks the model from the
 local registry; an unknown name fails the call, it never falls back to the
 embedded model. A JSON schema given as ``response_format`` is enforced by
-constrained decoding.
+constrained decoding. Which engine runs the model (llama.cpp for a GGUF file,
+transformers for a model folder) is ``local_engine``'s choice.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import litellm
 from litellm import CustomLLM, ModelResponse
 
-from rpbench.tasks.llm.local_engine import GenRequest, GenResult, LocalEngine
+from rpbench.tasks.llm.local_engine import Engines, GenRequest, GenResult
 from rpbench.tasks.llm.local_models import PROVIDER, LocalModelSpec, register_local_models
 
 
@@ -63,12 +64,12 @@ def _response(model: str, result: GenResult) -> ModelResponse:
 class LocalProvider(CustomLLM):
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         params = kwargs.get("optional_params") or {}
-        result = LocalEngine.for_model(model).submit(_request(messages, params)).result()
+        result = Engines.for_model(model).submit(_request(messages, params)).result()
         return _response(model, result)
 
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         params = kwargs.get("optional_params") or {}
-        future = LocalEngine.for_model(model).submit(_request(messages, params))
+        future = Engines.for_model(model).submit(_request(messages, params))
         result = await asyncio.wrap_future(future)
         return _response(model, result)
 

@@ -209,9 +209,12 @@ def demo(s: DemoSettings) -> None:
     for r in manifest.get("evaluation", {}).get("leaderboard", []):
         typer.echo(f"{r['model']}: score {r['score']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] on {r['n']} items")
     for part, this in manifest.get("demo", {}).items():
-        typer.echo(f"{part}: {this['stages']} stages, {this['cached']} cached, {this['calls_sent']} calls sent")
+        typer.echo(f"{part}: {this['stages']} stages, {this['cached']} cached, {this['calls_sent']} calls sent, "
+                   f"{this.get('seconds', 0):.0f} s")
     typer.echo(f"Pool: {out}/pool  Benchmark: {out}/bench  Evaluation: {out}/eval")
+    report = (out / "eval" / "report.html").resolve()
     typer.echo(f"Report: {out}/eval/report.html")
+    typer.echo(f"Open it in a browser: {report.as_uri()}  (or: python -m webbrowser {report})")
 
 
 def add_commands(app: typer.Typer) -> None:

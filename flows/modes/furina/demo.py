@@ -30,9 +30,14 @@ def demo_settings(s: DemoSettings) -> tuple[PoolSettings, BuildSettings, EvalSet
     root, models, cache = Path(s.out), s.models_file, s.cache
     pool = PoolSettings(books=[str(DEMO_BOOK)], out=str(root / "pool"), target_tokens=1024, min_tokens=512,
                         max_tokens=2048, min_utterances=2, models_file=models, cache=cache)
+    # One dialogue per character of up to four exchanges (the test character answers every other turn):
+    # DWRS sees its own earlier draws within a dialogue, so the four exchanges target different dimensions,
+    # and each item keeps its exchange's target: the 135M judge, left to choose, names one dimension for
+    # nearly every turn.
     bench = BuildSettings(characters=str(DEMO_CHARACTERS), pool=pool.out, out=str(root / "bench"), only=DEMO_CAST,
-                          tau=1, min_rounds=2, max_rounds=4, budget=2, keep_grades=["poor", "moderate", "high"],
-                          wave_size=2, models_file=models, cache=cache)
+                          tau=1, min_rounds=2, max_rounds=8, max_test_gap=1, budget=1,
+                          keep_grades=["poor", "moderate", "high"], wave_size=1, dimension_by="target",
+                          models_file=models, cache=cache)
     evaluation = EvalSettings(bench=bench.out, models=DEMO_MODELS, out=str(root / "eval"), models_file=models,
                               cache=cache)
     return pool, bench, evaluation

@@ -4,6 +4,8 @@ stages read them too, so each is written once."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rpbench.flows.kit.settings import RunSettings, cli
@@ -89,6 +91,11 @@ class BuildSettings(RunSettings):
     test_sees_scene_extras: bool = Field(
         default=BuildConfig.test_sees_scene_extras,
         description="Also show the test character the scene's motivations and original dialogue.")
+    dimension_by: Literal["judge", "target"] = Field(
+        default="judge",
+        description="Who names an item's dimension: the selection judge, as in the paper (judge), or the "
+        "exchange's DWRS target, which the judge then only scores on (target; for a weak judge that "
+        "otherwise names one dimension for nearly every turn).")
 
     @field_validator("keep_grades")
     @classmethod
@@ -103,6 +110,7 @@ class BuildSettings(RunSettings):
         return BuildConfig(tau=self.tau, min_rounds=self.min_rounds, max_rounds=self.max_rounds,
                            max_test_gap=self.max_test_gap, max_dialogues_per_character=self.budget,
                            keep_grades=tuple(self.keep_grades), test_sees_scene_extras=self.test_sees_scene_extras,
+                           dimension_by=self.dimension_by,
                            wave_size=self.wave_size, seed=self.seed, sources=sources)
 
 

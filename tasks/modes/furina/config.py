@@ -46,6 +46,10 @@ class BuildConfig:
     item_sigma_below: int = 3  # sigma < this: the turn becomes a benchmark item
     keep_grades: tuple[str, ...] = ("high",)
     test_sees_scene_extras: bool = False
+    # Who names an item's dimension: "judge" (the paper: the selection judge picks the one the turn tests
+    # best) or "target" (the exchange's DWRS target, which the judge is told and only scores on). "target"
+    # is for weak judges, which left to choose name one dimension for nearly every turn.
+    dimension_by: str = "judge"
     same_language: bool = True
     # Dialogues of one character that start together from the same item counts (one wave). Part of what the
     # benchmark is, like the seed; how many calls run at once is the endpoint's bound and changes nothing.

@@ -179,7 +179,7 @@ async def _test_turn(gateway: Gateway, d: Dialogue, scene_chars: list[SceneChara
                     base_reply=base.text if base.ok else None, judge_status="one_candidate", **common)
     source_text, base_text = src.text.strip(), base.text.strip()
     verdict = await gateway.run(selection_request(d.scene, d.character, d.history(), source_text, base_text, lang,
-                                                  f"{tag}:judge"))
+                                                  f"{tag}:judge", target if cfg.dimension_by == "target" else None))
     if not verdict.ok:
         _fail(d, "judge")
         return Turn(0, d.character.name, base_text, source_reply=source_text, base_reply=base_text,

@@ -10,6 +10,7 @@ character's private attributes, motivations or the original dialogue, unless
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
@@ -97,13 +98,22 @@ def test_turn_messages(scene: Scene, test: Character, scene_chars: list[SceneCha
 
 
 def selection_request(scene: Scene, test: Character, history: list[Line], source: str, base: str,
-                      language: str, tag: str) -> Request[SelectionVerdict]:
+                      language: str, tag: str, target: str | None = None) -> Request[SelectionVerdict]:
+    """The judge's choice of dimension and its verdict; with ``target`` (``dimension_by = "target"``) the
+    dimension is given, the schema admits only it, and the judge only scores."""
     text = prompts.render(
         "furina/builder/select", language, background=scene.background, name=test.name,
         profile=full_profile(test, language), history=history_lines(history), reply_a=source, reply_b=base,
-        definitions=[dimension_text("definition", d, language) for d in DIMENSIONS],
+        definitions=[dimension_text("definition", d, language) for d in DIMENSIONS], target=target,
     ).text
-    return Request("judge", [{"role": "user", "content": text}], schema=SelectionVerdict, tag=tag)
+    schema = SelectionVerdict if target is None else _given_dimension(target)
+    return Request("judge", [{"role": "user", "content": text}], schema=schema, tag=tag)
+
+
+@functools.lru_cache(maxsize=len(DIMENSIONS))
+def _given_dimension(target: str) -> type[SelectionVerdict]:
+    return create_model("SelectionVerdict", __base__=SelectionVerdict, __doc__=SelectionVerdict.__doc__,
+                        dimension=(Literal[target], ...))  # type: ignore[arg-type]
 
 
 def grade_request(scene: Scene, history: list[Line], language: str, tag: str) -> Request[DialogueGrade]:

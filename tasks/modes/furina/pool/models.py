@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field, create_model, field_validator
+from pydantic import BaseModel, Field, create_model
 
 from rpbench.tasks.core.records import Attribute, SceneCharacter
 from rpbench.tasks.modes.furina.profiles import (
@@ -44,10 +44,13 @@ class ExtractedCharacter(BaseModel):
 
 
 class ExtractedScene(BaseModel):
+    # A scene is people talking to each other: at least one character and an exchange of two lines (a
+    # chunk without one answers with no scenes at all). The schema says so, so constrained decoders
+    # cannot return the hollow scenes a small model otherwise produces.
     summary: str = Field(min_length=1, max_length=600)
     state: Literal["finished", "truncated"]
-    characters: list[ExtractedCharacter] = Field(max_length=12)
-    dialogue: list[ExtractedLine] = Field(max_length=60)
+    characters: list[ExtractedCharacter] = Field(min_length=1, max_length=12)
+    dialogue: list[ExtractedLine] = Field(min_length=2, max_length=60)
 
 
 class ChunkExtraction(BaseModel):
@@ -85,22 +88,19 @@ class Fragment(BaseModel):
 
 
 def fragment_schema(names: list[str]) -> type[Fragment]:
-    """A Fragment whose characters can only be the scene's speakers, one entry each.
+    """A Fragment with exactly one profile per speaker of the scene, in the scene's order.
 
-    Constrained decoding then cannot invent names, and any model's reply is checked against the cast.
+    The characters are a fixed tuple (JSON schema ``prefixItems``) whose k-th entry can only be named
+    ``names[k]``, so a constrained decoder can neither invent a name nor repeat one, and any model's
+    reply is checked against the cast.
     """
-    sketch = create_model("SceneSketch", __base__=CharacterSketch, name=(Literal[tuple(names)], ...))  # type: ignore[arg-type]
+    sketches = tuple(
+        create_model(f"SceneSketch{k}", __base__=CharacterSketch, name=(Literal[name], ...))  # type: ignore[arg-type]
+        for k, name in enumerate(names)
+    )
 
     class SceneFragment(Fragment):
-        characters: list[sketch] = Field(min_length=len(names), max_length=len(names))  # type: ignore[valid-type]
-
-        @field_validator("characters")
-        @classmethod
-        def _each_once(cls, chars: list[Any]) -> list[Any]:
-            missing = sorted(set(names) - {c.name for c in chars})
-            if missing:
-                raise ValueError(f"no profile for {', '.join(missing)}")
-            return chars
+        characters: tuple[sketches] = Field(...)  # type: ignore[assignment,valid-type]
 
     return SceneFragment
 

@@ -8,17 +8,13 @@ Reading the tokenizer out of the 90 MB GGUF takes ~15 s, so it is saved once as
 from __future__ import annotations
 
 import functools
-import os
 import threading
-from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from rpbench.tasks.core.paths import cache_dir
+
 _lock = threading.Lock()
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("RPBENCH_CACHE_DIR", Path.home() / ".cache" / "rpbench"))
 
 
 @functools.lru_cache(maxsize=1)
