@@ -29,6 +29,8 @@ def test_llamacpp_gets_exactly_the_sampling_the_models_file_sets():
     assert body["cache_prompt"] is True and "grammar" not in body
     plain = _engine()._body(GenRequest([{"role": "user", "content": "hi"}], 8, 0.0, 0.9, None, None))
     assert plain["top_p"] == 0.9 and "seed" not in plain and "repeat_penalty" not in plain
+    fresh = LlamaCppEngine("t", Path("unused.gguf"), LocalModelSpec(reuse_prefixes=False))
+    assert fresh._body(GenRequest([{"role": "user", "content": "hi"}], 8, 0.0, None, 0, None))["cache_prompt"] is False
 
 
 def test_a_schema_becomes_a_compact_llguidance_grammar_in_the_schemas_property_order():

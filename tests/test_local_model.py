@@ -40,9 +40,9 @@ async def test_local_model_returns_a_valid_structured_object(gateway):
     assert result.attempts == 1  # constrained decoding makes the first reply valid
 
 
-def _engine(name: str, parallel: int) -> LlamaCppEngine:
-    return LlamaCppEngine(name, find_embedded_gguf(), EMBEDDED_SPEC.model_copy(update={"parallel": parallel,
-                                                                                   "context": 1024}))
+def _engine(name: str, parallel: int, reuse_prefixes: bool = True) -> LlamaCppEngine:
+    spec = EMBEDDED_SPEC.model_copy(update={"parallel": parallel, "context": 1024, "reuse_prefixes": reuse_prefixes})
+    return LlamaCppEngine(name, find_embedded_gguf(), spec)
 
 
 def _ask(engine: LlamaCppEngine, prompt: str, temperature: float = 0.0, seed: int = 0, schema=None,
@@ -62,14 +62,15 @@ def test_with_several_slots_requests_are_decoded_together():
     assert alone["tokens_predicted_total"] <= alone["n_decode_total"]  # one row per step
 
 
-def test_with_one_slot_replies_do_not_depend_on_concurrency_or_order():
-    engine = _engine("one-slot", 1)
+def test_with_one_slot_reading_every_prompt_afresh_replies_do_not_depend_on_concurrency_or_order():
+    engine = _engine("one-slot", 1, reuse_prefixes=False)
     rating = Rating.model_json_schema()
+    card = "You are Maren Holt, keeper of the ledger on the island. You speak briefly and plainly. " * 4
     asks = [("Name a fruit.", 0.0, 0, None), ("Name a fruit.", 0.9, 1, None), ("Name a fruit.", 0.9, 2, None),
             ("Describe the sea.", 0.8, 5, None), ("Rate 'Get lost!' for politeness.", 0.0, 0, rating),
             ("Rate 'Thank you kindly.' for politeness.", 0.7, 3, rating)]
-    one_by_one = [engine.submit(_ask(engine, p, t, s, sc)).result().text for p, t, s, sc in asks]
-    futures = [engine.submit(_ask(engine, p, t, s, sc)) for p, t, s, sc in reversed(asks)]
+    one_by_one = [engine.submit(_ask(engine, p, t, s, sc, system=card)).result().text for p, t, s, sc in asks]
+    futures = [engine.submit(_ask(engine, p, t, s, sc, system=card)) for p, t, s, sc in reversed(asks)]
     all_at_once = [f.result().text for f in reversed(futures)]
     assert all_at_once == one_by_one
     assert one_by_one[1] != one_by_one[2] or one_by_one[0] != one_by_one[1]  # seeds matter: not all one reply

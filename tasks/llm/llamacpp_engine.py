@@ -173,7 +173,7 @@ class LlamaCppEngine:
             "top_k": 0,
             "min_p": 0.0,
             "top_p": request.top_p if request.top_p is not None else 1.0,
-            "cache_prompt": True,
+            "cache_prompt": self.spec.reuse_prefixes,
         }
         if request.seed is not None:
             body["seed"] = request.seed

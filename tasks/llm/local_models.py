@@ -41,6 +41,11 @@ class LocalModelSpec(BaseModel):
         "CPU kernels run faster; None runs the file as it is.")
     threads: int | None = Field(default=None, ge=1, description="GGUF only: CPU threads; None: every core "
                                 "this process may use.")
+    reuse_prefixes: bool = Field(
+        default=True, description="GGUF only: read a prompt's start from llama.cpp's cache when an earlier "
+        "prompt began the same way. A reused prefix can differ from a fresh read in float rounding, which can "
+        "tip a sampled token; false reads every prompt from its first token, so that with one slot a request "
+        "gets the same reply whatever ran before it.")
 
 
 def find_embedded_gguf() -> Path:
