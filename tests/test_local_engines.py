@@ -123,3 +123,17 @@ def test_top_p_keeps_only_the_most_likely_tokens():
     everything = _draws([GenRequest([], 8, 1.0, None, 3, None)], logits, steps=40)[0]
     assert set(nucleus) <= {0, 1, 2} and len(set(nucleus)) >= 2
     assert set(everything) - {0, 1, 2}  # without top-p the tail is drawn too
+
+
+def test_a_gguf_runs_on_transformers_when_cuda_is_here_but_llamacpp_is_the_cpu_build(tmp_path, monkeypatch):
+    from rpbench.tasks.llm import local_engine
+    from rpbench.tasks.llm.local_models import register_local_models
+    from rpbench.tasks.llm.transformers_engine import TransformersEngine
+
+    (tmp_path / "gpu.gguf").write_bytes(b"GGUF")
+    register_local_models({"on-gpu": LocalModelSpec(path=str(tmp_path / "gpu.gguf")),
+                           "on-cpu": LocalModelSpec(path=str(tmp_path / "gpu.gguf"))})
+    monkeypatch.setattr(local_engine, "_cuda_without_llamacpp_gpu", lambda: True)
+    assert isinstance(local_engine.Engines.for_model("on-gpu"), TransformersEngine)
+    monkeypatch.setattr(local_engine, "_cuda_without_llamacpp_gpu", lambda: False)
+    assert isinstance(local_engine.Engines.for_model("on-cpu"), LlamaCppEngine)

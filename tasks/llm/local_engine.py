@@ -13,6 +13,8 @@ show (tokens/s, requests in flight).
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 from concurrent.futures import Future
@@ -20,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from rpbench.tasks.llm.local_models import local_model, weights_path
+
+log = logging.getLogger("rpbench.local_model")
 
 
 @dataclass
@@ -92,6 +96,27 @@ class Engine(Protocol):
     def submit(self, request: GenRequest) -> Future: ...
 
 
+def _cuda_without_llamacpp_gpu() -> bool:
+    """A CUDA GPU is here but the installed llama.cpp wheel is the CPU build (PyPI's).
+
+    Then a GGUF runs on transformers, on the GPU, rather than on llama.cpp on the CPU; installing
+    xllamacpp's CUDA wheel puts it back on llama.cpp. Decided by the machine, and logged.
+    """
+    if not os.path.exists("/proc/driver/nvidia/version"):  # no NVIDIA driver: no need to import torch
+        return False
+    import torch
+
+    if not torch.cuda.is_available():
+        return False
+    import xllamacpp
+
+    kinds = xllamacpp.ggml_backend_dev_type
+    if any(d.get("type") == kinds.GGML_BACKEND_DEVICE_TYPE_GPU for d in xllamacpp.get_device_info()):
+        return False
+    log.info("CUDA is available but xllamacpp is its CPU build: GGUF models run on transformers, on the GPU")
+    return True
+
+
 class Engines:
     """One engine per local model name and weights path in this process, loaded on first use."""
 
@@ -105,7 +130,7 @@ class Engines:
         key = (name, str(weights))
         with cls._lock:
             if key not in cls._engines:
-                if weights.is_file():
+                if weights.is_file() and not _cuda_without_llamacpp_gpu():
                     from rpbench.tasks.llm.llamacpp_engine import LlamaCppEngine
 
                     cls._engines[key] = LlamaCppEngine(name, weights, spec)
