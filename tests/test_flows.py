@@ -182,6 +182,7 @@ def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback
 
     found = asyncio.run(progress_artifacts())
     assert len(found) == 6 and all(a.data == 100.0 for a in found)  # one per stage, each finished
+    assert all(re.search(r": finished in \d+ s$", a.description) for a in found), [a.description for a in found]
 
     # The same flow again: every stage Cached in Prefect, no LLM call sent, the same tables.
     again = evaluate(settings, return_state=True)

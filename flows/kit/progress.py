@@ -153,11 +153,11 @@ class StageProgress:
 
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
-        self._update_artifact(100.0)
+        ending = f"{'failed' if exc[0] else 'finished'} in {_duration(time.monotonic() - self.started)}"
+        self._update_artifact(100.0, f"{self.label}: {ending}")
         if self._bar is not None:
             TerminalBars.remove(self._bar)
-        self.logger.info("%s: %s in %s", self.label, "failed" if exc[0] else "finished",
-                         _duration(time.monotonic() - self.started))
+        self.logger.info("%s: %s", self.label, ending)
 
     def track(self, phase: str, total: int) -> Callable[[int, int], None]:
         """Begin a phase of ``total`` units; the returned callable takes (done, total) as units finish."""
@@ -201,22 +201,25 @@ class StageProgress:
         self._last = now
         line, pct = self._line()
         self.logger.info("%s: %s", self.label, line)
-        self._update_artifact(pct)
+        self._update_artifact(pct, f"{self.label}: {line}")
 
     def _heartbeat(self) -> None:
         # Wakes often, so a line is never more than a tick late past the heartbeat.
         while not self._stop.wait(min(TICK_S, self.heartbeat_s / 3)):
             if time.monotonic() - self._last >= self.heartbeat_s:
                 self._last = time.monotonic()
-                line, _ = self._line()
+                line, pct = self._line()
                 self.logger.info("%s: still working: %s", self.label, line)
+                self._update_artifact(pct, f"{self.label}: {line}")
             elif self._bar is not None:
                 self._line()  # keep the bar's figures fresh between log lines
 
-    def _update_artifact(self, pct: float) -> None:
+    def _update_artifact(self, pct: float, description: str | None = None) -> None:
+        """The UI's progress artifact: the percentage and, with it, the same line the log shows."""
         if self._artifact is None:
             return
         with contextlib.suppress(Exception):
             from prefect.artifacts import update_progress_artifact
 
-            update_progress_artifact(self._artifact, progress=pct, _sync=True)  # type: ignore[call-arg]
+            update_progress_artifact(self._artifact, progress=pct, description=description,  # type: ignore[call-arg]
+                                     _sync=True)
