@@ -32,6 +32,34 @@ async def test_transient_faults_are_retried_and_recovered(make_gateway, loopback
     assert record.transient_retries == 1 and record.outcome == "ok"
 
 
+@pytest.mark.parametrize("fault", ["malformed", "truncated"])
+async def test_unreadable_bodies_from_vllm_style_servers_are_retried(make_gateway, loopback, fault):
+    """litellm's hosted_vllm route reports a garbled 200 reply as an APIError with status 200."""
+    gateway = make_gateway(model="hosted_vllm/loopback")
+    loopback.inject(fault)
+    result = await gateway.complete("judge", MSG, schema=Verdict)
+    assert result.ok, result.error
+    assert len(loopback.requests) == 2
+    (record,) = gateway.ledger.records()
+    assert record.transient_retries == 1 and record.outcome == "ok"
+
+
+def test_which_api_errors_are_transient():
+    import litellm
+
+    from rpbench.tasks.llm.transient import is_transient
+
+    def api_error(status: int, message: str) -> litellm.APIError:
+        return litellm.APIError(status_code=status, message=message, llm_provider="hosted_vllm", model="m")
+
+    assert is_transient(api_error(200, "Expecting value: line 1 column 1 (char 0)"))
+    assert is_transient(api_error(200, "something odd in the body"))
+    assert is_transient(api_error(503, "overloaded"))
+    assert not is_transient(api_error(400, "unknown parameter 'foo'"))
+    assert not is_transient(api_error(400, "response_format: invalid JSON schema"))  # a refusal, not a garble
+    assert not is_transient(litellm.AuthenticationError("bad key", llm_provider="openai", model="m"))
+
+
 async def test_empty_reply_is_retried_as_a_parse_failure(make_gateway, loopback):
     gateway = make_gateway()
     loopback.inject("empty")

@@ -42,15 +42,32 @@ PERMANENT_TYPES: tuple[type[BaseException], ...] = (
 )
 
 
+# What a JSON decoder says about a cut-off or garbled body (json's own messages, and the word itself).
+_UNREADABLE_BODY = ("json", "expecting value", "expecting ',' delimiter", "expecting property name",
+                    "unterminated string", "extra data", "invalid control character")
+
+
+def _unreadable_body(exc: BaseException) -> bool:
+    """litellm's generic APIError for a reply whose body could not be read.
+
+    Some routes (``hosted_vllm/``, the OpenAI-compatible servers of vLLM and llama.cpp) report it with the
+    reply's own status, 200: the server answered, but what arrived was malformed or truncated, so the
+    same request may well succeed again.
+    """
+    if not isinstance(exc, litellm.APIError):
+        return False
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and 400 <= status < 500:  # the server refused the request (say, a bad schema)
+        return False
+    return (isinstance(status, int) and 200 <= status < 300) or any(m in str(exc).lower() for m in _UNREADABLE_BODY)
+
+
 def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, WorkerCallError):
         return exc.transient
     if isinstance(exc, PERMANENT_TYPES):
         return False
-    if isinstance(exc, TRANSIENT_TYPES):
+    if isinstance(exc, TRANSIENT_TYPES) or _unreadable_body(exc):
         return True
     status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        return status == 429 or status >= 500
-    # litellm wraps an unparseable response body in a generic APIError without a usable status.
-    return isinstance(exc, litellm.APIError) and "json" in str(exc).lower()
+    return isinstance(status, int) and (status == 429 or status >= 500)
