@@ -38,6 +38,7 @@ async def test_unreadable_bodies_from_vllm_style_servers_are_retried(make_gatewa
     gateway = make_gateway(model="hosted_vllm/loopback")
     loopback.inject(fault)
     result = await gateway.complete("judge", MSG, schema=Verdict)
+    await gateway.aclose()
     assert result.ok, result.error
     assert len(loopback.requests) == 2
     (record,) = gateway.ledger.records()
