@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -86,11 +87,10 @@ def test_the_embedded_model_is_requantized_for_speed_by_default():
 
 def test_the_meter_counts_tokens_and_requests_in_flight():
     meter = EngineMeter()
-    meter.started()
-    meter.started()
+    ok, failed = meter.track(Future()), meter.track(Future())
     assert meter.in_flight == 2 and meter.tokens_per_s() == 0.0
-    meter.finished(GenResult("a", 10, 30, "stop"))
-    meter.finished(None)  # a failed request leaves the totals alone
+    ok.set_result(GenResult("a", 10, 30, "stop"))
+    failed.set_exception(RuntimeError("boom"))  # a failed request leaves the totals alone
     assert (meter.in_flight, meter.requests_done, meter.completion_tokens, meter.prompt_tokens) == (0, 1, 30, 10)
 
 

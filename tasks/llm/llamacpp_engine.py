@@ -76,6 +76,15 @@ def strict(schema: Any) -> Any:
     return schema
 
 
+def has_gpu() -> bool:
+    """The installed xllamacpp build sees a GPU (its CUDA/ROCm/Vulkan wheels do; PyPI's CPU wheel never)."""
+    import xllamacpp
+
+    kinds = xllamacpp.ggml_backend_dev_type
+    return any(d.get("type") in (kinds.GGML_BACKEND_DEVICE_TYPE_GPU, kinds.GGML_BACKEND_DEVICE_TYPE_IGPU)
+               for d in xllamacpp.get_device_info())
+
+
 @functools.lru_cache(maxsize=256)
 def _grammar(schema_json: str) -> str:
     import xllamacpp
@@ -100,10 +109,7 @@ class LlamaCppEngine:
                                         thread_name_prefix=f"rpbench-llamacpp-{name}")
 
     def submit(self, request: GenRequest) -> Future:
-        self.meter.started()
-        future = self._pool.submit(self._generate, request)
-        future.add_done_callback(lambda f: self.meter.finished(None if f.exception() else f.result()))
-        return future
+        return self.meter.track(self._pool.submit(self._generate, request))
 
     def generate(self, request: GenRequest) -> GenResult:
         return self.submit(request).result()
@@ -143,9 +149,7 @@ class LlamaCppEngine:
         params.endpoint_metrics = True  # counters read by ``metrics`` (benchmarks, tests)
         # The bindings also listen on a loopback port; a random key keeps other local programs off it.
         params.api_keys = [secrets.token_hex(16)]
-        kinds = xllamacpp.ggml_backend_dev_type
-        gpus = [d for d in xllamacpp.get_device_info()
-                if d.get("type") in (kinds.GGML_BACKEND_DEVICE_TYPE_GPU, kinds.GGML_BACKEND_DEVICE_TYPE_IGPU)]
+        gpus = has_gpu()
         if gpus:  # a GPU build of xllamacpp on a machine with a GPU: put every layer there
             params.n_gpu_layers = 999
         server = xllamacpp.Server(params)

@@ -61,9 +61,12 @@ class EngineMeter:
         self.cached_tokens = 0
         self._recent: list[tuple[float, int]] = []
 
-    def started(self) -> None:
+    def track(self, future: Future) -> Future:
+        """Count ``future`` as in flight until it ends; a result adds its tokens, a failure adds nothing."""
         with self._lock:
             self.in_flight += 1
+        future.add_done_callback(lambda f: self.finished(None if f.exception() else f.result()))
+        return future
 
     def finished(self, result: GenResult | None) -> None:
         now = time.monotonic()
@@ -108,10 +111,9 @@ def _cuda_without_llamacpp_gpu() -> bool:
 
     if not torch.cuda.is_available():
         return False
-    import xllamacpp
+    from rpbench.tasks.llm.llamacpp_engine import has_gpu
 
-    kinds = xllamacpp.ggml_backend_dev_type
-    if any(d.get("type") == kinds.GGML_BACKEND_DEVICE_TYPE_GPU for d in xllamacpp.get_device_info()):
+    if has_gpu():
         return False
     log.info("CUDA is available but xllamacpp is its CPU build: GGUF models run on transformers, on the GPU")
     return True

@@ -53,9 +53,7 @@ class TransformersEngine:
 
     # -- public API ---------------------------------------------------------------------------
     def submit(self, request: GenRequest) -> Future:
-        self.meter.started()
-        request.future.add_done_callback(
-            lambda f: self.meter.finished(None if f.exception() else f.result()))
+        self.meter.track(request.future)
         self._queue.put(request)
         return request.future
 
