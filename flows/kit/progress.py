@@ -198,19 +198,20 @@ class StageProgress:
         now = time.monotonic()
         if not force and now - self._last < self.every_s:
             return
-        self._last = now
+        self._publish()
+
+    def _publish(self, prefix: str = "") -> None:
+        """One progress line: to the log, and as the progress artifact's percentage and description."""
+        self._last = time.monotonic()
         line, pct = self._line()
-        self.logger.info("%s: %s", self.label, line)
+        self.logger.info("%s: %s%s", self.label, prefix, line)
         self._update_artifact(pct, f"{self.label}: {line}")
 
     def _heartbeat(self) -> None:
         # Wakes often, so a line is never more than a tick late past the heartbeat.
         while not self._stop.wait(min(TICK_S, self.heartbeat_s / 3)):
             if time.monotonic() - self._last >= self.heartbeat_s:
-                self._last = time.monotonic()
-                line, pct = self._line()
-                self.logger.info("%s: still working: %s", self.label, line)
-                self._update_artifact(pct, f"{self.label}: {line}")
+                self._publish("still working: ")
             elif self._bar is not None:
                 self._line()  # keep the bar's figures fresh between log lines
 
