@@ -8,6 +8,7 @@ from pathlib import Path
 from rpbench.storage.schemas import SCENES
 from rpbench.storage.tables import atomic_write_bytes, read_records, write_records
 from rpbench.storage.user_files import load_records, validate_records
+from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Scene
 
 
@@ -19,12 +20,28 @@ def read_scenes(path: str | Path) -> list[Scene]:
     return read_records(path, SCENES)
 
 
+def _check_playable(path: str | Path, i: int, scene: Scene) -> None:
+    """A scene a test character can join: two characters at least, and every line spoken by one of them."""
+    where = f"{path}: record {i} ({scene.scene_id})"
+    if len(scene.characters) < 2:
+        raise InputError(f"{where}: field 'characters': {len(scene.characters)} character; a scene needs two or "
+                         "more (the test character takes one part and talks with the others)")
+    names = [c.name for c in scene.characters]
+    for k, line in enumerate(scene.original_dialogue):
+        if line.speaker not in names:
+            raise InputError(f"{where}: field 'original_dialogue.{k}.speaker': '{line.speaker}' is not one of the "
+                             f"scene's characters ({', '.join(names)})")
+
+
 def load_scene_file(path: str | Path, source: str = "custom") -> list[Scene]:
     """Scenes from a user file (JSON or YAML, one or a list), marked with ``source`` unless they say otherwise."""
-    return validate_records(
+    scenes = validate_records(
         path, load_records(path, "scene"), Scene, "record",
         name_of=lambda i, r: f"{i} ({r.get('scene_id', '?')})", prepare=lambda r: {"source": source, **r},
     )
+    for i, scene in enumerate(scenes):
+        _check_playable(path, i, scene)
+    return scenes
 
 
 def write_scene_file(path: str | Path, scenes: list[Scene]) -> Path:

@@ -1,8 +1,15 @@
-"""Reading files of records a user writes (JSON or YAML; one record or a list), with one-line errors."""
+"""Reading files a user writes (records in JSON or YAML, configs, annotations), with one-line errors.
+
+Every such file is read through ``read_user_text``: it must exist, be a file, stay under a size limit
+and be UTF-8. YAML goes through ``load_yaml``, which refuses documents whose aliases expand past a limit
+(a "billion laughs" file is a few hundred bytes that expand to gigabytes). Both limits are far above any
+real characters, scenes or models file, and each refusal is one line naming the file.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -13,18 +20,73 @@ from pydantic import BaseModel, ValidationError
 from rpbench.tasks.core.errors import InputError, first_error
 
 R = TypeVar("R", bound=BaseModel)
+MAX_USER_FILE_BYTES = 8 * 1024 * 1024  # a thousand detailed characters fit in 2 MB
+MAX_YAML_VALUES = 200_000  # scalars, lists and mappings after aliases are expanded
+
+
+def read_user_text(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_BYTES) -> str:
+    """The text of a user's file, or an InputError naming the file: missing, a folder, too big, not UTF-8."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if not path.is_file():
+        raise InputError(f"{path}: not a file (expected {what})")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise InputError(f"{path}: {size / 2**20:.1f} MB is over the {max_bytes / 2**20:.0f} MB limit for {what}")
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(f"{path}: line {line}: not UTF-8 (byte 0x{data[exc.start]:02x}); save {what} as UTF-8"
+                         ) from None
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """How many values ``node`` becomes once every alias is copied out (memoised: aliases share nodes)."""
+    key = id(node)
+    if key not in memo:
+        memo[key] = 1  # placeholder; PyYAML refuses recursive anchors before we get here
+        if isinstance(node, yaml.SequenceNode):
+            memo[key] = 1 + sum(_expanded_size(child, memo) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            memo[key] = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    return memo[key]
+
+
+# libyaml's loader when PyYAML was built with it (ten times faster), PyYAML's own otherwise.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(text: str, path: str | Path, max_values: int = MAX_YAML_VALUES) -> Any:
+    """``yaml.safe_load`` that refuses a document whose aliases expand to more than ``max_values`` values."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        size = _expanded_size(node, {})
+        if size > max_values:
+            raise InputError(f"{path}: YAML aliases expand to {size:,} values (limit {max_values:,}); "
+                             "write the values out instead of repeating anchors")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def parse_json_or_yaml(path: str | Path, what: str) -> Any:
+    """The data in a user's JSON (by suffix) or YAML file, with one-line errors."""
+    text = read_user_text(path, what)
+    try:
+        return json.loads(text) if Path(path).suffix.lower() == ".json" else load_yaml(text, path)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise InputError(f"{path}: cannot parse ({str(exc).splitlines()[0]})") from None
 
 
 def load_records(path: str | Path, what: str) -> list[Any]:
     """The raw records in a JSON or YAML file; ``what`` names them in errors ("scene", "character")."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot parse ({str(exc).splitlines()[0]})") from None
+    data = parse_json_or_yaml(path, f"a {what} file")
     if data is None:
         raise InputError(f"{path}: the file holds no {what}")
     return data if isinstance(data, list) else [data]
@@ -56,3 +118,55 @@ def validate_records(
         except ValueError as exc:
             raise InputError(f"{path}: {what} {who}: {exc}") from None
     return out
+
+
+# -- where a run writes -----------------------------------------------------------------------------
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _first_existing(path: Path) -> Path:
+    for candidate in [path, *path.parents]:
+        if candidate.exists():
+            return candidate
+    return Path(".")
+
+
+def _writable_parent(path: Path) -> None:
+    parent = _first_existing(path.parent if path.parent != path else path)
+    if not parent.is_dir():
+        raise ValueError(f"{path}: {parent} is a file, so nothing can be written under it")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"{path}: {parent} is not writable")
+
+
+def check_output_folder(value: str) -> str:
+    """A folder a run writes into: an existing writable folder, or one that can be made. ValueError if not."""
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path} is a file, not a folder")
+    if path.is_dir() and not os.access(path, os.W_OK):
+        raise ValueError(f"{path} is not writable")
+    _writable_parent(path)
+    return value
+
+
+def check_output_file(value: str) -> str:
+    """A file a run writes: not a folder, in a folder that exists or can be made and is writable."""
+    path = Path(value)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not a file")
+    _writable_parent(path)
+    return value
+
+
+def check_cache_file(value: str | None) -> str | None:
+    """A call cache: absent (made on first use), empty, or a SQLite database; never another kind of file."""
+    if value is None:
+        return value
+    check_output_file(value)
+    path = Path(value)
+    if path.is_file() and path.stat().st_size:
+        with path.open("rb") as fh:
+            if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                raise ValueError(f"{path} is not a SQLite call cache (give a new file name, or an earlier cache)")
+    return value

@@ -22,30 +22,30 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["eval", "--bench", "/nonexistent", "--model", "local-greedy", "--out", "/tmp/x"], "/nonexistent: no items.parquet"),
-        (["build", "--characters", str(STARTERS), "--pool", "/nonexistent", "--out", "/tmp/x"], "/nonexistent: no scenes.parquet"),
-        (["build", "--characters", str(STARTERS), "--pool", "/tmp", "--out", "/tmp/x", "--only", "Nobody"],
+        (["eval", "--bench", "/nonexistent", "--model", "local-greedy", "--out", "OUT"], "/nonexistent: no items.parquet"),
+        (["build", "--characters", str(STARTERS), "--pool", "/nonexistent", "--out", "OUT"], "/nonexistent: no scenes.parquet"),
+        (["build", "--characters", str(STARTERS), "--pool", "/tmp", "--out", "OUT", "--only", "Nobody"],
          "no character named Nobody"),
         (["models", "--models", "/nonexistent.toml"], "/nonexistent.toml: models config not found"),
-        (["characters", "synthesize", "--out", "/tmp/x.yaml", "--lang", "fr"], "unknown language 'fr'"),
+        (["characters", "synthesize", "--out", "OUT", "--lang", "fr"], "unknown language 'fr'"),
         (["export", "/tmp", "--format", "csv"], "unknown format 'csv'"),
         # A typo in a model name is an error listing the names there are, never the default model.
-        (["eval", "--bench", "/nonexistent", "--model", "local-greedyy", "--out", "/tmp/x"],
+        (["eval", "--bench", "/nonexistent", "--model", "local-greedyy", "--out", "OUT"],
          "--model: unknown model 'local-greedyy' (known: base, checker, director, extractor, judge, local-greedy, "
          "local-sampled, scene, source, synthesizer, test)"),
-        (["eval", "--bench", "/nonexistent", "--model", "local/smollm2-13m", "--out", "/tmp/x"],
+        (["eval", "--bench", "/nonexistent", "--model", "local/smollm2-13m", "--out", "OUT"],
          "--model: unknown local model 'smollm2-13m' (known: smollm2-135m)"),
-        (["build", "--characters", str(STARTERS), "--pool", str(ROOT / "tests"), "--out", "/tmp/x", "--source", "sorce"],
+        (["build", "--characters", str(STARTERS), "--pool", str(ROOT / "tests"), "--out", "OUT", "--source", "sorce"],
          "no scenes.parquet"),
-        (["characters", "synthesize", "--out", "/tmp/x.yaml", "--seed-role", "synthesiser"],
+        (["characters", "synthesize", "--out", "OUT", "--seed-role", "synthesiser"],
          "--seed-role: unknown model 'synthesiser'"),
-        (["build", "--characters", str(STARTERS), "--pool", "/tmp", "--out", "/tmp/x", "--keep-grade", "great"],
+        (["build", "--characters", str(STARTERS), "--pool", "/tmp", "--out", "OUT", "--keep-grade", "great"],
          "--keep-grade: unknown grade great"),
-        (["eval", "--bench", "/tmp", "--out", "/tmp/x"], "Missing option '--model'"),
+        (["eval", "--bench", "/tmp", "--out", "OUT"], "Missing option '--model'"),
     ],
 )
-def test_bad_input_gives_one_line_and_exit_2(args, message):
-    proc = _run(*args)
+def test_bad_input_gives_one_line_and_exit_2(args, message, tmp_path):
+    proc = _run(*[str(tmp_path / "out") if a == "OUT" else a for a in args])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip(" ╭╰─│")]

@@ -247,10 +247,13 @@ def test_pool_add_validates_and_appends(tmp_path):
     path.write_text(json.dumps([CUSTOM]))
     pool = tmp_path / "pool"
     pool.mkdir()
-    for _ in range(1):
-        proc = subprocess.run([*CLI, "pool", "add", str(path), "--pool", str(pool)],
-                              capture_output=True, text=True, cwd=ROOT)
-        assert proc.returncode == 0, proc.stderr
+    # A folder without a pool is a mistake (a typo) unless --new says to start one there.
+    proc = subprocess.run([*CLI, "pool", "add", str(path), "--pool", str(pool)], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert proc.returncode == 2 and "holds no scenes.parquet" in proc.stderr and not (pool / "scenes.parquet").exists()
+    proc = subprocess.run([*CLI, "pool", "add", str(path), "--pool", str(pool), "--new"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
     scenes = read_scenes(pool / "scenes.parquet")
     assert [s.scene_id for s in scenes] == ["custom-1"] and scenes[0].source == "custom"
     proc = subprocess.run([*CLI, "pool", "add", str(path), "--pool", str(pool)],

@@ -37,6 +37,6 @@ def test_synthesis_on_the_local_model_writes_files_the_checkers_accept(tmp_path)
     assert all(c.public() and len(c.public()) < len(c.attributes) for c in characters)  # private parts kept back
 
     scenes = out.with_suffix(".scenes.json")  # synth.yaml -> synth.scenes.json
-    added = _cli("pool", "add", str(scenes), "--pool", str(tmp_path / "pool"), env=env)
+    added = _cli("pool", "add", str(scenes), "--pool", str(tmp_path / "pool"), "--new", env=env)
     assert added.returncode == 0, added.stdout + added.stderr
     assert "added 1 scene(s)" in added.stdout

@@ -11,6 +11,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from rpbench.tasks.core.errors import InputError, first_error
+from rpbench.tasks.llm import load_models_config
 
 S = TypeVar("S", bound=BaseModel)
 LAST = ("models_file", "cache")  # shared options go at the end of --help
@@ -49,7 +50,13 @@ def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., 
     names = [n for n in model.model_fields if n not in LAST] + [n for n in LAST if n in model.model_fields]
 
     def command(**values: Any) -> None:
-        run(parse_settings(model, values))
+        settings = parse_settings(model, values)
+        models_file = getattr(settings, "models_file", "")
+        if models_file != "":
+            # Read (and check) the models file now: an error in it is one line before any flow starts,
+            # not Prefect's report of a failed flow run followed by the same line.
+            load_models_config(models_file)
+        run(settings)
 
     command.__signature__ = inspect.Signature([_parameter(model, n) for n in names])  # type: ignore[attr-defined]
     command.__doc__ = run.__doc__

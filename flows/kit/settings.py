@@ -3,9 +3,17 @@ parameters are all made from it, so no default is written twice."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from rpbench.storage.user_files import check_cache_file, check_output_file, check_output_folder
+
+# Paths a run writes to, checked when the settings are made (before any flow starts): a folder that is a
+# file, an unwritable place or a cache that is not SQLite is one line, not a traceback halfway through.
+OutputFolder = Annotated[str, AfterValidator(check_output_folder)]
+OutputFile = Annotated[str, AfterValidator(check_output_file)]
+CacheFile = Annotated[str | None, AfterValidator(check_cache_file)]
 
 
 def cli(flag: str | None = None, *, argument: bool = False, hidden: bool = False) -> dict[str, Any]:
@@ -30,6 +38,6 @@ class RunSettings(BaseModel):
         description="Models config (TOML or YAML), or a shipped preset by name (furina-paper), binding roles "
         "(judge, source, base, ...) to model strings. "
         "Default: every role uses the embedded local model. Env overrides: RPBENCH_<ROLE>_<FIELD>.")
-    cache: str | None = Field(
+    cache: CacheFile = Field(
         default=None, description="SQLite call cache; a rerun repeats no call found here. "
         "Default: .rpbench/calls.sqlite")

@@ -177,6 +177,9 @@ class Failure(Record):
     item_id: str
     kind: str
     error: str | None = None
+    # True for a side step that failed on an item that was still scored (a hallucination check): it is
+    # reported by kind, but the item is not one of the model's failed items.
+    scored: bool = False
 
 
 class CallRecord(Record):

@@ -1,7 +1,9 @@
 """Keep API keys out of logs, tables, artifacts and manifests.
 
 Keys come only from the environment. Anything that leaves the process passes
-through ``scrub``, which replaces the value of every secret-looking variable;
+through ``scrub``, which replaces the value of every secret variable: one whose
+name looks secret (``*_KEY``, ``*TOKEN*``...) and every variable a models file
+names as holding a key (``api_key_env``), whatever it is called.
 ``install_log_redaction`` does the same for every log record, whichever logger
 (ours, Prefect's, litellm's) made it.
 """
@@ -17,11 +19,38 @@ SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECAS
 SECRET_FIELD = re.compile(r"^(api_key|authorization|password|secret|token)$", re.IGNORECASE)
 MASK = "***"
 _MIN_SECRET_LEN = 6
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_named: set[str] = set()  # variables named as key holders by a models file
+_pasted: set[str] = set()  # keys pasted where a variable name belongs
+
+
+def register_secret_names(names: set[str] | list[str]) -> None:
+    """Treat these variables as secrets from now on (a models file's ``api_key_env`` names)."""
+    _named.update(names)
+
+
+def register_pasted_key(value: str) -> None:
+    """A key written where a variable name belongs: masked everywhere from now on."""
+    if len(value) >= _MIN_SECRET_LEN:
+        _pasted.add(value)
+
+
+def looks_like_key(name: str) -> bool:
+    """Whether an ``api_key_env`` value is a key itself rather than the name of a variable.
+
+    Not a possible variable name at all (``sk-...``), or unset, long, and mixing lower case with digits
+    the way generated keys do and variable names do not.
+    """
+    if not ENV_NAME.match(name):
+        return True
+    return (name not in os.environ and len(name) >= 20 and any(c.isdigit() for c in name)
+            and any(c.islower() for c in name))
 
 
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
     env = os.environ if environ is None else environ
-    values = {v for k, v in env.items() if SECRET_NAME.search(k) and len(v) >= _MIN_SECRET_LEN}
+    values = {v for k, v in env.items() if (SECRET_NAME.search(k) or k in _named) and len(v) >= _MIN_SECRET_LEN}
+    values |= _pasted
     # Longest first, so a key that contains another is masked whole.
     return sorted(values, key=len, reverse=True)
 

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from rpbench.storage.user_files import load_yaml, read_user_text
 from rpbench.tasks.core.errors import InputError, first_error
+from rpbench.tasks.core.secrets import looks_like_key, register_pasted_key, register_secret_names
 from rpbench.tasks.llm.local_models import EMBEDDED, LocalModelSpec, local_name
 from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
 
@@ -61,6 +63,16 @@ class ModelSpec(BaseModel):
     output_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Passed to litellm as-is.")
 
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_variable_name(cls, name: str | None) -> str | None:
+        # The value is never echoed: if it is a key, an error message must not print it.
+        if name is not None and looks_like_key(name):
+            register_pasted_key(name)
+            raise ValueError("this looks like an API key, not the name of an environment variable: put the key "
+                             "in a variable (export MY_KEY=...) and write api_key_env = \"MY_KEY\"")
+        return name
+
     @model_validator(mode="after")
     def _local_model_stays_in_process(self) -> ModelSpec:
         if self.processes > 1 and self.model.startswith(LOCAL_PROVIDER + "/"):
@@ -90,10 +102,10 @@ class ModelSpec(BaseModel):
 class RetryPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    transient_attempts: int = 6
-    backoff_initial: float = 0.5
-    backoff_max: float = 30.0
-    parse_attempts: int = 3
+    transient_attempts: int = Field(default=6, ge=1, description="Tries of one request on transient errors.")
+    backoff_initial: float = Field(default=0.5, ge=0)
+    backoff_max: float = Field(default=30.0, ge=0)
+    parse_attempts: int = Field(default=3, ge=1, description="Replies asked for before an unusable one is a failure.")
 
 
 class ModelsConfig(BaseModel):
@@ -135,6 +147,11 @@ class ModelsConfig(BaseModel):
         """The role that calls litellm model string ``model`` with the settings of role ``like``."""
         return f"{like}@{model}"
 
+    def key_variables(self) -> set[str]:
+        """The environment variables this config reads keys from."""
+        specs = [self.default, *self.roles.values()]
+        return {spec.api_key_env for spec in specs if spec.api_key_env}
+
     def redacted(self) -> dict[str, Any]:
         """A dump safe for manifests: only env-var names, never values, are in here by construction."""
         return self.model_dump(mode="json")
@@ -169,7 +186,12 @@ def _env_overrides(data: dict[str, Any], environ: dict[str, str]) -> dict[str, A
                 role = rest[: -len(suffix)]
                 annotation = fields[field]
                 kind = int if "int" in str(annotation) else float if "float" in str(annotation) else str
-                value = _coerce(kind, raw)
+                try:
+                    value = _coerce(kind, raw)
+                except ValueError:
+                    whose = "the default" if role == "default" else f"role {role}"
+                    raise InputError(f"environment variable {key}: '{raw}' is not a number "
+                                     f"(it sets {field} of {whose})") from None
                 if role == "default":
                     data.setdefault("default", {})[field] = value
                 else:
@@ -198,21 +220,38 @@ def models_path(path: str | Path | None) -> Path:
                      f"{', '.join(presets())})")
 
 
+def _mapping(value: Any, path: Path, where: str) -> dict[str, Any]:
+    """A part of the models file that must be a table; anything else is one line naming the part."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        kind = {"str": "a string", "list": "a list", "int": "a number", "float": "a number"}.get(
+            type(value).__name__, type(value).__name__)
+        wanted = ("[default] and [roles.NAME] tables" if where == "the file"
+                  else "a table of settings (model = ..., temperature = ...)")
+        raise InputError(f"{path}: {where}: expected {wanted}, got {kind}")
+    return value
+
+
 def load_models_config(path: str | Path | None = None, environ: dict[str, str] | None = None) -> ModelsConfig:
     """Read a TOML or YAML models file (or a shipped preset, by name), apply environment overrides, validate."""
     path = models_path(path)
+    text = read_user_text(path, "a models config")
     try:
-        text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text) if path.suffix in {".yaml", ".yml"} else tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        data = load_yaml(text, path) if path.suffix in {".yaml", ".yml"} else tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot parse models config: {str(exc).splitlines()[0]}") from None
-    data = data or {}
+    data = _mapping(data, path, "the file")
     # A role inherits every default it does not set itself.
-    default = data.get("default", {})
-    data["roles"] = {name: {**default, **(spec or {})} for name, spec in (data.get("roles") or {}).items()}
+    default = _mapping(data.get("default"), path, "default")
+    roles = _mapping(data.get("roles"), path, "roles")
+    data["roles"] = {name: {**default, **_mapping(spec, path, f"roles.{name}")} for name, spec in roles.items()}
     data = _env_overrides(data, dict(os.environ if environ is None else environ))
     try:
-        return ModelsConfig.model_validate(data)
+        config = ModelsConfig.model_validate(data)
     except ValidationError as exc:
         where, msg = first_error(exc)
         raise InputError(f"{path}: field '{where}': {msg}" if where != "record" else f"{path}: {msg}") from None
+    # Whatever a models file names as holding a key is a secret, whatever the variable is called.
+    register_secret_names(config.key_variables())
+    return config

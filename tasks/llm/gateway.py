@@ -199,9 +199,13 @@ class Gateway:
             return "prompt"
 
     async def _send(
-        self, spec: ModelSpec, messages: list[Message], response_format: dict[str, Any] | None
-    ) -> tuple[dict[str, Any], int]:
-        """One completed model reply, after as many transient retries as the policy allows."""
+        self, spec: ModelSpec, messages: list[Message], response_format: dict[str, Any] | None, record: CallRecord
+    ) -> dict[str, Any]:
+        """One completed model reply, after as many transient retries as the policy allows.
+
+        ``record.transient_retries`` counts the retries as they happen, so a call that fails after all of
+        them records how many it made.
+        """
         policy = self.config.retry
         kwargs = request_kwargs(spec, messages, response_format)
         pool = self._pool_for(spec) if spec.processes > 1 else None
@@ -216,7 +220,6 @@ class Gateway:
                     fields = await send(add_transport(kwargs, spec.api_key_env, self._session()))
                 return fields, time.perf_counter() - started
 
-        retries = 0
         try:
             # The common case needs no retry machinery: try once, directly.
             reply, latency = await attempt_once()
@@ -230,15 +233,15 @@ class Gateway:
                 reraise=True,
             ):
                 with attempt:
-                    retries = attempt.retry_state.attempt_number
-                    if retries == 1:
+                    record.transient_retries = attempt.retry_state.attempt_number
+                    if record.transient_retries == 1:
                         # tenacity waits only between its own attempts; wait before the first retry too.
                         await asyncio.sleep(min(policy.backoff_initial * (1 + random.random()), policy.backoff_max))
                     reply, latency = await attempt_once()
         n_in, n_out = reply["prompt_tokens"], reply["completion_tokens"]
         # None when the price is unknown: recorded as unknown, never as free.
         cost = call_cost(spec, n_in, n_out or 0) if n_in is not None else None
-        return {**reply, "latency_s": latency, "cost_usd": cost}, retries
+        return {**reply, "latency_s": latency, "cost_usd": cost}
 
     async def _reply(self, spec: ModelSpec, record: CallRecord, convo: list[Message],
                      response_format: dict[str, Any] | None) -> dict[str, Any]:
@@ -247,7 +250,7 @@ class Gateway:
         if cached is not None:
             return cached
         record.cached = False
-        reply, record.transient_retries = await self._send(spec, convo, response_format)
+        reply = await self._send(spec, convo, response_format, record)
         if self.cache is not None:
             self.cache.put(record.cache_key, reply)
         return reply

@@ -39,7 +39,10 @@ def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures:
     """Model scores with intervals, the ranked leaderboard (with the mode's own columns), Markdown and HTML."""
     rows = [r.model_dump() if hasattr(r, "model_dump") else dict(r) for r in records]
     scores = model_scores(rows, spec.scoring, resamples, seed)
-    board = leaderboard(scores, spec.scoring, Counter(f.model for f in failures))
+    # A model's failed items: each counted once, however many of its steps failed, and not the items that
+    # were scored despite a failed side step.
+    failed_items = Counter(model for model, _ in {(f.model, f.item_id) for f in failures if not f.scored})
+    board = leaderboard(scores, spec.scoring, failed_items)
     analysis = (spec.analyze(AnalysisInput(board, list(records), scores, resamples, seed, dict(context or {})))
                 if spec.analyze is not None else Analysis())
     columns = leaderboard_columns(spec.scoring, scores, spec.extra_columns)

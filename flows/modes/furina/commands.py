@@ -22,6 +22,7 @@ from rpbench.flows.modes.furina.settings import (
     PoolSettings,
     SynthesisSettings,
 )
+from rpbench.tasks.core.errors import InputError
 
 
 def _stages_line(manifest: dict[str, Any]) -> str:
@@ -73,14 +74,24 @@ def pool_build(s: PoolSettings) -> None:
 def pool_add(
     file: Annotated[Path, typer.Argument(help="JSON or YAML: one scene or a list, same fields as the pool's scenes.")],
     pool: Annotated[Path, typer.Option("--pool", help="Pool folder (holding scenes.parquet).")],
+    new_pool: Annotated[bool, typer.Option("--new", help="Start a new pool in --pool if it holds none.")] = False,
 ) -> None:
-    """Validate your own scenes and append them to a pool."""
+    """Validate your own scenes and append them to a pool (or start one with --new)."""
     from rpbench.storage.scenes import load_scene_file, read_scenes, write_scenes
     from rpbench.storage.schemas import SCENES
+    from rpbench.storage.user_files import check_output_folder
     from rpbench.tasks.modes.furina.pool.custom import merge_scenes
 
-    new = load_scene_file(file)
+    try:
+        check_output_folder(str(pool))
+    except ValueError as exc:
+        raise InputError(f"--pool: {exc}") from None
     path = pool / SCENES.filename
+    if not path.exists() and not new_pool:
+        # A mistyped folder must not quietly become a second, one-scene pool.
+        raise InputError(f"--pool: {pool} holds no {SCENES.filename}; check the folder, or add --new to start a "
+                         "pool there")
+    new = load_scene_file(file)
     existing = read_scenes(path) if path.exists() else []
     write_scenes(path, merge_scenes(existing, new, str(file)))
     typer.echo(f"added {len(new)} scene(s) to {path} (now {len(existing) + len(new)})")
@@ -146,11 +157,12 @@ def export(
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: <bench>/export).")] = None,
 ) -> None:
     """Write a shareable dataset (items) with a dataset card (schema, counts, models, config)."""
-    from rpbench.tasks.core.errors import InputError
     from rpbench.tasks.modes.furina.builder.export import export_benchmark
 
     if fmt not in ("jsonl", "parquet"):
         raise InputError(f"--format: unknown format '{fmt}' (use jsonl or parquet)")
+    if out is not None and out.exists() and not out.is_dir():
+        raise InputError(f"--out: {out} is a file, not a folder")
     path = export_benchmark(bench, out or bench / "export", fmt)
     typer.echo(f"dataset and card in {path}/")
 
@@ -187,7 +199,15 @@ def validate(
     from rpbench.tasks.modes.furina.evaluation.validation import validate as validate_judge
     from rpbench.tasks.modes.furina.tables import ITEM_SCORES
 
-    result = validate_judge(load_annotations(annotations), read_rows(eval_dir / ITEM_SCORES.filename, ITEM_SCORES))
+    labels = load_annotations(annotations)
+    scores_file = eval_dir / ITEM_SCORES.filename
+    if not scores_file.is_file():
+        raise InputError(f"{eval_dir}: no {ITEM_SCORES.filename} (run `rpbench eval` into this folder first)")
+    result = validate_judge(labels, read_rows(scores_file, ITEM_SCORES))
+    if len(result["unknown_items"]) == len({a["item_id"] for a in labels}):
+        # Nothing to compare: say so, and leave any earlier validation of this folder as it was.
+        raise InputError(f"{annotations}: none of the annotated item ids is in {scores_file} "
+                         f"(first: '{result['unknown_items'][0]}'); annotations for another benchmark?")
     md = validation_markdown(result)
     atomic_write_bytes(eval_dir / "validation.md", md.encode("utf-8"))
     atomic_write_bytes(eval_dir / "validation.json", json.dumps(result, indent=2).encode("utf-8"))

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rpbench.flows.kit.settings import RunSettings, cli
+from rpbench.flows.kit.settings import OutputFile, OutputFolder, RunSettings, cli
 from rpbench.tasks.core.records import LANGUAGES
 from rpbench.tasks.modes.furina.config import (
     BuildConfig,
@@ -35,7 +35,7 @@ class ChunkSettings(BaseModel):
 
     books: list[str] = Field(min_length=1, json_schema_extra=cli(argument=True),
                              description="Book files: .txt (any common encoding) or .epub.")
-    out: str = Field(default="runs/pool", description="Folder for the pool's tables and manifest.")
+    out: OutputFolder = Field(default="runs/pool", description="Folder for the pool's tables and manifest.")
     language: str | None = Field(default=None, description="en or zh; detected per book when not given.")
     target_tokens: int = Field(default=ChunkingConfig.target_tokens, ge=64,
                                description="Chunk size aimed at when splitting.")
@@ -68,7 +68,7 @@ class BuildSettings(RunSettings):
 
     characters: str = Field(description="Test characters file (JSON or YAML).")
     pool: str = Field(description="Pool folder (from `rpbench pool build`).")
-    out: str = Field(default="runs/bench", description="Folder for dialogues, items, stats and manifest.")
+    out: OutputFolder = Field(default="runs/bench", description="Folder for dialogues, items, stats and manifest.")
     only: list[str] = Field(default_factory=list, description="Use only these characters from the file (repeat).")
     tau: int = Field(default=BuildConfig.tau, ge=1, json_schema_extra=cli("--threshold"),
                      description="tau: items wanted per dimension per character.")
@@ -120,7 +120,7 @@ class EvalSettings(RunSettings):
     bench: str = Field(description="Benchmark folder (from `rpbench build`).")
     models: list[str] = Field(min_length=1, json_schema_extra=cli("--model"),
                               description="Model under test: a litellm model string, or a role name. Repeat.")
-    out: str = Field(default="runs/eval", description="Folder for generations, judgments, scores and reports.")
+    out: OutputFolder = Field(default="runs/eval", description="Folder for generations, judgments, scores and reports.")
     resamples: int = Field(default=EvalConfig.resamples, ge=1,
                            description="Bootstrap resamples for the 95% intervals.")
     seed: int = Field(default=EvalConfig.seed, description="Bootstrap seed.")
@@ -129,7 +129,7 @@ class EvalSettings(RunSettings):
 class SynthesisSettings(RunSettings):
     """Original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
 
-    out: str = Field(description="Characters file to write (YAML); its scenes go beside it: "
+    out: OutputFile = Field(description="Characters file to write (YAML); its scenes go beside it: "
                                  "chars.yaml -> chars.scenes.json.")
     n: int = Field(default=SynthesisConfig.n_characters, ge=1, le=6,
                    description="Characters per group (they share a world and a scene).")
@@ -142,7 +142,7 @@ class SynthesisSettings(RunSettings):
                                   description="Roles or model strings that propose themes (repeat for diversity).")
     max_refine: int = Field(default=SynthesisConfig.max_refine, ge=0,
                             description="Review-and-revise rounds per step.")
-    run_dir: str = Field(default="runs/characters", description="Folder for call accounting and manifest.")
+    run_dir: OutputFolder = Field(default="runs/characters", description="Folder for call accounting and manifest.")
 
     _check_language = field_validator("language")(_language)
 
@@ -150,4 +150,4 @@ class SynthesisSettings(RunSettings):
 class DemoSettings(RunSettings):
     """The whole pipeline on the embedded local model (no keys, no network): pool, benchmark, evaluation."""
 
-    out: str = Field(default="runs/demo", description="Folder for the run's tables and manifest.")
+    out: OutputFolder = Field(default="runs/demo", description="Folder for the run's tables and manifest.")

@@ -143,6 +143,7 @@ class Check(Record):
     order: int
     answer: str | None
     status: Status
+    error: str | None = None
 
 
 class SourceModelCount(Record):

@@ -37,8 +37,8 @@ def dataset_card(items: list[dict[str, Any]], manifest: dict[str, Any], fmt: str
 
 def export_benchmark(bench: str | Path, out: str | Path, fmt: str) -> Path:
     bench, out = Path(bench), Path(out)
+    items = read_rows(bench / ITEMS.filename, ITEMS)  # read (and checked) before anything is made
     out.mkdir(parents=True, exist_ok=True)
-    items = read_rows(bench / ITEMS.filename, ITEMS)
     if fmt == "jsonl":
         text = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items)
         atomic_write_bytes(out / "items.jsonl", text.encode("utf-8"))

@@ -134,7 +134,7 @@ async def check(gateway: Gateway, bench: Bench, judgments: Sequence[Judgment], n
             keys.append((j.item_id, j.order))
     results = await gateway.run_all(requests, on_done=on_done)
     return [Check(item_id=item_id, model=name, order=order, answer=c.parsed.answer if c.ok else None,
-                  status="ok" if c.ok else "failed")
+                  status="ok" if c.ok else "failed", error=c.error)
             for (item_id, order), c in zip(keys, results, strict=True)]
 
 
@@ -149,8 +149,8 @@ def score(bench: Bench, base: Sequence[Generation], answers: Sequence[Generation
     scores: list[ItemScore] = []
     failures: list[Failure] = []
 
-    def fail(item_id: str, stage: str, kind: str, error: str | None) -> None:
-        failures.append(Failure(stage=stage, model=name, item_id=item_id, kind=kind, error=error))
+    def fail(item_id: str, stage: str, kind: str, error: str | None, scored: bool = False) -> None:
+        failures.append(Failure(stage=stage, model=name, item_id=item_id, kind=kind, error=error, scored=scored))
 
     for it in bench.items:
         b, t = base_of[it.item_id], answer_of[it.item_id]
@@ -175,7 +175,7 @@ def score(bench: Bench, base: Sequence[Generation], answers: Sequence[Generation
             if c1.status == "ok" and c2.status == "ok":
                 halluc = hallucinated(c1.answer == "Yes", c2.answer == "Yes")
             else:
-                fail(it.item_id, "checks", "check_failed", None)
+                fail(it.item_id, "checks", "check_failed", c1.error or c2.error, scored=True)
         value = item_score(j1.sigma, j2.sigma, dict(f))
         scores.append(ItemScore(**row, answered=True, sigma1=j1.sigma, sigma2=j2.sigma, score=value,
                                 score_answered=value, hallucinated=halluc, test_chars=len(t.text.strip()),

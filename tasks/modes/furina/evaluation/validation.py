@@ -7,6 +7,7 @@ Annotations (CSV or JSONL) have ``item_id, annotator`` and a ``dimension`` and/o
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import json
 import math
@@ -14,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
 from rpbench.tasks.stats import pearson
@@ -21,19 +23,21 @@ from rpbench.tasks.stats import pearson
 
 def load_annotations(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
+    text = read_user_text(path, "an annotations file (CSV or JSONL)")
     if path.suffix.lower() == ".csv":
-        with path.open(encoding="utf-8", newline="") as fh:
-            rows = list(csv.DictReader(fh))
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
     else:
         rows = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise InputError(f"{path}: line {n}: not JSON ({exc.msg})") from None
+                if not isinstance(rows[-1], dict):
+                    raise InputError(f"{path}: line {n}: expected an object with item_id, annotator, ...")
+    if not rows:
+        raise InputError(f"{path}: no annotations in the file")
     out = []
     for i, row in enumerate(rows):
         for field in ("item_id", "annotator"):
@@ -120,7 +124,9 @@ def validate(annotations: list[dict[str, Any]], item_scores: list[dict[str, Any]
             score_r = pearson([s[0] for s in scores], [s[1] for s in scores])[0]
         agreement.append({"pair": f"{x}/{y}", "dimension_agreement": sum(a == b for a, b in dims) / len(dims)
                           if dims else None, "n_dimension": len(dims), "score_r": score_r, "n_score": len(scores)})
-    return {"dimension_accuracy": accuracy, "correlation": correlation, "agreement": agreement}
+    unknown = sorted({a["item_id"] for a in annotations} - set(item_dim))
+    return {"dimension_accuracy": accuracy, "correlation": correlation, "agreement": agreement,
+            "unknown_items": unknown}
 
 
 def validation_markdown(result: dict[str, Any]) -> str:
@@ -136,6 +142,9 @@ def validation_markdown(result: dict[str, Any]) -> str:
               "| dimension | n | r | p | r order 1 | r order 2 |", "|---|---|---|---|---|---|"]
     lines += [f"| {d} | {v['n']} | {f(v['r'])} | {f(v['p'])} | {f(v['r_order1'])} | {f(v['r_order2'])} |"
               for d, v in result["correlation"].items()]
+    if result.get("unknown_items"):
+        lines += ["", f"{len(result['unknown_items'])} annotated items are not in this evaluation and were "
+                  f"left out: {', '.join(result['unknown_items'][:10])}"]
     lines += ["", "## Agreement between annotators", "", "| pair | dimension agreement | n | score r | n |",
               "|---|---|---|---|---|"]
     lines += [f"| {a['pair']} | {f(a['dimension_agreement'])} | {a['n_dimension']} | {f(a['score_r'])} "

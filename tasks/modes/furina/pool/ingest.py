@@ -19,6 +19,8 @@ from rpbench.tasks.modes.furina.records import BookRecord, Chunk
 # The shortest text that can hold a scene, per language: a Chinese character carries about what three
 # English letters do, so the same story is about a third as many characters long in Chinese.
 MIN_BOOK_CHARS = {"en": 1500, "zh": 500}
+# Ten times the longest novels (War and Peace is 3.2 MB of text); past this a file is not one book.
+MAX_BOOK_BYTES = 32 * 1024 * 1024
 _TAG = re.compile(r"<[^>]{0,200}>")
 _BLOCK_TAG = re.compile(r"</?(p|br|div|h[1-6]|li|tr)\b[^>]{0,200}>", re.IGNORECASE)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -95,6 +97,10 @@ def read_book(path: str | Path, language: str | None = None, min_chars: dict[str
         raise InputError(f"{path}: no such file")
     if not path.is_file():
         raise InputError(f"{path}: not a file")
+    size = path.stat().st_size
+    if size > MAX_BOOK_BYTES:
+        raise InputError(f"{path}: {size / 2**20:.0f} MB is over the {MAX_BOOK_BYTES // 2**20} MB limit for one "
+                         "book (split it into volumes)")
     data = path.read_bytes()
     if not data.strip():
         raise InputError(f"{path}: the file is empty")
