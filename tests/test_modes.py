@@ -12,6 +12,7 @@ import pytest
 
 from rpbench.flows.kit.registry import BenchmarkMode, get_mode, modes, register
 from rpbench.flows.kit.report import report_stage
+from rpbench.flows.kit.run import publish_outputs
 from rpbench.storage.schemas import FAILURES, TableSpec
 from rpbench.storage.tables import write_records
 from rpbench.tasks.core.errors import InputError
@@ -61,6 +62,7 @@ def test_a_toy_mode_gets_a_leaderboard_and_a_report_without_touching_shared_code
     result = asyncio.run(report_stage.fn(mode="toy-quiz", items=[str(tmp_path / "answers.parquet")],
                                          failures=[str(tmp_path / "failures.parquet")], n_items=60,
                                          resamples=200, seed=0, out=str(tmp_path / "out")))
+    publish_outputs(tmp_path / "out")  # what a flow's finish_run does once every stage has succeeded
     board = result.summary["leaderboard"]
     assert [r["model"] for r in board] == ["sharp", "dull"]  # ranked by the headline metric, accuracy
     sharp = board[0]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,7 +14,7 @@ from prefect import Task
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from rpbench.flows.kit.environment import quiet_prefect_exit
-from rpbench.flows.kit.stage import StageResult, slug
+from rpbench.flows.kit.stage import StageResult, final_folder, slug
 from rpbench.flows.kit.ui import publish_markdown_now
 from rpbench.storage.runs import RunDir
 from rpbench.storage.schemas import CALLS
@@ -65,12 +67,50 @@ class Stages:
                         for r, c in zip(self.results, self.cached, strict=True) if not c]}
 
 
+def publish_outputs(out: str | Path) -> dict[str, str]:
+    """Move a finished run's final files into its folder, together, and return where each went.
+
+    Stages made them under ``stages/_final/``; until now the run folder still held the previous run's
+    outputs, whole. Each file is hard-linked in by an atomic rename (the staged copy stays, so the
+    stages' cached results stay valid), which takes milliseconds for the whole set.
+    """
+    staged, root = final_folder(out), Path(out)
+    moved: dict[str, str] = {}
+    if not staged.is_dir():
+        return moved
+    for path in sorted(p for p in staged.iterdir() if p.is_file() and not p.name.startswith(".")):
+        target = root / path.name
+        tmp = root / f".{path.name}.publish"
+        tmp.unlink(missing_ok=True)
+        try:
+            os.link(path, tmp)
+        except OSError:  # a file system without hard links
+            shutil.copy2(path, tmp)
+        os.replace(tmp, target)
+        moved[str(path)] = str(target)
+    return moved
+
+
+def _published(value: Any, moved: Mapping[str, str]) -> Any:
+    """``value`` with every staged path in it replaced by where the file was published."""
+    if isinstance(value, str):
+        return moved.get(value, value)
+    if isinstance(value, dict):
+        return {k: _published(v, moved) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_published(v, moved) for v in value]
+    return value
+
+
 def finish_run(out: str, stages: Stages, models_file: str | None, flow: str, **sections: Any) -> dict[str, Any]:
-    """Merge the stages' call accounting into ``calls.parquet``, write the manifest, publish a summary.
+    """Publish the run's outputs, merge the stages' call accounting into ``calls.parquet``, write the
+    manifest (last), publish a summary.
 
     ``totals`` account for every call behind the run's tables; ``this_run`` says what this run did itself
     (a rerun of a finished flow finds every stage cached and sends nothing).
     """
+    moved = publish_outputs(out)
+    sections = _published(sections, moved)
     run = RunDir(Path(out), started=stages.started)
     calls: list[CallRecord] = []
     fresh: list[CallRecord] = []

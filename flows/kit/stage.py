@@ -39,6 +39,7 @@ from rpbench.flows.kit.ui import publish_table
 from rpbench.storage.schemas import CALLS, TableSpec
 from rpbench.storage.tables import write_records
 from rpbench.tasks.llm import Gateway, load_models_config
+from rpbench.tasks.llm.ledger import Ledger, read_journal
 from rpbench.tasks.llm.local_engine import local_activity
 from rpbench.tasks.llm.local_models import local_name
 
@@ -174,6 +175,13 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
 
 
+FINAL = "_final"  # no slug has an underscore, so no shard's folder can be called this
+
+
+def final_folder(out: str | Path) -> Path:
+    return Path(out) / "stages" / FINAL
+
+
 class StageRun:
     """What a stage function is handed: where to write, a gateway with its own accounting, progress."""
 
@@ -187,6 +195,10 @@ class StageRun:
         self.tables: dict[str, str] = {}
         self._gateways: list[Gateway] = []
         self.progress = StageProgress(self.label, activity=self.activity)
+        # Calls made by earlier attempts of this stage that were killed before they finished: they were
+        # sent (and paid for), so they stay in the accounting.
+        self.journal = self.out / "calls" / f"{slug(self.label)}.journal.jsonl"
+        self.earlier_calls = read_journal(self.journal)
 
     def activity(self) -> str:
         """What is under way: this stage's calls done and in flight, and the local models' speed."""
@@ -202,13 +214,19 @@ class StageRun:
 
     @property
     def folder(self) -> Path:
-        """Where a shard's tables go (the run folder itself for a stage without shards)."""
-        return self.out / "stages" / slug(self.shard) if self.shard else self.out
+        """Where a shard's tables go (the final folder for a stage without shards)."""
+        return self.out / "stages" / slug(self.shard) if self.shard else self.final_folder
+
+    @property
+    def final_folder(self) -> Path:
+        """Where a run's final tables and files are made; ``finish_run`` publishes them into the run folder
+        together once every stage has succeeded, so a failed run leaves the previous outputs as they were."""
+        return final_folder(self.out)
 
     @contextlib.asynccontextmanager
     async def gateway(self) -> AsyncIterator[Gateway]:
         """The run's gateway, with this stage's own ledger; its HTTP session and workers close after."""
-        gateway = shared_gateway(self.models_file, self.cache).fork()
+        gateway = shared_gateway(self.models_file, self.cache).fork(Ledger(self.journal))
         self._gateways.append(gateway)
         try:
             yield gateway
@@ -217,19 +235,20 @@ class StageRun:
 
     def write(self, spec: TableSpec[R], records: Sequence[R], filename: str | None = None,
               final: bool = False) -> str:
-        """Write a table atomically (into the shard's folder, or the run folder when ``final``)."""
-        path = (self.out if final else self.folder) / (filename or spec.filename)
+        """Write a table atomically (into the shard's folder, or the final folder when ``final``)."""
+        path = (self.final_folder if final else self.folder) / (filename or spec.filename)
         write_records(path, records, spec)
         self.tables[Path(filename).stem if filename else spec.name] = str(path)
         return str(path)
 
     def result(self, **summary: Any) -> StageResult:
         calls = None
-        records = [r for g in self._gateways for r in g.ledger.records()]
-        if self._gateways:
+        records = [*self.earlier_calls, *(r for g in self._gateways for r in g.ledger.records())]
+        if records or self._gateways:
             path = self.out / "calls" / f"{slug(self.label)}.parquet"
             write_records(path, records, CALLS)
             calls = str(path)
+        self.journal.unlink(missing_ok=True)  # its records are in the table now
         undeclared = sorted(p for p in self.templates if not prompts.covered_by(p, self.spec.templates))
         if undeclared:
             # Not a user error: a stage that renders a template it does not declare would miss edits to it.
@@ -295,4 +314,4 @@ def stage(name: str, *, templates: Sequence[str] = (), roles: Roles = (),
     return decorate
 
 
-__all__ = ["StageResult", "StageRun", "stage"]
+__all__ = ["FINAL", "StageResult", "StageRun", "final_folder", "stage"]

@@ -23,16 +23,32 @@ def next_call_id() -> str:
 
 
 class Ledger:
-    """Collects the call records of one stage (or one script) in memory, in the order they finished."""
+    """Collects the call records of one stage (or one script) in memory, in the order they finished.
 
-    def __init__(self) -> None:
+    With a ``journal`` file, each record is also appended to it the moment it is added (one line, one
+    ``write``), so the calls of a run killed midway (their tokens and cost) are still on disk when the
+    run is started again; ``read_journal`` brings them back.
+    """
+
+    def __init__(self, journal: str | Path | None = None) -> None:
         self._records: list[CallRecord] = []
         self._lock = threading.Lock()
         self.in_flight = 0  # calls begun and not yet answered (progress lines show it)
+        self.journal = Path(journal) if journal is not None else None
+        if self.journal is not None:
+            self.journal.parent.mkdir(parents=True, exist_ok=True)
 
     def add(self, record: CallRecord) -> None:
         with self._lock:
             self._records.append(record)
+            if self.journal is not None:
+                line = record.model_dump_json().encode("utf-8") + b"\n"
+                # O_APPEND and a single write: a kill leaves whole lines behind, never half of one.
+                fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, line)
+                finally:
+                    os.close(fd)
 
     def begin(self) -> None:
         with self._lock:
@@ -52,6 +68,20 @@ class Ledger:
     def write(self, path: str | Path) -> Path:
         """Write every record as a ``calls`` table at ``path`` (atomically; the stage's own table)."""
         return write_records(path, self.records(), CALLS)
+
+
+def read_journal(path: str | Path) -> list[CallRecord]:
+    """The call records a killed run left in its journal (a torn last line, if any, is not a record)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_bytes().splitlines():
+        try:
+            out.append(CallRecord.model_validate_json(line))
+        except ValueError:
+            continue
+    return out
 
 
 def summarize_calls(calls: Sequence[CallRecord]) -> dict[str, Any]:

@@ -96,14 +96,13 @@ async def items(run: StageRun, characters: list[Character], pool: str, dialogues
     used = {t.scene_id for t in result.turns}
     run.write(SCENES, [s for s in scenes if s.scene_id in used], final=True)
     stats = build_stats(result, characters, scenes, config.keep_grades)
-    write_table(Path(out) / BUILD_STATS.filename, stats, BUILD_STATS)
-    run.tables[BUILD_STATS.name] = str(Path(out) / BUILD_STATS.filename)
+    final = run.final_folder
+    run.tables[BUILD_STATS.name] = str(write_table(final / BUILD_STATS.filename, stats, BUILD_STATS))
     sources = source_model_counts(result.items)
-    write_table(Path(out) / SOURCE_MODELS.filename, sources, SOURCE_MODELS)
-    run.tables[SOURCE_MODELS.name] = str(Path(out) / SOURCE_MODELS.filename)
+    run.tables[SOURCE_MODELS.name] = str(write_table(final / SOURCE_MODELS.filename, sources, SOURCE_MODELS))
     # The benchmark carries the characters its items refer to, so evaluation needs nothing else.
-    run.tables["characters"] = str(write_characters(Path(out) / "characters.yaml", characters))
-    run.tables["chart"] = str(items_per_dimension_chart(result.items, Path(out) / "items_per_dimension.png"))
+    run.tables["characters"] = str(write_characters(final / "characters.yaml", characters))
+    run.tables["chart"] = str(items_per_dimension_chart(result.items, final / "items_per_dimension.png"))
     await publish_table("benchmark-source-models", sources, "Who wrote the accepted replies (appendix J)")
     await publish_table("benchmark-coverage",
                         [{"character": name, **dims, "covered": name not in result.budget_exhausted}
