@@ -46,3 +46,60 @@ def schema_responder(body: dict) -> str:
     if name == "CheckVerdict":
         return json.dumps({"answer": "No"})
     return "(nods) That is a fair question, and I will answer it."
+
+
+def _resolve(schema: dict, defs: dict) -> dict:
+    while "$ref" in schema:
+        schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
+    return schema
+
+
+def schema_instance(schema: dict, salt: int = 0, defs: dict | None = None) -> object:
+    """A value valid for a JSON schema (the subset pydantic emits), varied by ``salt``: any mode's structured
+    request gets a usable reply from the loopback server without a responder written for it."""
+    defs = schema.get("$defs", {}) if defs is None else defs
+    schema = _resolve(schema, defs)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][salt % len(schema["enum"])]
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            options = [o for o in schema[key] if _resolve(o, defs).get("type") != "null"] or schema[key]
+            return schema_instance(options[0], salt, defs)
+    kind = schema.get("type", "object")
+    if kind == "string":
+        low, high = schema.get("minLength", 1), schema.get("maxLength", 60)
+        text = f"loopback text {salt}"
+        text = (text * (1 + low // len(text)))[: max(low, min(high, len(text)))]
+        return text
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0) + (1 if "exclusiveMinimum" in schema else 0))
+        high = schema.get("maximum", low + 4)
+        return low + salt % (int(high - low) + 1)
+    if kind == "boolean":
+        return bool(salt % 2)
+    if kind == "array":
+        if "prefixItems" in schema:
+            return [schema_instance(s, salt + k, defs) for k, s in enumerate(schema["prefixItems"])]
+        n = min(max(schema.get("minItems", 0), 1), schema.get("maxItems", 1))
+        return [schema_instance(schema.get("items", {"type": "string"}), salt + k, defs) for k in range(n)]
+    return {name: schema_instance(sub, salt + k, defs)
+            for k, (name, sub) in enumerate((schema.get("properties") or {}).items())}
+
+
+def any_mode_responder(body: dict) -> str:
+    """``schema_responder`` for the requests it knows, a valid instance of the requested schema for any other,
+    free text otherwise; deterministic in the request (the same request always gets the same reply)."""
+    import hashlib
+    import json
+
+    fmt = (body.get("response_format") or {}).get("json_schema") or {}
+    known = schema_responder(body)
+    if not fmt or not known.startswith("(nods)"):
+        if not fmt:
+            digest = hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:8]
+            return f"(nods) A fair question; my answer is {digest}."
+        return known
+    salt = int(hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:6], 16)
+    return json.dumps(schema_instance(fmt.get("schema") or {}, salt))

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
+import random
 import threading
 import time
 from collections import deque
@@ -61,6 +63,14 @@ class LoopbackServer:
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str] = []
         self.timeout_sleep = 30.0
+        # Faults at random: each request fails with probability ``fault_rate``, its kind drawn from
+        # ``fault_mix`` (seeded, so a run's fault pattern is repeatable for the same arrival order).
+        self.fault_rate = 0.0
+        self.fault_mix: tuple[str, ...] = ()
+        self._fault_rng = random.Random(0)
+        # One entry per request: a digest of its body, when it arrived and was answered, and whether it
+        # was answered well (a crash test checks no well-answered request is sent again).
+        self.log: list[dict[str, Any]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
@@ -79,28 +89,47 @@ class LoopbackServer:
             raise ValueError(f"unknown fault {fault!r}; known: {FAULTS}")
         self.faults.extend([fault] * times)
 
+    def random_faults(self, rate: float, mix: tuple[str, ...] = FAULTS, seed: int = 0) -> None:
+        unknown = set(mix) - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
+        self.fault_rate, self.fault_mix, self._fault_rng = rate, tuple(mix), random.Random(seed)
+
     def reset(self) -> None:
         self.scripted.clear()
         self.faults.clear()
         self.requests.clear()
         self.auth_headers.clear()
+        self.log.clear()
         self.responder = default_responder
         self.latency = 0.0
+        self.fault_rate, self.fault_mix = 0.0, ()
 
     # -- HTTP -----------------------------------------------------------------------------------
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        entry: dict[str, Any] = {"started": time.time()}
+        self.log.append(entry)
         body = await request.json()
+        entry["digest"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         self.requests.append(body)
         self.auth_headers.append(request.headers.get("Authorization", ""))
         if self.latency:
             await asyncio.sleep(self.latency)
         fault = self.faults.popleft() if self.faults else None
+        if fault is None and self.fault_rate and self._fault_rng.random() < self.fault_rate:
+            fault = self._fault_rng.choice(self.fault_mix)
+        entry["fault"] = fault
+        response = await self._answer(body, fault, request.headers.get("Authorization", ""))
+        entry["answered"], entry["ok"] = time.time(), fault is None
+        return response
+
+    async def _answer(self, body: dict[str, Any], fault: str | None, auth: str) -> web.StreamResponse:
         model = body.get("model", "loopback")
         if fault == "429":
             return web.json_response({"error": {"message": "rate limited", "type": "rate_limit"}}, status=429)
         if fault == "401":
             # Like some providers, echo the rejected key back in the error message.
-            key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            key = auth.removeprefix("Bearer ")
             return web.json_response({"error": {"message": f"Incorrect API key provided: {key}"}}, status=401)
         if fault == "500":
             return web.json_response({"error": {"message": "server error", "type": "server_error"}}, status=500)

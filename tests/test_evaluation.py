@@ -115,9 +115,10 @@ def _bench():
 
 
 class EvalScripted:
-    def __init__(self, fail_judge_for=()):
+    def __init__(self, fail_judge_for=(), fail_checks_for=()):
         self.tags: list[str] = []
         self.fail_judge_for = set(fail_judge_for)
+        self.fail_checks_for = set(fail_checks_for)
 
     async def run(self, req):
         self.tags.append(req.tag)
@@ -134,6 +135,8 @@ class EvalScripted:
             verdict = JudgeVerdict(reasoning=f"{who} {'is fine' if good else 'hallucinates'}", sigma=sigma)
             return Reply(req.role, "fake", "{}", verdict, 1, False)
         if parts[3].startswith("check"):
+            if (item, who) in self.fail_checks_for:
+                return NoReply(req.role, "fake", "maybe", "the JSON does not match the schema", 3)
             says = "model hallucinates" in req.messages[0]["content"]
             return Reply(req.role, "fake", "{}", CheckVerdict(answer="Yes" if says else "No"), 1, False)
         raise AssertionError(req.tag)
@@ -171,6 +174,16 @@ async def test_evaluation_scores_checks_and_reports():
     assert bad_row["failed"] == 1 and bad_row["RR"] is None  # no RR item: a missing value, not 0
     assert "| inf |" in report.markdown and "judgment_failed 1" in report.markdown
     assert report.html.count("data:image/png;base64,") == 3 and "<table>" in report.html
+
+
+async def test_a_failed_check_of_a_scored_item_is_reported_but_is_not_a_failed_item():
+    gw = EvalScripted(fail_checks_for={("i1", "good/model"), ("i2", "good/model")})
+    tables = await _evaluate(gw, ["good/model"])
+    assert len(tables.item_scores) == 3  # every item still scored
+    checks = [f for f in tables.failures if f.kind == "check_failed"]
+    assert len(checks) == 2 and all(f.scored and f.error for f in checks)
+    board = build_report(REPORT, "3 items.", tables.item_scores, tables.failures, 200, 0).board
+    assert board[0]["failed"] == 0  # it counted 2 before: the checks of items that were scored
 
 
 async def test_adding_a_model_reuses_base_answers_and_earlier_judgments(tmp_path, make_gateway, loopback):

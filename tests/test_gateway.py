@@ -79,6 +79,10 @@ async def test_transient_retries_are_bounded(make_gateway, loopback):
     assert not result.ok and result.parsed is None
     assert len(loopback.requests) == 4  # the policy's transient_attempts
     assert gateway.ledger.totals()["failed"] == 1
+    # The failed call records the retries it made (it recorded none before), and counts as sent.
+    (record,) = gateway.ledger.records()
+    assert record.transient_retries == 3 and not record.cached
+    assert gateway.ledger.totals()["transient_retries"] == 3
 
 
 async def test_unparseable_reply_is_retried_then_recorded_as_failure(make_gateway, loopback):

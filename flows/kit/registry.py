@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from rpbench.storage.schemas import TableSpec
@@ -20,6 +21,19 @@ from rpbench.tasks.core.errors import unknown_name
 from rpbench.tasks.reports.spec import ReportSpec
 
 ENTRY_POINTS = "rpbench.modes"
+
+
+@dataclass(frozen=True)
+class SmokeStep:
+    """One command of a mode's smoke scenario: ``rpbench *args``, writing its tables into ``out``.
+
+    ``uses_models``: the command calls models, so a harness adds ``--models`` and ``--cache`` to it.
+    """
+
+    name: str
+    args: tuple[str, ...]
+    out: Path
+    uses_models: bool = True
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,10 @@ class BenchmarkMode:
     commands: Callable[[Any], None] | None = None
     commands_at_top: bool = False
     tables: Sequence[TableSpec[Any]] = ()
+    # Its flows end to end on shipped samples, as commands in order, small enough for a test: given a work
+    # folder, the steps. The hardening tests (kills and resumes, injected faults, the secrets scan) run
+    # this for every registered mode against a loopback server; a mode without one fails those tests.
+    smoke: Callable[[Path], Sequence[SmokeStep]] | None = None
 
 
 _modes: dict[str, BenchmarkMode] = {}

@@ -1,0 +1,284 @@
+"""Every registered mode's flows, run as a user runs them (the CLI, in its own process group), against the
+loopback server: killed with SIGKILL at random points and started again, and run with a fifth of all
+requests failing. The modes come from the registry, so a mode added later is covered by registering it
+with a smoke scenario (``BenchmarkMode.smoke``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from rpbench.flows.kit.registry import SmokeStep, modes
+from tests.helpers import CLI, any_mode_responder
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY_ENV = "LOOPBACK_AUTH"  # named like nothing secret: only api_key_env says it holds a key
+FAKE_KEY = "rpbench-fake-key-Zq7Wm3Xk9Pd2"
+# Columns that say when or how fast, not what: they differ between any two runs.
+VOLATILE = {"call_id", "started_at", "latency_s", "seconds", "cached", "transient_retries"}
+MODES = sorted(modes())
+
+
+def _models_file(work: Path, server, timeout: float = 5.0) -> Path:
+    path = work / "models.toml"
+    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\n'
+                    f'api_key_env = "{KEY_ENV}"\nstructured = "json_schema"\ntimeout = {timeout}\n'
+                    '[retry]\ntransient_attempts = 4\nbackoff_initial = 0.05\nbackoff_max = 0.2\n')
+    return path
+
+
+def _argv(step: SmokeStep, models: Path, cache: Path) -> list[str]:
+    extra = ["--models", str(models), "--cache", str(cache)] if step.uses_models else []
+    return [*CLI, *step.args, *extra]
+
+
+def _env(prefect_home: Path) -> dict[str, str]:
+    return {**os.environ, KEY_ENV: FAKE_KEY, "PREFECT_HOME": str(prefect_home), "RPBENCH_PROGRESS_BAR": "0"}
+
+
+def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    fh = log.open("ab")
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _run_to_end(argv: list[str], env: dict[str, str], log: Path) -> float:
+    started = time.monotonic()
+    proc = _start(argv, env, log)
+    code = proc.wait(timeout=600)
+    assert code == 0, f"{argv[3:6]} exited {code}:\n{log.read_text(errors='replace')[-3000:]}"
+    return time.monotonic() - started
+
+
+def _tables(folder: Path) -> dict[str, list[dict]]:
+    """The folder's published tables (not its call accounting), without the columns that say when."""
+    out = {}
+    for path in sorted(folder.glob("*.parquet")):
+        if path.stem == "calls":
+            continue
+        rows = pq.read_table(path).to_pylist()
+        # NaN (an undefined rate) is not equal to itself; as text it compares like any value.
+        out[path.stem] = [{k: "NaN" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()
+                           if k not in VOLATILE} for row in rows]
+    return out
+
+
+def _stray_prefect(prefect_home: Path) -> list[int]:
+    """Processes still running with this PREFECT_HOME in their environment (a server a killed command left)."""
+    found = []
+    needle = f"PREFECT_HOME={prefect_home}".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if needle in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def _scenario(mode: str, work: Path) -> list[SmokeStep]:
+    smoke = modes()[mode].smoke
+    assert smoke is not None, f"mode {mode} registers no smoke scenario, so nothing can harden it"
+    return list(smoke(work))
+
+
+@pytest.fixture
+def server(loopback):
+    loopback.responder = any_mode_responder
+    return loopback
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_killed_at_random_points_and_resumed_equals_an_uninterrupted_run(mode, server, tmp_path):
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    models = _models_file(tmp_path, server)
+    durations = {}
+    for step in _scenario(mode, reference):
+        durations[step.name] = _run_to_end(_argv(step, models, reference / "calls.sqlite"),
+                                           _env(reference / "prefect"), reference / "log.txt")
+    expected = {step.name: _tables(step.out) for step in _scenario(mode, reference)}
+    reference_sent = Counter(e["digest"] for e in server.log if e.get("ok"))
+
+    # Everything again, into the same folders with the same call cache but a new Prefect home (so no stage is
+    # cached): every call comes from the call cache, and the tables are the same.
+    server.log.clear()
+    for step in _scenario(mode, reference):
+        _run_to_end(_argv(step, models, reference / "calls.sqlite"), _env(reference / "prefect-again"),
+                    reference / "log.txt")
+    assert not server.log, f"a second run with the same call cache sent {len(server.log)} requests"
+    assert {step.name: _tables(step.out) for step in _scenario(mode, reference)} == expected
+
+    for seed in (1, 2):
+        server.log.clear()
+        rng = random.Random(seed)
+        work = tmp_path / f"killed-{seed}"
+        work.mkdir()
+        home, cache, log = work / "prefect", work / "calls.sqlite", work / "log.txt"
+        at_risk: Counter[str] = Counter()  # requests answered just before a kill: the client may not have kept them
+        kills = 0
+        for step in _scenario(mode, work):
+            if step.uses_models:
+                for _ in range(2):
+                    proc = _start(_argv(step, models, cache), _env(home), log)
+                    # Anywhere from start-up to near the end of an uninterrupted run of this step.
+                    time.sleep(rng.uniform(0.5, max(1.0, 0.9 * durations[step.name])))
+                    if proc.poll() is None:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        killed_at = time.time()
+                        kills += 1
+                        proc.wait()
+                        at_risk.update(e["digest"] for e in server.log
+                                       if "digest" in e and e.get("answered", math.inf) > killed_at - 2.0)
+                    # A killed command's Prefect server does not outlive it for long.
+                    deadline = time.monotonic() + 60
+                    while _stray_prefect(home) and time.monotonic() < deadline:
+                        time.sleep(1)
+                    assert not _stray_prefect(home), f"{step.name}: Prefect processes outlived a killed command"
+            _run_to_end(_argv(step, models, cache), _env(home), log)
+        assert kills >= 2, "the kills all came too late to interrupt anything"
+
+        # Same rows, none missing, none repeated.
+        assert {step.name: _tables(step.out) for step in _scenario(mode, work)} == expected, f"seed {seed}"
+        # No request the server answered well (and the client had time to keep) was sent again.
+        sent = Counter(e["digest"] for e in server.log if e.get("ok"))
+        repeated = {d: n for d, n in sent.items() if n > reference_sent.get(d, 0) + at_risk.get(d, 0)}
+        assert not repeated, f"seed {seed}: {len(repeated)} completed requests were sent again"
+        # The calls of killed attempts are still in the accounting: every request answered is recorded.
+        calls = sum(pq.read_metadata(p).num_rows for step in _scenario(mode, work)
+                    for p in [step.out / "calls.parquet"] if p.is_file())
+        recorded_sent = sum(
+            json.loads((step.out / "manifest.json").read_text())["totals"]["calls_sent"]
+            for step in _scenario(mode, work) if (step.out / "manifest.json").is_file())
+        assert calls >= recorded_sent
+        assert recorded_sent >= sum(sent.values()) - sum(at_risk.values()), (recorded_sent, sum(sent.values()))
+
+
+def _accounting_matches(folder: Path) -> None:
+    """The manifest's totals and row counts say what the tables hold."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for name, rows in manifest["row_counts"].items():
+        assert pq.read_metadata(folder / f"{name}.parquet").num_rows == rows, (folder, name)
+    calls = pq.read_table(folder / "calls.parquet").to_pylist() if (folder / "calls.parquet").is_file() else []
+    totals = manifest["totals"]
+    assert totals["calls"] == len(calls), folder
+    assert totals["calls_sent"] == sum(not c["cached"] for c in calls), folder
+    assert totals["failed"] == sum(c["outcome"] == "failed" for c in calls), folder
+    assert totals["parse_errors"] == sum(c["outcome"] == "parse_error" for c in calls), folder
+    assert all(c["error"] for c in calls if c["outcome"] != "ok"), f"{folder}: a failed call without its reason"
+
+
+def _failures_have_reasons(folder: Path) -> None:
+    """A row that failed says why, and carries no score: nothing unparsed became a number."""
+    for path in folder.glob("*.parquet"):
+        for row in pq.read_table(path).to_pylist():
+            if row.get("status") == "failed":
+                assert "error" not in row or row["error"], f"{path.name}: failed row without its reason: {row}"
+                scores = {k: v for k, v in row.items() if k in ("sigma", "score", "answer", "text") and v is not None}
+                assert not scores, f"{path.name}: a failed row carries a result: {row}"
+            if path.stem == "failures":
+                assert row["kind"], f"{path.name}: failure without a kind: {row}"
+
+
+def _furina_items_accounted_for(work: Path) -> None:
+    """Every item and model is scored, or recorded as failed; every score comes from two parsed judgments."""
+    items = pq.read_table(work / "bench" / "items.parquet").column("item_id").to_pylist()
+    scores = pq.read_table(work / "eval" / "item_scores.parquet").to_pylist()
+    failures = pq.read_table(work / "eval" / "failures.parquet").to_pylist()
+    judgments = {(j["item_id"], j["model"], j["order"]): j
+                 for j in pq.read_table(work / "eval" / "judgments.parquet").to_pylist()}
+    assert items, "the benchmark has no items: nothing was evaluated"
+    for model in ("test", "source"):
+        for item in items:
+            scored = [s for s in scores if (s["item_id"], s["model"]) == (item, model)]
+            failed = [f for f in failures if (f["item_id"], f["model"]) == (item, model) and not f["scored"]]
+            assert scored or failed, f"{item} of {model}: neither scored nor recorded as failed"
+            for s in scored:
+                if s["answered"]:
+                    pair = (judgments[(item, model, 1)], judgments[(item, model, 2)])
+                    assert all(j["status"] == "ok" for j in pair), f"{item} of {model}: scored from a failed judgment"
+                    assert (s["sigma1"], s["sigma2"]) == (pair[0]["sigma"], pair[1]["sigma"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_fifth_of_requests_failing_loses_nothing_untraced_and_no_key_is_written(mode, server, tmp_path):
+    server.random_faults(0.2, ("429", "500", "timeout", "malformed", "truncated", "empty", "401"), seed=7)
+    server.timeout_sleep = 5.0
+    work = tmp_path / "work"
+    work.mkdir()
+    models = _models_file(tmp_path, server, timeout=2.0)
+    log = tmp_path / "log.txt"
+    steps = _scenario(mode, work)
+    for step in steps:
+        _run_to_end(_argv(step, models, work / "calls.sqlite"), _env(work / "prefect"), log)
+    faults = Counter(e.get("fault") for e in server.log)
+    assert all(faults[kind] for kind in ("429", "500", "malformed", "truncated", "empty", "401")), faults
+    assert faults["401"], "no request was refused with the key echoed back: the secrets check would prove nothing"
+
+    for step in steps:
+        if (step.out / "manifest.json").is_file():
+            _accounting_matches(step.out)
+        _failures_have_reasons(step.out)
+    if mode == "furina":
+        _furina_items_accounted_for(work)
+
+    # The key reached the server (and came back in 401 errors), but no file, log or artifact holds it.
+    assert any(FAKE_KEY in h for h in server.auth_headers)
+    leaks = [str(p) for p in tmp_path.rglob("*") if p.is_file() and FAKE_KEY.encode() in p.read_bytes()]
+    assert not leaks, f"the key was written to {leaks}"
+
+
+def test_a_run_that_dies_midway_leaves_the_previous_outputs_whole(server, tmp_path):
+    """The outputs of a run are published together at its end, or not at all."""
+    from tests.test_flows import _bench
+
+    server.latency = 0.3  # slow enough to be killed with a stage done and others under way
+    bench = _bench(tmp_path)
+    models, cache, home = _models_file(tmp_path, server), tmp_path / "calls.sqlite", tmp_path / "prefect"
+    out, log = tmp_path / "eval", tmp_path / "log.txt"
+    base = [*CLI, "eval", "--bench", str(bench), "--out", str(out), "--models", str(models), "--cache", str(cache)]
+    _run_to_end([*base, "--model", "judge"], _env(home), log)
+
+    def published() -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+    before = published()
+    assert {"item_scores.parquet", "judgments.parquet", "manifest.json", "report.html"} <= set(before)
+    launched = time.time()
+    proc = _start([*base, "--model", "openai/another-model", "--model", "source"], _env(home), log)
+    deadline = time.monotonic() + 120
+
+    def final_tables_written() -> bool:
+        # The moment the new run's combined item scores exist anywhere in the folder: its last stage is
+        # writing its outputs, and the manifest and report are still to come.
+        return any(p.stat().st_mtime > launched for p in out.rglob("item_scores.parquet")
+                   if p.parent.name in ("eval", "_final"))
+
+    while not final_tables_written():
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    after = published()
+    if after != before:
+        # Killed after the whole set was published: then every output is the new run's.
+        manifest = json.loads(after["manifest.json"])
+        scored = set(pq.read_table(out / "item_scores.parquet").column("model").to_pylist())
+        assert manifest["evaluation"]["models"] == ["openai/another-model", "source"] and scored == {
+            "openai/another-model", "source"}, "the folder mixes two runs' outputs"
+        for name, rows in manifest["row_counts"].items():
+            assert pq.read_metadata(out / f"{name}.parquet").num_rows == rows, name
