@@ -10,6 +10,7 @@ from rpbench.storage.scenes import read_scenes
 from rpbench.storage.schemas import ITEMS, SCENES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
 from rpbench.tasks.modes.furina.evaluation.run import Bench
 
 CHARACTERS_FILE = "characters.yaml"
@@ -33,6 +34,9 @@ def load_bench(items: str, characters: str, scenes: str) -> Bench:
     for it in loaded.items:
         if it.character not in loaded.characters or it.scene_id not in loaded.scenes:
             raise InputError(f"{items}: item {it.item_id}: field 'character'/'scene_id' refers to nothing in the bench")
+        if it.dimension not in DIMENSIONS:
+            raise InputError(f"{items}: item {it.item_id}: field 'dimension': unknown dimension '{it.dimension}' "
+                             f"(use {', '.join(DIMENSIONS)})")
     return loaded
 
 
