@@ -1,7 +1,10 @@
 """A finished flow run again: `rpbench demo` twice, the second finding every stage cached.
 
 Runs the README's demo command twice in a fresh folder with a fresh call cache,
-as separate processes, and times both. With PREFECT_API_URL set, the runs go to
+as separate processes, and times both. Then a third time with a new Prefect home
+(no stage cached, the same call cache): every call must come from the call
+cache and the benchmark and scores must be the same (the builder is
+reproducible, not only cached). With PREFECT_API_URL set, the runs go to
 that Prefect server (the UI then shows every stage of the second run Cached);
 otherwise each command starts its own temporary server.
 
@@ -27,10 +30,10 @@ def say(key: str, value: object) -> None:
     print(f"{key}={value}", flush=True)
 
 
-def demo(out: Path) -> tuple[float, dict]:
+def demo(out: Path, env: dict[str, str] | None = None) -> tuple[float, dict]:
     start = time.perf_counter()
     proc = subprocess.run([str(RPBENCH), "demo", "--out", str(out), "--cache", str(out.parent / "calls.sqlite")],
-                          capture_output=True, text=True, env=os.environ)
+                          capture_output=True, text=True, env=env or dict(os.environ))
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"rpbench demo failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
@@ -55,6 +58,24 @@ def main() -> None:
     say("second_run_stages", stages)
     say("second_run_stages_cached", cached)
     say("second_run_calls_sent", sent)
+
+    import pyarrow.parquet as pq
+
+    def tables() -> dict[str, list]:
+        volatile = {"seconds", "latency_s", "started_at", "call_id", "cached"}
+        return {f"{part}/{p.name}": [{k: str(v) for k, v in r.items() if k not in volatile}
+                                     for r in pq.read_table(p).to_pylist()]
+                for part in ("bench", "eval") for p in sorted((out / part).glob("*.parquet")) if p.stem != "calls"}
+
+    before = tables()
+    fresh_home = {**os.environ, "PREFECT_HOME": str(root / "prefect-fresh")}
+    fresh_home.pop("PREFECT_API_URL", None)
+    third, manifests = demo(out, fresh_home)
+    say("fresh_prefect_run_s", f"{third:.1f}")
+    say("fresh_prefect_run_stages_cached", sum(m["this_run"]["cached"] for m in manifests.values()))
+    say("fresh_prefect_run_calls_sent", sum(m["this_run"]["calls_sent"] for m in manifests.values()))
+    after = tables()
+    say("fresh_prefect_run_tables_identical", before == after)
     say("second_over_first", f"{second / first:.3f}")
 
 

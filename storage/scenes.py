@@ -39,8 +39,13 @@ def load_scene_file(path: str | Path, source: str = "custom") -> list[Scene]:
         path, load_records(path, "scene"), Scene, "record",
         name_of=lambda i, r: f"{i} ({r.get('scene_id', '?')})", prepare=lambda r: {"source": source, **r},
     )
+    seen: set[str] = set()
     for i, scene in enumerate(scenes):
         _check_playable(path, i, scene)
+        if scene.scene_id in seen:
+            raise InputError(f"{path}: record {i} ({scene.scene_id}): field 'scene_id': the file already has a "
+                             "scene with this id")
+        seen.add(scene.scene_id)
     return scenes
 
 

@@ -256,9 +256,14 @@ def test_pool_add_validates_and_appends(tmp_path):
     assert proc.returncode == 0, proc.stderr
     scenes = read_scenes(pool / "scenes.parquet")
     assert [s.scene_id for s in scenes] == ["custom-1"] and scenes[0].source == "custom"
+    # The same file again changes nothing; a different scene under a taken id is an error.
     proc = subprocess.run([*CLI, "pool", "add", str(path), "--pool", str(pool)],
                           capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 2 and "already in the pool" in proc.stderr
+    assert proc.returncode == 0 and "added 0 scene(s)" in proc.stdout and "1 already there, unchanged" in proc.stdout
+    path.write_text(json.dumps([{**CUSTOM, "summary": "Another duel."}]))
+    proc = subprocess.run([*CLI, "pool", "add", str(path), "--pool", str(pool)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "already in the pool, with other content" in proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -279,10 +284,11 @@ def test_pool_add_errors_name_file_record_and_field(tmp_path, change, field):
         load_scene_file(path)
 
 
-def test_merge_refuses_duplicate_ids():
+def test_merge_refuses_a_taken_id_with_other_content_and_skips_an_identical_scene():
     s = Scene.model_validate(CUSTOM)
-    with pytest.raises(InputError, match="already in the pool"):
-        merge_scenes([s], [s], "f.json")
+    assert merge_scenes([s], [s], "f.json") == [s]
+    with pytest.raises(InputError, match="already in the pool, with other content"):
+        merge_scenes([s], [s.model_copy(update={"summary": "changed"})], "f.json")
 
 
 def test_epub_books_are_read(tmp_path):

@@ -93,8 +93,12 @@ def pool_add(
                          "pool there")
     new = load_scene_file(file)
     existing = read_scenes(path) if path.exists() else []
-    write_scenes(path, merge_scenes(existing, new, str(file)))
-    typer.echo(f"added {len(new)} scene(s) to {path} (now {len(existing) + len(new)})")
+    merged = merge_scenes(existing, new, str(file))
+    added = len(merged) - len(existing)
+    if added or not path.exists():
+        write_scenes(path, merged)
+    same = f"; {len(new) - added} already there, unchanged" if added < len(new) else ""
+    typer.echo(f"added {added} scene(s) to {path} (now {len(merged)}){same}")
 
 
 # -- characters -------------------------------------------------------------------------------------

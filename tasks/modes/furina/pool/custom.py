@@ -7,10 +7,19 @@ from rpbench.tasks.core.records import Scene
 
 
 def merge_scenes(existing: list[Scene], new: list[Scene], source: str) -> list[Scene]:
-    """Append; a scene id already in the pool is an error, not a silent overwrite."""
-    ids = {s.scene_id for s in existing}
+    """Append the scenes that are not in the pool yet.
+
+    A scene already in the pool exactly as given is left alone (adding the same file twice, or a script run
+    again, changes nothing); a different scene under an id the pool has is an error, never an overwrite.
+    """
+    have = {s.scene_id: s for s in existing}
+    added: list[Scene] = []
     for s in new:
-        if s.scene_id in ids:
-            raise InputError(f"{source}: scene_id '{s.scene_id}' is already in the pool")
-        ids.add(s.scene_id)
-    return existing + new
+        if s.scene_id in have:
+            if have[s.scene_id] != s:
+                raise InputError(f"{source}: scene_id '{s.scene_id}' is already in the pool, with other content "
+                                 "(give this scene another id)")
+            continue
+        have[s.scene_id] = s
+        added.append(s)
+    return existing + added
