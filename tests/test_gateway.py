@@ -156,3 +156,23 @@ async def test_rate_limit_spaces_requests(make_gateway, loopback):
     await gateway.run_all([Request("scene", [{"role": "user", "content": f"r{i}"}]) for i in range(124)])
     elapsed = asyncio.get_running_loop().time() - start
     assert elapsed >= 1.5  # 120 fit the bucket, the other 4 wait for it to drain
+
+
+async def test_identical_requests_in_flight_together_are_sent_once_and_share_the_reply(make_gateway, loopback):
+    """A sampling model could answer two sends differently while the cache keeps one answer; a rerun would then
+    read back another reply than the first run used (the demo's rerun once differed this way)."""
+    import asyncio
+    import itertools
+
+    counter = itertools.count()
+    loopback.responder = lambda body: f"reply number {next(counter)}"
+    loopback.latency = 0.2
+    gateway = make_gateway()
+    first, second = await asyncio.gather(gateway.complete("judge", MSG), gateway.complete("judge", MSG))
+    assert len(loopback.requests) == 1 and first.text == second.text == "reply number 0"
+    assert gateway.ledger.totals()["calls_sent"] == 1  # the second call was answered without sending
+    # A failure is shared the same way, and not cached: a later call sends again.
+    loopback.inject("401")
+    failed = await asyncio.gather(*(gateway.complete("judge", [{"role": "user", "content": "other"}])
+                                    for _ in range(2)))
+    assert [r.ok for r in failed] == [False, False] and len(loopback.requests) == 2

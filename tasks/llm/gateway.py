@@ -13,9 +13,11 @@ raw text. Nothing is ever replaced by a default.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
 import functools
 import random
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -139,6 +141,9 @@ class Gateway:
         self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, ProcessPool]] = (
             weakref.WeakKeyDictionary()
         )
+        # Requests being sent now, by cache key, shared by every fork and event loop (see ``_reply``).
+        self._in_flight: dict[str, concurrent.futures.Future[dict[str, Any]]] = {}
+        self._in_flight_lock = threading.Lock()
         tune_litellm()
         register_local_provider(config.local_models)
 
@@ -245,15 +250,36 @@ class Gateway:
 
     async def _reply(self, spec: ModelSpec, record: CallRecord, convo: list[Message],
                      response_format: dict[str, Any] | None) -> dict[str, Any]:
-        """The reply to one attempt, from the cache or the model; a permanent failure raises."""
+        """The reply to one attempt, from the cache or the model; a permanent failure raises.
+
+        Identical requests in flight at the same time (two models whose answers coincide, judged at once)
+        are sent once and share the reply: sent twice, a sampling model could answer each differently
+        while the cache keeps only one answer, and a rerun would then read back a different one.
+        """
         cached = self.cache.get(record.cache_key) if self.cache is not None else None
         if cached is not None:
             return cached
-        record.cached = False
-        reply = await self._send(spec, convo, response_format, record)
-        if self.cache is not None:
-            self.cache.put(record.cache_key, reply)
-        return reply
+        mine: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
+        with self._in_flight_lock:
+            shared = self._in_flight.get(record.cache_key)
+            if shared is None:
+                self._in_flight[record.cache_key] = mine
+        if shared is not None:
+            return await asyncio.wrap_future(shared)  # answered by the call that sent it (cached stays True)
+        try:
+            record.cached = False
+            reply = await self._send(spec, convo, response_format, record)
+            if self.cache is not None:
+                self.cache.put(record.cache_key, reply)
+            mine.set_result(reply)
+            return reply
+        except BaseException as exc:
+            mine.set_exception(exc)
+            mine.exception()  # retrieved: no "never retrieved" warning when nobody else was waiting
+            raise
+        finally:
+            with self._in_flight_lock:
+                self._in_flight.pop(record.cache_key, None)
 
     # -- public ---------------------------------------------------------------------------------
     @overload
