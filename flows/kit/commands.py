@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import typer
 from pydantic import BaseModel, ValidationError
 
+from rpbench.flows.kit.settings import RunSettings
 from rpbench.tasks.core.errors import InputError, first_error
 from rpbench.tasks.llm import load_models_config
 
@@ -51,11 +52,10 @@ def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., 
 
     def command(**values: Any) -> None:
         settings = parse_settings(model, values)
-        models_file = getattr(settings, "models_file", "")
-        if models_file != "":
+        if isinstance(settings, RunSettings):
             # Read (and check) the models file now: an error in it is one line before any flow starts,
             # not Prefect's report of a failed flow run followed by the same line.
-            load_models_config(models_file)
+            load_models_config(settings.models_file)
         run(settings)
 
     command.__signature__ = inspect.Signature([_parameter(model, n) for n in names])  # type: ignore[attr-defined]

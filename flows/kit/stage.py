@@ -197,7 +197,8 @@ class StageRun:
         self.progress = StageProgress(self.label, activity=self.activity)
         # Calls made by earlier attempts of this stage that were killed before they finished: they were
         # sent (and paid for), so they stay in the accounting.
-        self.journal = self.out / "calls" / f"{slug(self.label)}.journal.jsonl"
+        self.calls_table = self.out / "calls" / f"{slug(self.label)}.parquet"
+        self.journal = self.calls_table.with_suffix(".journal.jsonl")
         self.earlier_calls = read_journal(self.journal)
 
     def activity(self) -> str:
@@ -245,9 +246,8 @@ class StageRun:
         calls = None
         records = [*self.earlier_calls, *(r for g in self._gateways for r in g.ledger.records())]
         if records or self._gateways:
-            path = self.out / "calls" / f"{slug(self.label)}.parquet"
-            write_records(path, records, CALLS)
-            calls = str(path)
+            write_records(self.calls_table, records, CALLS)
+            calls = str(self.calls_table)
         self.journal.unlink(missing_ok=True)  # its records are in the table now
         undeclared = sorted(p for p in self.templates if not prompts.covered_by(p, self.spec.templates))
         if undeclared:
