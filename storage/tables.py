@@ -110,7 +110,7 @@ def read_table(path: str | Path, spec: TableSpec[Any]) -> pa.Table:
 
 
 def read_rows(path: str | Path, spec: TableSpec[Any]) -> list[dict[str, Any]]:
-    return read_table(path, spec).to_pylist()
+    return read_table(path, spec).to_pylist(maps_as_pydicts="strict")  # map columns back as dicts
 
 
 def read_records(path: str | Path, spec: TableSpec[R]) -> list[R]:

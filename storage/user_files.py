@@ -8,6 +8,8 @@ real characters, scenes or models file, and each refusal is one line naming the 
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 from collections.abc import Callable
@@ -24,8 +26,8 @@ MAX_USER_FILE_BYTES = 8 * 1024 * 1024  # a thousand detailed characters fit in 2
 MAX_YAML_VALUES = 200_000  # scalars, lists and mappings after aliases are expanded
 
 
-def read_user_text(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_BYTES) -> str:
-    """The text of a user's file, or an InputError naming the file: missing, a folder, too big, not UTF-8."""
+def read_user_bytes(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_BYTES) -> bytes:
+    """The bytes of a user's file, or an InputError naming the file: missing, a folder, too big."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file")
@@ -34,7 +36,13 @@ def read_user_text(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_B
     size = path.stat().st_size
     if size > max_bytes:
         raise InputError(f"{path}: {size / 2**20:.1f} MB is over the {max_bytes / 2**20:.0f} MB limit for {what}")
-    data = path.read_bytes()
+    return path.read_bytes()
+
+
+def read_user_text(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_BYTES) -> str:
+    """The text of a user's file, or an InputError naming the file: missing, a folder, too big, not UTF-8."""
+    path = Path(path)
+    data = read_user_bytes(path, what, max_bytes)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -90,6 +98,30 @@ def load_records(path: str | Path, what: str) -> list[Any]:
     if data is None:
         raise InputError(f"{path}: the file holds no {what}")
     return data if isinstance(data, list) else [data]
+
+
+def load_rows(path: str | Path, what: str, fields: str) -> list[dict[str, Any]]:
+    """The rows of a CSV or JSON Lines file (by suffix: ``.csv``, else one JSON object per line).
+
+    ``what`` names the file in errors ("an annotations file"), ``fields`` what a row should hold.
+    """
+    path = Path(path)
+    text = read_user_text(path, f"{what} (CSV or JSONL)")
+    if path.suffix.lower() == ".csv":
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    else:
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}: line {n}: not JSON ({exc.msg})") from None
+                if not isinstance(rows[-1], dict):
+                    raise InputError(f"{path}: line {n}: expected an object with {fields}")
+    if not rows:
+        raise InputError(f"{path}: no records in the file")
+    return rows
 
 
 def validate_records(

@@ -84,7 +84,9 @@ def schema_instance(schema: dict, salt: int = 0, defs: dict | None = None) -> ob
             return [schema_instance(s, salt + k, defs) for k, s in enumerate(schema["prefixItems"])]
         n = min(max(schema.get("minItems", 0), 1), schema.get("maxItems", 1))
         return [schema_instance(schema.get("items", {"type": "string"}), salt + k, defs) for k in range(n)]
-    return {name: schema_instance(sub, salt + k, defs)
+    # Flags named is_* (a refusal, say) stay off, so a scenario's replies are scored rather than excluded.
+    return {name: False if name.startswith("is_") and _resolve(sub, defs).get("type") == "boolean"
+            else schema_instance(sub, salt + k, defs)
             for k, (name, sub) in enumerate((schema.get("properties") or {}).items())}
 
 

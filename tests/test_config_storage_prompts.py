@@ -44,6 +44,12 @@ def test_environment_overrides_a_role_and_binds_new_ones():
     assert config.default.max_tokens == 99
 
 
+def test_a_variable_sets_a_role_whose_name_has_a_dash():
+    config = load_models_config(environ={"RPBENCH_DMT_JUDGE_MAX_TOKENS": "77"})
+    assert config.for_role("dmt-judge").max_tokens == 77 and config.for_role("dmt-judge").reasoning_chars == 80
+    assert "dmt_judge" not in config.roles
+
+
 def test_bad_config_names_the_file_and_field(tmp_path):
     bad = tmp_path / "models.toml"
     bad.write_text('[roles.judge]\ntemperature = "hot"\n')
@@ -193,9 +199,17 @@ def test_chinese_variant_is_used_for_chinese():
     assert out.template == "furina/dims/question.zh.j2" and "考察孙悟空能否用好这个场景中已经确立的信息" in out.text
 
 
+# PingPong's interrogator, judges and v1 tester are told the conversation's language by name, so one English
+# text serves every language the models speak (as the issue asks); everything else comes in both languages.
+TOLD_THE_LANGUAGE = {"pingpong/interrogator", "pingpong/judge", "pingpong/tester"}
+
+
 def test_every_template_has_english_and_chinese_variants():
     names = {path.rsplit(".", 2)[0] for path in prompts.all_templates()}
-    for name in names:
+    assert names >= TOLD_THE_LANGUAGE
+    for name in TOLD_THE_LANGUAGE:  # the exemption holds only while the text names the language
+        assert "{{ language_name }}" in (prompts.TEMPLATE_DIR / f"{name}.en.j2").read_text(encoding="utf-8"), name
+    for name in names - TOLD_THE_LANGUAGE:
         assert f"{name}.en.j2" in prompts.all_templates(), name
         assert f"{name}.zh.j2" in prompts.all_templates(), name
 

@@ -105,6 +105,24 @@ async def test_a_repaired_reply_is_accepted(make_gateway, loopback):
     assert result.ok and result.parsed.score == 4 and result.attempts == 2
 
 
+def _one_digit(text: str) -> int:
+    digits = [c for c in text if c.isdigit()]
+    if len(digits) != 1:
+        raise ValueError("give exactly one digit")
+    return int(digits[0])
+
+
+async def test_a_free_text_parser_is_retried_like_a_schema_then_fails_with_the_raw_reply(make_gateway, loopback):
+    gateway = make_gateway()
+    loopback.script("hmm", "it is 7")
+    result = await gateway.complete("judge", MSG, parse=_one_digit)
+    assert result.ok and result.parsed == 7 and result.attempts == 2
+    assert "give exactly one digit" in loopback.requests[1]["messages"][-1]["content"]  # shown back to the model
+    loopback.script("no", "none", "nope")
+    failed = await gateway.complete("judge", [{"role": "user", "content": "again"}], parse=_one_digit)
+    assert not failed.ok and failed.parsed is None and failed.text == "nope" and failed.attempts == 3
+
+
 async def test_permanent_error_fails_at_once(make_gateway, loopback):
     # A 404 (no such route) is not worth retrying: one request, then a recorded failure.
     gateway = make_gateway(api_base=loopback.base_url + "/nowhere")

@@ -30,7 +30,7 @@ def test_a_model_string_gets_a_role_of_its_own_with_the_settings_it_is_called_wi
 
 
 @pytest.mark.parametrize(("name", "message"), [
-    ("local-greedyy", "unknown model 'local-greedyy' (known: base, checker, extractor, judge, local-greedy"),
+    ("local-greedyy", "unknown model 'local-greedyy' (known: base, checker, dmt-generator, dmt-judge"),
     ("opnai/gpt-4o", "unknown model 'opnai/gpt-4o'"),
     ("local/smollm3", "unknown local model 'smollm3' (known: smollm2-135m)"),
 ])

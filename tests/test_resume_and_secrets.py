@@ -109,3 +109,48 @@ def test_scrub_masks_values_and_secret_fields(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-live-999999")
     out = scrub({"api_key": "anything", "nested": ["Bearer sk-live-999999"], "n": 3})
     assert out == {"api_key": "***", "nested": ["Bearer ***"], "n": 3}
+
+
+async def test_a_stage_killed_after_writing_its_calls_but_before_prefect_kept_it_still_counts_them(
+        loopback, tmp_path, monkeypatch):
+    """The window between a stage writing its calls table and Prefect persisting its result: a run killed
+    there runs the stage again, its calls now come from the call cache, and only the journal still says
+    which of them were sent. It stays until the flow has the result, then goes."""
+    from rpbench.flows.kit.run import Stages
+    from rpbench.flows.kit.stage import StageRun, StageSpec
+    from rpbench.storage.schemas import CALLS
+    from rpbench.storage.tables import read_records
+
+    monkeypatch.setenv(TEST_KEY_ENV, "sk-test-window")
+    models = tmp_path / "models.toml"
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+                      f'api_key_env = "{TEST_KEY_ENV}"\n')
+    params = {"out": str(tmp_path / "run"), "shard": "a", "models_file": str(models),
+              "cache": str(tmp_path / "calls.sqlite")}
+    spec = StageSpec("window")
+
+    async def attempt() -> tuple[StageRun, object]:
+        run = StageRun(spec, params)
+        async with run.gateway() as gateway:
+            await gateway.run_all(_requests()[:5])
+        return run, run.result()
+
+    first, _ = await attempt()  # ... and the process dies before Prefect keeps the result
+    assert len(loopback.requests) == 5
+    _, result = await attempt()  # the rerun: every reply from the call cache
+    assert len(loopback.requests) == 5
+    records = read_records(result.calls, CALLS)
+    assert sum(not r.cached for r in records) == 5 and sum(r.cached for r in records) == 5
+
+    class Done:  # what Stages.map is handed once Prefect has the result
+        state = type("S", (), {"name": "Completed"})()
+
+        def result(self):
+            return result
+
+    class Task:
+        def submit(self, **_):
+            return Done()
+
+    Stages().map(Task(), [{}])
+    assert not first.journal.exists()

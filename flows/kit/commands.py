@@ -48,7 +48,10 @@ def parse_settings(model: type[S], values: dict[str, Any]) -> S:
 
 def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., None]:
     """A typer command taking ``model``'s fields as options and calling ``run`` with the settings."""
-    names = [n for n in model.model_fields if n not in LAST] + [n for n in LAST if n in model.model_fields]
+    # The command's own options first, then those it shares with other commands (inherited), then LAST.
+    own = [n for n in model.__annotations__ if n in model.model_fields and n not in LAST]
+    names = own + [n for n in model.model_fields if n not in LAST and n not in own] + \
+        [n for n in LAST if n in model.model_fields]
 
     def command(**values: Any) -> None:
         settings = parse_settings(model, values)
@@ -62,3 +65,10 @@ def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., 
     command.__doc__ = run.__doc__
     command.__name__ = run.__name__
     return command
+
+
+def stages_line(manifest: dict[str, Any]) -> str:
+    """What a finished run did itself: stages run and taken from the cache, calls sent."""
+    this = manifest.get("this_run") or {}
+    return (f"stages: {this.get('stages', 0)} ({this.get('cached', 0)} cached); "
+            f"calls sent by this run: {this.get('calls_sent', 0)}")

@@ -22,7 +22,7 @@ async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Seque
 
     ``appendix`` is HTML the mode adds at the end of report.html (an item browser, say).
     """
-    report = write_report(build_report(spec, f"{n_items} benchmark items.", rows, failures, resamples, seed,
+    report = write_report(build_report(spec, f"{n_items} {spec.unit}.", rows, failures, resamples, seed,
                                        context, appendix), run.final_folder, spec)
     run.tables.update(report.files)
     await publish_table(f"{name}-leaderboard", report.board, f"{spec.title}: leaderboard")

@@ -53,6 +53,9 @@ class Stages:
             redone = {i: again.submit(**shards[i]) for i in stale}
             for i, future in redone.items():
                 results[i], cached[i] = future.result(), False
+        for r in results:  # Prefect has kept these results (and their calls tables): the journals are spent
+            if r.journal:
+                Path(r.journal).unlink(missing_ok=True)
         self.results += results
         self.cached += cached
         return results
@@ -78,9 +81,11 @@ def publish_outputs(out: str | Path) -> dict[str, str]:
     moved: dict[str, str] = {}
     if not staged.is_dir():
         return moved
-    for path in sorted(p for p in staged.iterdir() if p.is_file() and not p.name.startswith(".")):
-        target = root / path.name
-        tmp = root / f".{path.name}.publish"
+    # Files in folders (a RoleBench layout, say) keep their place below the run folder.
+    for path in sorted(p for p in staged.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        target = root / path.relative_to(staged)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{path.name}.publish")
         tmp.unlink(missing_ok=True)
         try:
             os.link(path, tmp)
@@ -102,22 +107,26 @@ def _published(value: Any, moved: Mapping[str, str]) -> Any:
     return value
 
 
-def finish_run(out: str, stages: Stages, models_file: str | None, flow: str, **sections: Any) -> dict[str, Any]:
+def finish_run(out: str, stages: Stages, models_file: str | None, flow: str,
+               inherited: Sequence[CallRecord] = (), **sections: Any) -> dict[str, Any]:
     """Publish the run's outputs, merge the stages' call accounting into ``calls.parquet``, write the
     manifest (last), publish a summary.
 
-    ``totals`` account for every call behind the run's tables; ``this_run`` says what this run did itself
-    (a rerun of a finished flow finds every stage cached and sends nothing).
+    ``totals`` account for every call behind the run's tables: the stages' own, and ``inherited`` ones (the
+    calls of an earlier run whose tables this run carries forward, as a rejudge carries the conversations);
+    ``this_run`` says what this run did itself (a rerun of a finished flow finds every stage cached and sends
+    nothing).
     """
     moved = publish_outputs(out)
     sections = _published(sections, moved)
     run = RunDir(Path(out), started=stages.started)
-    calls: list[CallRecord] = []
+    calls: list[CallRecord] = list(inherited)
     fresh: list[CallRecord] = []
     for result, cached in zip(stages.results, stages.cached, strict=True):
         if result.calls:
             records = read_records(result.calls, CALLS)
-            calls += records
+            known = {c.call_id for c in calls}  # a cached stage's calls may be among the inherited ones
+            calls += [r for r in records if r.call_id not in known]
             if not cached:
                 fresh += records
     write_records(run.root / CALLS.filename, calls, CALLS)

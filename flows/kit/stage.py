@@ -57,6 +57,10 @@ class StageResult(BaseModel):
     summary: dict[str, Any] = Field(default_factory=dict)  # counts for flows, manifests and logs
     templates: dict[str, str] = Field(default_factory=dict)  # prompt templates rendered -> SHA-256
     calls: str | None = None  # this stage's own calls table
+    # The call journal its attempts appended to. The flow deletes it once Prefect has kept this result: a run
+    # killed after the stage wrote its calls table but before Prefect persisted the result runs the stage
+    # again, and the journal is then all that remembers which of its calls were really sent.
+    journal: str | None = None
 
     def path(self, table: str) -> str:
         return self.tables[table]
@@ -248,23 +252,24 @@ class StageRun:
         if records or self._gateways:
             write_records(self.calls_table, records, CALLS)
             calls = str(self.calls_table)
-        self.journal.unlink(missing_ok=True)  # its records are in the table now
         undeclared = sorted(p for p in self.templates if not prompts.covered_by(p, self.spec.templates))
         if undeclared:
             # Not a user error: a stage that renders a template it does not declare would miss edits to it.
             raise RuntimeError(f"stage {self.spec.name} rendered undeclared templates {undeclared}")
         return StageResult(stage=self.spec.name, shard=self.shard, tables=dict(self.tables), summary=summary,
-                           templates=dict(sorted(self.templates.items())), calls=calls)
+                           templates=dict(sorted(self.templates.items())), calls=calls,
+                           journal=str(self.journal) if calls else None)
 
 
 async def _publish(run: StageRun, result: StageResult) -> None:
     """The stage's main table in the Prefect UI: its first rows, with where the whole table is."""
-    if not result.tables:
+    tables = [(n, p) for n, p in result.tables.items() if p.endswith(".parquet")]  # not a report or a role file
+    if not tables:
         return
-    name, path = next(iter(result.tables.items()))
+    name, path = tables[0]
     table = pq.read_table(path)
     rows = [{k: _cell(v) for k, v in r.items()} for r in table.slice(0, ARTIFACT_ROWS).to_pylist()]
-    others = ", ".join(f"{n} ({Path(p).name})" for n, p in list(result.tables.items())[1:])
+    others = ", ".join(f"{n} ({Path(p).name})" for n, p in result.tables.items() if n != name)
     description = f"{run.label}: {table.num_rows} rows of {name} in {path}" + (f"; also {others}" if others else "")
     await publish_table(slug(run.label), rows, description)
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rpbench.storage.user_files import load_yaml, read_user_text
 from rpbench.tasks.core.errors import InputError, first_error
 from rpbench.tasks.core.secrets import looks_like_key, register_pasted_key, register_secret_names
-from rpbench.tasks.llm.local_models import EMBEDDED, LocalModelSpec, local_name
+from rpbench.tasks.llm.local_models import EMBEDDED, LocalModelSpec, local_name, model_fingerprint, split_adapter
 from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
 
 LOCAL_MODEL = f"{LOCAL_PROVIDER}/{EMBEDDED}"
@@ -91,7 +91,7 @@ class ModelSpec(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         """What decides the replies (not how fast they come): stage cache keys include it."""
-        return {"model": self.model, "api_base": self.api_base or "", "sampling": self.sampling(),
+        return {"model": model_fingerprint(self.model), "api_base": self.api_base or "", "sampling": self.sampling(),
                 "structured": self.structured, "reasoning_chars": self.reasoning_chars}
 
     def endpoint(self) -> str:
@@ -124,6 +124,7 @@ class ModelsConfig(BaseModel):
         known = {EMBEDDED, *self.local_models}
         for where, spec in [("default", self.default), *((f"roles.{r}", s) for r, s in self.roles.items())]:
             name = local_name(spec.model)
+            name = split_adapter(name)[0] if name else None
             if name is not None and name not in known:
                 raise ValueError(f"{where}: unknown local model '{name}' (known: {', '.join(sorted(known))})")
         return self
@@ -184,6 +185,8 @@ def _env_overrides(data: dict[str, Any], environ: dict[str, str]) -> dict[str, A
             suffix = "_" + field
             if rest.endswith(suffix) and len(rest) > len(suffix):
                 role = rest[: -len(suffix)]
+                # A variable name cannot hold a dash: RPBENCH_DMT_JUDGE_MAX_TOKENS sets role dmt-judge.
+                role = next((r for r in roles if r.replace("-", "_") == role), role)
                 annotation = fields[field]
                 kind = int if "int" in str(annotation) else float if "float" in str(annotation) else str
                 try:

@@ -37,6 +37,7 @@ from rpbench.tasks.llm.config import ModelsConfig, ModelSpec
 from rpbench.tasks.llm.ledger import Ledger, next_call_id
 from rpbench.tasks.llm.litellm_call import add_transport, new_session, request_kwargs, send, tune_litellm
 from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.llm.local_models import model_fingerprint
 from rpbench.tasks.llm.local_provider import register_local_provider
 from rpbench.tasks.llm.process_pool import ProcessPool
 from rpbench.tasks.llm.structured import (
@@ -89,15 +90,22 @@ class NoReply:
 CallResult = Reply[T] | NoReply
 
 
+# Reads a free-text reply (the option letters in it, say); raises ValueError, saying what is missing, when the
+# reply holds nothing it can use. The gateway then asks again, as it does for a reply that breaks a schema.
+Parser = Callable[[str], Any]
+
+
 @dataclass(frozen=True)
 class Request(Generic[T]):
-    """One call for ``Gateway.run_all``; ``schema`` None asks for free text (a ``Request[None]``)."""
+    """One call for ``Gateway.run_all``; ``schema`` None asks for free text (a ``Request[None]``), which
+    ``parse`` (if given) reads into ``parsed``."""
 
     role: str
     messages: list[Message]
     schema: type[BaseModel] | None = None
     sample_index: int = 0
     tag: str | None = None
+    parse: Parser | None = None
 
 
 @functools.lru_cache(maxsize=256)
@@ -284,11 +292,12 @@ class Gateway:
     # -- public ---------------------------------------------------------------------------------
     @overload
     async def complete(self, role: str, messages: list[Message], *, schema: type[M],
-                       sample_index: int = 0, tag: str | None = None) -> CallResult[M]: ...
+                       sample_index: int = 0, tag: str | None = None, parse: None = None) -> CallResult[M]: ...
 
     @overload
     async def complete(self, role: str, messages: list[Message], *, schema: None = None,
-                       sample_index: int = 0, tag: str | None = None) -> CallResult[None]: ...
+                       sample_index: int = 0, tag: str | None = None,
+                       parse: Parser | None = None) -> CallResult[Any]: ...
 
     async def complete(
         self,
@@ -298,20 +307,23 @@ class Gateway:
         schema: type[BaseModel] | None = None,
         sample_index: int = 0,
         tag: str | None = None,
+        parse: Parser | None = None,
     ) -> CallResult[Any]:
         """Ask the model bound to ``role``; see the module docstring for the guarantees."""
-        return await self._complete(role, messages, schema, sample_index, tag)
+        return await self._complete(role, messages, schema, sample_index, tag, parse)
 
     async def _complete(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
-                        sample_index: int, tag: str | None) -> CallResult[Any]:
+                        sample_index: int, tag: str | None, parse: Parser | None = None) -> CallResult[Any]:
+        if schema is not None and parse is not None:
+            raise ValueError("a request reads its reply by a schema or by a parser, not both")
         self.ledger.begin()
         try:
-            return await self._complete_counted(role, messages, schema, sample_index, tag)
+            return await self._complete_counted(role, messages, schema, sample_index, tag, parse)
         finally:
             self.ledger.end()
 
     async def _complete_counted(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
-                                sample_index: int, tag: str | None) -> CallResult[Any]:
+                                sample_index: int, tag: str | None, parse: Parser | None) -> CallResult[Any]:
         spec = self.config.for_role(role)
         if schema is not None and spec.reasoning_chars is not None:
             schema = with_reasoning_cap(schema, spec.reasoning_chars)
@@ -322,8 +334,9 @@ class Gateway:
         raw: list[str] = []
         error = "no attempt was made (parse_attempts is 0)"
         all_cached = True
+        fingerprint = model_fingerprint(spec.model)
         for attempt in range(self.config.retry.parse_attempts):
-            key = request_key(model=spec.model, api_base=spec.api_base, messages=convo, sampling=spec.sampling(),
+            key = request_key(model=fingerprint, api_base=spec.api_base, messages=convo, sampling=spec.sampling(),
                               sample_index=sample_index, attempt=attempt, response_schema=response_format)
             record = CallRecord(call_id=next_call_id(), cache_key=key, role=role, model=spec.model, tag=tag,
                                 attempt=attempt, cached=True, outcome="ok")
@@ -343,12 +356,12 @@ class Gateway:
             try:
                 if not text.strip():
                     raise ValueError("the reply is empty")
-                parsed = parse_reply(text, schema) if schema is not None else None
+                parsed = parse_reply(text, schema) if schema is not None else parse(text) if parse else None
             except ValueError as exc:
                 record.outcome, record.error = "parse_error", str(exc)[:500]
                 self.ledger.add(record)
                 error = str(exc)
-                convo = repair_messages(convo, text, error)
+                convo = repair_messages(convo, text, error, *(("Reply again.",) if parse else ()))
                 continue
             self.ledger.add(record)
             return Reply(role, spec.model, text, parsed, attempt + 1, all_cached, tuple(raw))
@@ -356,7 +369,7 @@ class Gateway:
 
     async def run(self, req: Request[T]) -> CallResult[T]:
         """``complete`` for a prepared ``Request``."""
-        return await self._complete(req.role, req.messages, req.schema, req.sample_index, req.tag)
+        return await self._complete(req.role, req.messages, req.schema, req.sample_index, req.tag, req.parse)
 
     async def run_all(
         self,

@@ -19,6 +19,7 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from rpbench.tasks.llm.local_models import local_model, weights_path
@@ -132,7 +133,13 @@ class Engines:
         key = (name, str(weights))
         with cls._lock:
             if key not in cls._engines:
-                if weights.is_file() and not _cuda_without_llamacpp_gpu():
+                if spec.adapter is not None:  # LoRA adapters run on transformers, over a transformers copy
+                    from rpbench.tasks.llm.hf_weights import transformers_folder
+                    from rpbench.tasks.llm.transformers_engine import TransformersEngine
+
+                    cls._engines[key] = TransformersEngine(name, transformers_folder(weights),
+                                                           adapter=Path(spec.adapter).expanduser())
+                elif weights.is_file() and not _cuda_without_llamacpp_gpu():
                     from rpbench.tasks.llm.llamacpp_engine import LlamaCppEngine
 
                     cls._engines[key] = LlamaCppEngine(name, weights, spec)

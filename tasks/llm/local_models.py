@@ -2,13 +2,16 @@
 
 The registry holds the embedded SmolLM2-135M (``smollm2-135m``) and whatever
 a models file adds under ``[local_models.<name>]``: a path to a GGUF file or to
-a transformers model folder. A name that is not in the registry is an error,
-never the embedded model in disguise. Kept free of heavy imports: the config
-reads it, and only the engine loads anything.
+a transformers model folder. Any of them with a LoRA adapter on top is
+``local/<name>+adapter=<folder>`` (what ``rpbench train`` writes). A name that
+is not in the registry is an error, never the embedded model in disguise. Kept
+free of heavy imports: the config reads it, and only the engine loads anything.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.util
 import os
 import threading
@@ -41,6 +44,8 @@ class LocalModelSpec(BaseModel):
         "CPU kernels run faster; None runs the file as it is.")
     threads: int | None = Field(default=None, ge=1, description="GGUF only: CPU threads; None: every core "
                                 "this process may use.")
+    adapter: str | None = Field(default=None, description="A LoRA adapter folder (peft) applied on the weights; "
+                                "such a model runs on transformers.")
     reuse_prefixes: bool = Field(
         default=True, description="GGUF only: read a prompt's start from llama.cpp's cache when an earlier "
         "prompt began the same way. A reused prefix can differ from a fresh read in float rounding, which can "
@@ -99,12 +104,52 @@ def known_local_models() -> list[str]:
         return sorted(_registry)
 
 
+ADAPTER_MARK = "+adapter="
+
+
+def split_adapter(name: str) -> tuple[str, str | None]:
+    """``("smollm2-135m", "/runs/t/adapter")`` for ``smollm2-135m+adapter=/runs/t/adapter``."""
+    base, mark, adapter = name.partition(ADAPTER_MARK)
+    return (base, adapter) if mark else (name, None)
+
+
+def check_adapter(folder: str) -> None:
+    """A LoRA adapter folder as peft saves it, or a ValueError saying what is missing."""
+    path = Path(folder).expanduser()
+    if not (path / "adapter_config.json").is_file():
+        raise ValueError(f"{path}: not a LoRA adapter folder (no adapter_config.json)")
+
+
 def local_model(name: str) -> LocalModelSpec:
-    """The spec of a registered local model; KeyError names the known ones."""
+    """The spec of a registered local model (with its adapter, for ``<name>+adapter=<folder>``); KeyError names
+    the known ones."""
+    base, adapter = split_adapter(name)
     with _lock:
-        if name not in _registry:
-            raise KeyError(f"unknown local model '{name}' (known: {', '.join(sorted(_registry))})")
-        return _registry[name]
+        if base not in _registry:
+            raise KeyError(f"unknown local model '{base}' (known: {', '.join(sorted(_registry))})")
+        spec = _registry[base]
+    return spec.model_copy(update={"adapter": adapter}) if adapter else spec
+
+
+@functools.cache
+def _adapter_digest(folder: str, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    for path in sorted(Path(folder).glob("adapter_*")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def model_fingerprint(model: str) -> str:
+    """What identifies a model's replies in cache keys: the model string, and for a local model with an adapter,
+    the adapter's content too (retraining into the same folder must not reuse the old replies)."""
+    name = local_name(model)
+    adapter = split_adapter(name)[1] if name else None
+    if not adapter:
+        return model
+    folder = Path(adapter).expanduser()
+    stamp = max((p.stat().st_mtime_ns for p in folder.glob("adapter_*")), default=0)
+    return f"{model}#{_adapter_digest(str(folder), stamp)}"
 
 
 def local_name(model: str) -> str | None:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from rpbench.tasks.core.errors import InputError, unknown_name
 from rpbench.tasks.llm.config import ModelsConfig
-from rpbench.tasks.llm.local_models import EMBEDDED, local_name
+from rpbench.tasks.llm.local_models import EMBEDDED, check_adapter, local_name, split_adapter
 
 
 @functools.cache
@@ -42,8 +42,14 @@ def resolve(config: ModelsConfig, name: str, builtin_roles: Iterable[str], like:
     local = local_name(name)
     if local is not None:
         known = [EMBEDDED, *config.local_models]
-        if local not in known:
-            raise unknown_name("local model", local, known, hint="add it under [local_models] in a models file")
+        base, adapter = split_adapter(local)
+        if base not in known:
+            raise unknown_name("local model", base, known, hint="add it under [local_models] in a models file")
+        if adapter is not None:
+            try:
+                check_adapter(adapter)
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
         return config.bind_model(name, like)
     if is_litellm_model(name):
         return config.bind_model(name, like)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
@@ -19,14 +20,31 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 REASONING: dict[str, Any] = {"free_text": True}
 
 
+def _capped_items(annotation: Any, cap: int) -> Any:
+    """``list[M]`` or ``tuple[M1, M2, ...]`` with its models capped, or None when nothing in it changes."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin not in (list, tuple) or not args or not all(isinstance(a, type) and issubclass(a, BaseModel)
+                                                          for a in args):
+        return None
+    capped = tuple(with_reasoning_cap(a, cap) for a in args)
+    if capped == args:
+        return None
+    return list[capped[0]] if origin is list else tuple[capped]  # type: ignore[valid-type]
+
+
 @functools.lru_cache(maxsize=256)
 def with_reasoning_cap(model: type[BaseModel], cap: int) -> type[BaseModel]:
-    """``model`` with every free-text field (marked REASONING) capped at ``cap`` characters instead."""
-    fields: dict[str, Any] = {
-        name: (f.annotation, Field(max_length=cap, description=f.description, json_schema_extra=REASONING))
-        for name, f in model.model_fields.items()
-        if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("free_text")
-    }
+    """``model`` with every free-text field (marked REASONING) capped at ``cap`` characters instead, in
+    nested models of list and tuple fields too (a judge's per-turn verdicts)."""
+    fields: dict[str, Any] = {}
+    for name, f in model.model_fields.items():
+        if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("free_text"):
+            fields[name] = (f.annotation, Field(max_length=cap, description=f.description,
+                                                json_schema_extra=REASONING))
+        elif (items := _capped_items(f.annotation, cap)) is not None:
+            kept = copy.copy(f)  # its item count bounds stay
+            kept.annotation = items
+            fields[name] = (items, kept)
     if not fields:
         return model
     return create_model(model.__name__, __base__=model, __doc__=model.__doc__, **fields)
@@ -98,13 +116,11 @@ def schema_instruction(model: type[BaseModel]) -> str:
     return f"Answer with one JSON object only, no other text, matching this JSON schema:\n{schema}"
 
 
-def repair_messages(messages: list[dict[str, Any]], bad_reply: str, error: str) -> list[dict[str, Any]]:
-    """The conversation to send after an unparseable reply: show the reply and what was wrong with it."""
+def repair_messages(messages: list[dict[str, Any]], bad_reply: str, error: str,
+                    ask: str = "Reply again with only the corrected JSON object.") -> list[dict[str, Any]]:
+    """The conversation to send after an unparseable reply: show the reply, what was wrong with it, and ``ask``."""
     return [
         *messages,
         {"role": "assistant", "content": bad_reply},
-        {
-            "role": "user",
-            "content": f"That reply could not be used: {error}. Reply again with only the corrected JSON object.",
-        },
+        {"role": "user", "content": f"That reply could not be used: {error}. {ask}"},
     ]

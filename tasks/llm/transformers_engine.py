@@ -1,4 +1,4 @@
-"""Local models in a transformers folder (and, later, with LoRA adapters), run with transformers.
+"""Local models in a transformers folder, or with a LoRA adapter on top, run with transformers.
 
 GGUF files run on llama.cpp (``llamacpp_engine``), which is several times
 faster on a CPU; this engine serves what llama.cpp cannot load: a transformers
@@ -37,10 +37,11 @@ def _batch_key(request: GenRequest) -> float:
 class TransformersEngine:
     """A transformers model behind a batcher. Use ``Engines.for_model(name)`` (``local_engine``)."""
 
-    def __init__(self, name: str, weights: Path, max_batch: int = MAX_BATCH) -> None:
+    def __init__(self, name: str, weights: Path, max_batch: int = MAX_BATCH, adapter: Path | None = None) -> None:
         self.name = name
         self.meter = EngineMeter()
         self.weights = weights
+        self.adapter = adapter
         self.max_batch = max_batch
         self._queue: queue.Queue[GenRequest] = queue.Queue()
         self._loaded = threading.Event()
@@ -81,6 +82,10 @@ class TransformersEngine:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         dtype = torch.float16 if self.device == "cuda" else torch.float32
         model: Any = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **extra)
+        if self.adapter is not None:  # a LoRA adapter (rpbench train): peft applies it on the base weights
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, str(self.adapter))
         self.model: Any = model.to(self.device)
         self.model.eval()
         log.info("local model %s ready in %.1f s", self.name, time.monotonic() - started)

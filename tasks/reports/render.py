@@ -120,7 +120,8 @@ def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring,
         ax.set_xticks([i + width * (len(board) - 1) / 2 for i in range(len(values))], values)
         ax.set_ylabel(scoring.headline.name)
         ax.set_title(f"{scoring.headline.name} per {key.label}")
-        ax.legend(fontsize=7)
+        if board:
+            ax.legend(fontsize=7)
         out[key.column] = png(fig)
     return out
 

@@ -42,7 +42,7 @@ def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures:
     # A model's failed items: each counted once, however many of its steps failed, and not the items that
     # were scored despite a failed side step.
     failed_items = Counter(model for model, _ in {(f.model, f.item_id) for f in failures if not f.scored})
-    board = leaderboard(scores, spec.scoring, failed_items)
+    board = leaderboard(scores, spec.scoring, failed_items, sorted({str(r[spec.scoring.model_column]) for r in rows}))
     analysis = (spec.analyze(AnalysisInput(board, list(records), scores, resamples, seed, dict(context or {})))
                 if spec.analyze is not None else Analysis())
     columns = leaderboard_columns(spec.scoring, scores, spec.extra_columns)

@@ -7,8 +7,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rpbench.tasks.reports.spec import GroupKey, Scoring
-from rpbench.tasks.stats import bootstrap_ci, cluster_bootstrap_ci
+from rpbench.tasks.reports.spec import GroupKey, MetricSpec, Scoring
+from rpbench.tasks.stats import bootstrap_ci, cluster_bootstrap_ci, macro_mean, stratified_bootstrap_ci
 
 ALL = "all"
 Row = Mapping[str, Any]
@@ -38,18 +38,29 @@ def model_scores(rows: Sequence[Row], scoring: Scoring, resamples: int = 1000, s
                 if not picked:
                     continue
                 sel = [float(r[metric.column]) for r in picked]
-                point = metric.point(sel)
-                if not metric.interval:
-                    low, high = point, point
-                elif scoring.cluster_column is not None:
-                    clusters = [r[scoring.cluster_column] for r in picked]
-                    low, high = cluster_bootstrap_ci(sel, clusters, point, metric.statistic, resamples, seed)
-                else:
-                    low, high = bootstrap_ci(sel, point, metric.statistic, resamples, seed)
+                point, low, high = _estimate(metric, scoring, picked, sel, resamples, seed)
                 out.append({"model": model, "metric": metric.name,
                             **{k.column: v for k, v in zip(scoring.groups, combo, strict=True)},
                             "score": point, "ci_low": low, "ci_high": high, "n": len(sel)})
     return out
+
+
+def _estimate(metric: MetricSpec, scoring: Scoring, picked: Sequence[Row], sel: list[float], resamples: int,
+              seed: int) -> tuple[float, float, float]:
+    """A metric's point estimate over ``picked`` rows and its bootstrap interval."""
+    strata = [r[metric.macro_over] for r in picked] if metric.macro_over else []
+    if len(set(strata)) > 1:
+        point = macro_mean(sel, strata)
+        if not metric.interval:
+            return point, point, point
+        return point, *stratified_bootstrap_ci(sel, strata, point, resamples, seed)
+    point = metric.point(sel)
+    if not metric.interval:
+        return point, point, point
+    if scoring.cluster_column is not None:
+        clusters = [r[scoring.cluster_column] for r in picked]
+        return point, *cluster_bootstrap_ci(sel, clusters, point, metric.statistic, resamples, seed)
+    return point, *bootstrap_ci(sel, point, metric.statistic, resamples, seed)
 
 
 def _overall(scores: Sequence[Row], scoring: Scoring, model: str, metric: str,
@@ -59,15 +70,20 @@ def _overall(scores: Sequence[Row], scoring: Scoring, model: str, metric: str,
                  and all(s[c] == v for c, v in want.items())), None)
 
 
-def leaderboard(scores: Sequence[Row], scoring: Scoring, failures: Mapping[str, int]) -> list[dict[str, Any]]:
+def leaderboard(scores: Sequence[Row], scoring: Scoring, failures: Mapping[str, int],
+                models: Sequence[str] = ()) -> list[dict[str, Any]]:
     """One row per model, best first by the headline metric: each metric overall, the headline's interval and
-    item count, the headline per value of every breakdown key, and the model's count of failures."""
+    item count, the headline per value of every breakdown key, and the model's count of failures.
+
+    ``models`` with no headline value at all (every item unscored: all refusals, say) are listed last with
+    none, rather than dropped from the board.
+    """
     head = scoring.headline
     rows = []
-    for model in sorted({str(s["model"]) for s in scores}):
+    for model in sorted({str(s["model"]) for s in scores} | set(models)):
         top = _overall(scores, scoring, model, head.name)
         if top is None:
-            continue
+            top = {"score": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": 0}
         row: dict[str, Any] = {"model": model, head.name: top["score"], "ci_low": top["ci_low"],
                                "ci_high": top["ci_high"], "n": top["n"]}
         for metric in scoring.metrics[1:]:

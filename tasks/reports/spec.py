@@ -31,6 +31,10 @@ class MetricSpec:
     statistic: Statistic = mean_statistic  # the same aggregate, vectorised for the bootstrap
     interval: bool = True  # report a bootstrap interval
     digits: int = 1
+    # Over rows of several values of this column (the dimensions of a benchmark, say), the point is the
+    # unweighted mean of each value's mean, and the interval resamples within each value: every value counts
+    # once, however many items it has. ``point`` and ``statistic`` then apply to a single value's items.
+    macro_over: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,10 @@ class Scoring:
     def __post_init__(self) -> None:
         if not self.metrics:
             raise ValueError("a mode needs at least one metric")
+        taken = {"model", "metric", "score", "ci_low", "ci_high", "n"}  # columns of the model-scores table
+        clash = [k.column for k in self.groups if k.column in taken]
+        if clash:
+            raise ValueError(f"a group column cannot be called '{clash[0]}' (the model-scores table has one)")
 
     @property
     def headline(self) -> MetricSpec:
@@ -111,3 +119,4 @@ class ReportSpec:
     extra_columns: tuple[Column, ...] = ()  # the mode's own leaderboard columns, filled by ``analyze``
     # Fills the extra columns of the leaderboard rows (in place) and returns the mode's report sections.
     analyze: Callable[[AnalysisInput], Analysis] | None = None
+    unit: str = "benchmark items"  # what the report's item count counts

@@ -51,3 +51,27 @@ def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence[object], po
     res = stats.bootstrap((np.arange(len(members)),), resampled, n_resamples=resamples, vectorized=False,
                           confidence_level=level, method="percentile", random_state=np.random.default_rng(seed))
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def macro_mean(values: Sequence[float], strata: Sequence[object]) -> float:
+    """The unweighted mean of the strata's means (each stratum counts once, however many values it holds)."""
+    groups: dict[object, list[float]] = {}
+    for v, s in zip(values, strata, strict=True):
+        groups.setdefault(s, []).append(float(v))
+    return float(np.mean([np.mean(g) for g in groups.values()]))
+
+
+def stratified_bootstrap_ci(values: Sequence[float], strata: Sequence[object], point: float, resamples: int = 1000,
+                            seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``macro_mean``: each stratum is resampled within itself (so every
+    resample keeps every stratum and its size), then the strata's means are averaged."""
+    groups: dict[object, list[float]] = {}
+    for v, s in zip(values, strata, strict=True):
+        groups.setdefault(s, []).append(float(v))
+    data = [np.asarray(g) for g in groups.values()]
+    if all(len(g) < 2 or np.all(g == g[0]) for g in data):
+        return point, point
+    rng = np.random.default_rng(seed)
+    means = np.mean([g[rng.integers(0, len(g), size=(resamples, len(g)))].mean(axis=1) for g in data], axis=0)
+    tail = (1.0 - level) / 2 * 100
+    return float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))

@@ -20,3 +20,14 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
 
     res = stats.pearsonr(x, y)
     return float(res.statistic), float(res.pvalue)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float | None, float | None]:
+    """Spearman's rank correlation and its p-value; None for both when it is undefined (fewer than three
+    pairs, or one side constant)."""
+    if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
+        return None, None
+    from scipy import stats
+
+    res = stats.spearmanr(x, y)
+    return float(res.statistic), float(res.pvalue)

@@ -9,11 +9,11 @@ command runs, so `--help` stays quick.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from rpbench.flows.kit.commands import settings_command
+from rpbench.flows.kit.commands import settings_command, stages_line
 from rpbench.flows.modes.furina.settings import (
     BuildSettings,
     ChunkSettings,
@@ -23,12 +23,6 @@ from rpbench.flows.modes.furina.settings import (
     SynthesisSettings,
 )
 from rpbench.tasks.core.errors import InputError
-
-
-def _stages_line(manifest: dict[str, Any]) -> str:
-    this = manifest.get("this_run") or {}
-    return (f"stages: {this.get('stages', 0)} ({this.get('cached', 0)} cached); "
-            f"calls sent by this run: {this.get('calls_sent', 0)}")
 
 
 # -- pool -------------------------------------------------------------------------------------------
@@ -67,7 +61,7 @@ def pool_build(s: PoolSettings) -> None:
     typer.echo(f"pool: {pool.get('scenes', 0)} scenes kept, {pool.get('dropped', 0)} dropped "
                f"(see dropped_scenes.parquet), {pool.get('chunks', 0)} chunks; "
                f"failed calls: {pool.get('failed_calls')}")
-    typer.echo(_stages_line(manifest))
+    typer.echo(stages_line(manifest))
     typer.echo(f"tables and manifest: {s.out}/")
 
 
@@ -151,7 +145,7 @@ def build(s: BuildSettings) -> None:
     for name, dims in (b.get("coverage") or {}).items():
         state = "covered" if name not in b.get("budget_exhausted", []) else "BUDGET SPENT before coverage"
         typer.echo(f"  {name}: " + " ".join(f"{d}={n}" for d, n in dims.items()) + f"  ({state})")
-    typer.echo(_stages_line(manifest))
+    typer.echo(stages_line(manifest))
     typer.echo(f"tables, chart and manifest: {s.out}/")
 
 
@@ -186,7 +180,7 @@ def evaluate(s: EvalSettings) -> None:
     for r in e.get("leaderboard", []):
         typer.echo(f"{r['model']}: {r['score']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] n={r['n']} "
                    f"failed={r['failed']}")
-    typer.echo(_stages_line(manifest))
+    typer.echo(stages_line(manifest))
     typer.echo(f"report: {e.get('report')}")
 
 

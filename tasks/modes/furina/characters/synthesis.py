@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, create_model, model_validator
-from rank_bm25 import BM25Plus
 from rapidfuzz import fuzz
 
 from rpbench import prompts
@@ -34,6 +33,7 @@ from rpbench.tasks.modes.furina.profiles import (
     Name,
     SpeechPattern,
 )
+from rpbench.tasks.stats.similarity import BM25Index
 
 T = TypeVar("T", bound=BaseModel)
 NAME_SIMILARITY_LIMIT = 88.0
@@ -139,31 +139,19 @@ class OriginalityIndex:
 
     def __init__(self, known: list[tuple[str, str]]) -> None:
         self.names = [n for n, _ in known]
-        self.texts = [_tokens(t) for _, t in known]
-        # BM25+ keeps idf positive, so a term shared with half of a small corpus still counts.
-        self.bm25 = BM25Plus(self.texts) if self.texts else None
+        self.index = BM25Index([t for _, t in known])
 
     def too_close(self, name: str, text: str) -> str | None:
         """The known character this one is too close to, or None."""
         for known in self.names:
             if fuzz.WRatio(name.lower(), known.lower()) >= NAME_SIMILARITY_LIMIT:
                 return known
-        if self.bm25 is not None:
-            query = _tokens(text)
-            scores = self.bm25.get_scores(query)
-            best = max(range(len(scores)), key=scores.__getitem__)
-            # Compare with the known profile's score against itself: a share near 1 means a near copy.
-            ceiling = max(self.bm25.get_scores(self.texts[best])[best], 1e-9)
-            if scores[best] / ceiling >= BM25_SHARE_LIMIT:
+        if len(self.index):
+            best = self.index.top(text, 1)[0]
+            # Compared with the known profile's score against itself: a share near 1 means a near copy.
+            if self.index.self_share(text, best) >= BM25_SHARE_LIMIT:
                 return self.names[best]
         return None
-
-
-def _tokens(text: str) -> list[str]:
-    # CJK text has no spaces: index it by character; other text by lower-cased word.
-    if any("\u4e00" <= ch <= "\u9fff" for ch in text):
-        return [ch for ch in text if not ch.isspace()]
-    return [w.strip(".,;:!?\"'()").lower() for w in text.split() if w.strip(".,;:!?\"'()")]
 
 
 def profile_text(p: ProfileDraft) -> str:

@@ -6,38 +6,20 @@ Annotations (CSV or JSONL) have ``item_id, annotator`` and a ``dimension`` and/o
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
-import json
 import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from rpbench.storage.user_files import read_user_text
+from rpbench.storage.user_files import load_rows
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
 from rpbench.tasks.stats import pearson
 
 
 def load_annotations(path: str | Path) -> list[dict[str, Any]]:
-    path = Path(path)
-    text = read_user_text(path, "an annotations file (CSV or JSONL)")
-    if path.suffix.lower() == ".csv":
-        rows = list(csv.DictReader(io.StringIO(text, newline="")))
-    else:
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}: line {n}: not JSON ({exc.msg})") from None
-                if not isinstance(rows[-1], dict):
-                    raise InputError(f"{path}: line {n}: expected an object with item_id, annotator, ...")
-    if not rows:
-        raise InputError(f"{path}: no annotations in the file")
+    rows = load_rows(path, "an annotations file", "item_id, annotator, ...")
     out = []
     for i, row in enumerate(rows):
         for field in ("item_id", "annotator"):

@@ -1,0 +1,139 @@
+"""DMT-RoleBench's flow: dialogues (per model) -> per-round labels (per model) -> DMT-Scores and report."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from prefect import flow
+
+from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.kit.report import publish_report
+from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.modes.dmt.settings import DmtSettings
+from rpbench.storage.schemas import FAILURES
+from rpbench.storage.tables import read_records
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import Failure
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.dmt.analysis import REPORT, dialogue_scores
+from rpbench.tasks.modes.dmt.catalog import allocated
+from rpbench.tasks.modes.dmt.dialogue import GENERATOR, DialogueConfig, run_all
+from rpbench.tasks.modes.dmt.judging import JUDGE, label_all
+from rpbench.tasks.modes.dmt.records import Seed
+from rpbench.tasks.modes.dmt.scoring import Policy
+from rpbench.tasks.modes.dmt.seeds import load_seeds
+from rpbench.tasks.modes.dmt.tables import DIALOGUE_SCORES, ENDS, LABELS, ROUNDS, SEEDS, STEPS
+
+WORKERS = 4
+
+
+def select(seeds: list[Seed], only: list[str], formats: list[str], path: str) -> list[tuple[Seed, str]]:
+    """The (seed, format) dialogues a run covers; an id that matches nothing is an input error."""
+    known = {s.id for s in seeds}
+    for sid in only:
+        if sid not in known:
+            raise InputError(f"--seed-id in {path}: unknown seed '{sid}' (known: {', '.join(sorted(known))})")
+    picked: list[tuple[Seed, str]] = [(s, f) for s in seeds if not only or s.id in only
+                                      for f in s.formats if not formats or f in formats]
+    if not picked:
+        raise InputError(f"{path}: no seed has the formats asked for ({', '.join(formats)})")
+    return picked
+
+
+@stage("dmt-dialogues", templates=("dmt/",), roles=lambda p: [p["role"], GENERATOR], inputs=("seeds_file",))
+async def dialogues(run: StageRun, seeds_file: str, only_seeds: list[str], formats: list[str], role: str, name: str,
+                    max_rounds: int, max_regenerations: int, merge_system: bool, out: str, shard: str,
+                    models_file: str | None, cache: str | None) -> StageResult:
+    seeds = load_seeds(seeds_file)
+    picked = select(seeds, only_seeds, formats, seeds_file)
+    cfg = DialogueConfig(max_rounds, max_regenerations, merge_system)
+    async with run.gateway() as gateway:
+        made = await run_all(gateway, picked, role, name, cfg, run.progress.track(f"dialogues of {name}",
+                                                                                  len(picked)))
+    failures = [Failure(stage="dmt-dialogues", model=name, item_id=d.end.dialogue_id,
+                        kind="generator" if "generator" in d.end.reason else "reply", error=d.end.reason,
+                        scored="tested model" in d.end.reason)
+                for d in made if "failed" in d.end.reason]
+    run.write(ROUNDS, [r for d in made for r in d.rounds])
+    run.write(STEPS, [s for d in made for s in d.steps])
+    run.write(ENDS, [d.end for d in made])
+    run.write(SEEDS, [s for s in seeds if any(s.id == p.id for p, _ in picked)])
+    run.write(FAILURES, failures)
+    return run.result(dialogues=len(made), rounds=sum(len(d.rounds) for d in made), failed=len(failures))
+
+
+@stage("dmt-labels", templates=("dmt/",), roles=(JUDGE,), inputs=("rounds", "seeds"))
+async def labels(run: StageRun, rounds: str, seeds: str, name: str, out: str, shard: str,
+                 models_file: str | None, cache: str | None) -> StageResult:
+    made_rounds = read_records(rounds, ROUNDS)
+    by_id = {s.id: s for s in read_records(seeds, SEEDS)}
+    async with run.gateway() as gateway:
+        n = sum(len(allocated(by_id[r.seed_id].role_type, by_id[r.seed_id].metrics)) for r in made_rounds
+                if r.status == "ok")
+        made = await label_all(gateway, by_id, made_rounds, name, run.progress.track(f"labels of {name}", n))
+    failures = [Failure(stage="dmt-labels", model=name, item_id=f"{lb.dialogue_id}:{lb.metric}:round{lb.round}",
+                        kind="label", error=lb.error) for lb in made if lb.status == "failed"]
+    run.write(LABELS, made)
+    run.write(FAILURES, failures)
+    return run.result(labels=len(made), failed=len(failures))
+
+
+@stage("dmt-report", inputs=("rounds", "steps", "ends", "seeds", "labels", "failures"))
+async def report(run: StageRun, rounds: list[str], steps: list[str], ends: list[str], seeds: list[str],
+                 labels: list[str], failures: list[str], max_rounds: int, policy: str, n_dialogues: int,
+                 resamples: int, seed: int, out: str) -> StageResult:
+    made_rounds = [r for p in rounds for r in read_records(p, ROUNDS)]
+    made_labels = [lb for p in labels for lb in read_records(p, LABELS)]
+    made_ends = [e for p in ends for e in read_records(p, ENDS)]
+    by_id = {s.id: s for p in seeds for s in read_records(p, SEEDS)}
+    pol: Policy = "exclude" if policy == "exclude" else "bad" if policy == "bad" else "carry"
+    rows, unscored = dialogue_scores(by_id, made_rounds, made_labels, max_rounds, pol)
+    failed = [f for p in failures for f in read_records(p, FAILURES)] + unscored
+    run.write(ROUNDS, made_rounds, final=True)
+    run.write(STEPS, [s for p in steps for s in read_records(p, STEPS)], final=True)
+    run.write(ENDS, made_ends, final=True)
+    run.write(SEEDS, sorted(by_id.values(), key=lambda s: s.id), final=True)
+    run.write(LABELS, made_labels, final=True)
+    run.write(FAILURES, failed, final=True)
+    run.write(DIALOGUE_SCORES, rows, final=True)
+    end_counts: dict[str, Counter[str]] = {}
+    for e in made_ends:
+        end_counts.setdefault(e.model, Counter())[e.reason] += 1
+    made = await publish_report(run, "dmt", REPORT, rows, failed, n_dialogues, resamples, seed,
+                                {"policy": policy, "ends": {m: dict(c) for m, c in end_counts.items()}})
+    return run.result(leaderboard=made.board, **made.analysis.summary)
+
+
+def check_run(s: DmtSettings) -> tuple[dict[str, str], int]:
+    """Models resolved to roles and the seeds read: every input error before any call."""
+    picked = select(load_seeds(s.seeds), s.only_seeds, list(s.formats), s.seeds)
+    roles = resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="dmt-player",
+                        option="--model")
+    return roles, len(picked)
+
+
+@flow(name="rpbench-dmt", log_prints=True, task_runner=thread_runner(WORKERS))
+def dmt(settings: DmtSettings) -> dict:
+    """DMT-RoleBench: dialogues steered by topic and intent (role `dmt-generator`), labels (role `dmt-judge`)."""
+    s, stages = settings, Stages()
+    roles, n = check_run(s)
+    common = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
+    made = stages.map(dialogues, [
+        {**common, "seeds_file": s.seeds, "only_seeds": s.only_seeds, "formats": list(s.formats), "role": role,
+         "name": name, "max_rounds": s.max_rounds, "max_regenerations": s.max_regenerations,
+         "merge_system": s.no_system_role, "shard": slug(name)} for name, role in roles.items()])
+    labelled = stages.map(labels, [{**common, "rounds": m.path("rounds"), "seeds": m.path("seeds"), "name": name,
+                                    "shard": slug(name)} for m, name in zip(made, roles, strict=True)])
+    done = stages.run(report, rounds=[m.path("rounds") for m in made], steps=[m.path("steps") for m in made],
+                      ends=[m.path("dialogue_ends") for m in made], seeds=[m.path("seeds") for m in made],
+                      labels=[lb.path("labels") for lb in labelled],
+                      failures=[m.path("failures") for m in made] + [lb.path("failures") for lb in labelled],
+                      max_rounds=s.max_rounds, policy=s.policy, n_dialogues=n, resamples=s.resamples,
+                      seed=s.bootstrap_seed, out=s.out)
+    summary = {"leaderboard": done.summary["leaderboard"], "table4": done.summary["table4"],
+               "round_curve": done.summary["round_curve"], "policy": s.policy, "dialogues": n,
+               "report": done.path("report_html")}
+    return finish_run(s.out, stages, s.models_file, "dmt", dmt=summary,
+                      dmt_settings=s.model_dump(exclude={"models_file", "cache"}))

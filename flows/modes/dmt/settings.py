@@ -1,0 +1,45 @@
+"""The parameters of DMT-RoleBench's flow (flow signature, CLI options and deployment parameters in one place)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from rpbench.flows.kit.settings import OutputFolder, RunSettings, cli
+from rpbench.tasks.modes.dmt.catalog import FORMATS
+
+
+class DmtSettings(RunSettings):
+    """Models under test in dynamic dialogues steered by each seed's topic and intent; per-round binary labels."""
+
+    seeds: str = Field(json_schema_extra=cli("--seeds"),
+                       description="Seeds file (YAML or JSON): role profile and type, topic, intent, first query, "
+                                   "prompt formats.")
+    models: list[str] = Field(min_length=1, json_schema_extra=cli("--model"),
+                              description="Model under test: a litellm model string, or a role name. Repeat.")
+    out: OutputFolder = Field(default="runs/dmt", description="Folder for dialogues, labels, scores and report.")
+    max_rounds: int = Field(default=5, ge=1, le=30, description="T: the most rounds a dialogue has (and the "
+                            "prefix lengths scored).")
+    max_regenerations: int = Field(default=2, ge=0, description="Times the quality check may send a query back "
+                                   "before the dialogue ends there.")
+    policy: Literal["carry", "exclude", "bad"] = Field(
+        default="carry", description="Dialogues that end before T: carry their last score forward, exclude them "
+                                     "past their end, or count the missing rounds as bad.")
+    no_system_role: bool = Field(default=False, description="The models have no system role: put the role's "
+                                 "prompt at the top of the first user message instead.")
+    only_seeds: list[str] = Field(default_factory=list, json_schema_extra=cli("--seed-id"),
+                                  description="Only these seeds (by id). Repeat. Default: all.")
+    formats: list[str] = Field(default_factory=list, json_schema_extra=cli("--format"),
+                               description="Only these prompt formats (minimalist, overview, detailed). Repeat. "
+                                           "Default: each seed's own list.")
+    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
+    bootstrap_seed: int = Field(default=0, description="Bootstrap seed.")
+
+    @field_validator("formats")
+    @classmethod
+    def _known_formats(cls, v: list[str]) -> list[str]:
+        unknown = [f for f in v if f not in FORMATS]
+        if unknown:
+            raise ValueError(f"unknown format '{unknown[0]}' (use {', '.join(FORMATS)})")
+        return v

@@ -1,0 +1,78 @@
+"""PingPong's commands: `rpbench pingpong run | rejudge | agreement`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from rpbench.flows.kit.commands import settings_command, stages_line
+from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.reports.render import fmt
+
+
+def _print_board(manifest: dict[str, Any]) -> None:
+    p = manifest.get("pingpong", {})
+    typer.echo(f"judges: {', '.join(p.get('judges', []))}; conversations: {p.get('conversations')}, "
+               f"scored {p.get('scored')}, refusals {p.get('refusals')}")
+    for r in p.get("leaderboard", []):
+        typer.echo(f"{r['model']}: LN {fmt(r['ln_score'], 2)} [{fmt(r['ci_low'], 2)}, {fmt(r['ci_high'], 2)}]  "
+                   f"agg {fmt(r['final'], 2)}  refusal ratio {fmt(r['refusal_ratio'], 2)}  "
+                   f"length {fmt(r['length'], 0)}  n={r['n']} failed={r['failed']}")
+    typer.echo(stages_line(manifest))
+    typer.echo(f"report: {p.get('report')}")
+
+
+def run(s: PingPongSettings) -> None:
+    """Players chat with an emulated user over every card and situation of the settings file; each judge
+    scores every player turn (in character, entertaining, fluency, refusal); a leaderboard by LN score."""
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.pingpong.flows import check_run, pingpong
+
+    check_run(s)  # bad input fails here, before the flow starts
+    _print_board(run_flow(pingpong, settings=s))
+
+
+def rejudge(s: RejudgeSettings) -> None:
+    """Score the stored conversations of a run with more judges (no player is called again)."""
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.pingpong.flows import rejudge as rejudge_flow
+    from rpbench.flows.modes.pingpong.flows import stored_run
+
+    stored_run(s.run)
+    _print_board(run_flow(rejudge_flow, settings=s))
+
+
+def agreement(
+    annotations: Annotated[Path, typer.Option(
+        "--annotations", help="Human ratings: CSV or JSONL with model, conversation_id, annotator, in_character, "
+                              "entertaining, fluency (1-5; blank = not rated).")],
+    run_dir: Annotated[Path, typer.Option("--run", help="A PingPong run folder (from `rpbench pingpong run`).")],
+) -> None:
+    """Judges against people: Spearman with p-values per criterion for each judge and their average;
+    Krippendorff's alpha and rank correlations between annotators."""
+    import json
+
+    from rpbench.storage.tables import atomic_write_bytes, read_records
+    from rpbench.tasks.modes.pingpong.agreement import agreement as compute
+    from rpbench.tasks.modes.pingpong.agreement import agreement_markdown, load_ratings
+    from rpbench.tasks.modes.pingpong.tables import TURN_JUDGMENTS
+
+    ratings = load_ratings(annotations)
+    table = run_dir / TURN_JUDGMENTS.filename
+    if not table.is_file():
+        raise InputError(f"{run_dir}: no {TURN_JUDGMENTS.filename} (run `rpbench pingpong run` into it first)")
+    result = compute(ratings, read_records(table, TURN_JUDGMENTS), annotations)
+    md = agreement_markdown(result)
+    atomic_write_bytes(run_dir / "agreement.md", md.encode("utf-8"))
+    atomic_write_bytes(run_dir / "agreement.json", json.dumps(result, indent=2, default=str).encode("utf-8"))
+    typer.echo(md)
+    typer.echo(f"written: {run_dir / 'agreement.md'} and agreement.json")
+
+
+def add_commands(app: typer.Typer) -> None:
+    app.command("run")(settings_command(PingPongSettings, run))
+    app.command("rejudge")(settings_command(RejudgeSettings, rejudge))
+    app.command("agreement")(agreement)

@@ -1,0 +1,220 @@
+"""PingPong's flows: conversations (per player) -> judgments (per player and judge) -> scores and report.
+
+Each stage is a cached Prefect task: adding a player or a judge to an earlier
+run in the same folder runs only the new stages and the report; a rerun of a
+finished run sends nothing. ``rejudge`` scores a run's stored conversations
+with more judges, without talking to any player again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.kit.report import publish_report
+from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings, Scoring
+from rpbench.storage.schemas import CALLS, FAILURES
+from rpbench.storage.tables import read_records
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import CallRecord, Failure
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.pingpong.analysis import REPORT, conversation_scores, per_judge, with_length_factors
+from rpbench.tasks.modes.pingpong.cards import Settings, load_settings
+from rpbench.tasks.modes.pingpong.conversation import ConversationConfig, converse_all, tester_judgments
+from rpbench.tasks.modes.pingpong.judging import judge_all
+from rpbench.tasks.modes.pingpong.records import Card, Situation
+from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATION_SCORES, CONVERSATIONS, TURN_JUDGMENTS
+
+WORKERS = 4
+TESTER = "tester"
+
+
+def select(settings: Settings, characters: list[str], situations: list[str], max_turns: int | None,
+           path: str) -> list[tuple[Card, Situation]]:
+    """The grid a run covers; a name that matches nothing is an input error."""
+    grid = settings.conversations()
+    for given, known, what in ((characters, {c.name for c, _ in grid}, "character"),
+                               (situations, {s.situation_id for _, s in grid}, "situation")):
+        for name in given:
+            if name not in known:
+                raise InputError(f"--{what} in {path}: unknown {what} '{name}' (known: {', '.join(sorted(known))})")
+    grid = [(c, s) for c, s in grid if (not characters or c.name in characters)
+            and (not situations or s.situation_id in situations)]
+    if max_turns is not None:
+        grid = [(c, s.model_copy(update={"num_turns": min(s.num_turns, max_turns)})) for c, s in grid]
+    return grid
+
+
+def _conversation_roles(p: Mapping[str, Any]) -> list[str]:
+    return [p["role"], TESTER if p["version"] == "v1" else "interrogator"]
+
+
+@stage("pingpong-conversations", templates=("pingpong/",), roles=_conversation_roles, inputs=("settings_file",))
+async def conversations(run: StageRun, settings_file: str, characters: list[str], situations: list[str],
+                        max_turns: int | None, role: str, name: str, version: str, merge_system: bool,
+                        symmetric: bool, out: str, shard: str, models_file: str | None,
+                        cache: str | None) -> StageResult:
+    grid = select(load_settings(settings_file), characters, situations, max_turns, settings_file)
+    cfg = ConversationConfig(version="v1" if version == "v1" else "v2", merge_system=merge_system,
+                             symmetric=symmetric)
+    async with run.gateway() as gateway:
+        turns = await converse_all(gateway, grid, role, name, cfg, run.progress.track(f"conversations of {name}",
+                                                                                        len(grid)))
+    failures = [Failure(stage="pingpong-conversations", model=name, item_id=t.conversation_id,
+                        kind=(t.error or "failed").split(":")[0], error=t.error) for t in turns if t.status == "failed"]
+    run.write(CONVERSATIONS, turns)
+    run.write(CARDS, sorted({(c.language, c.name): c for c, _ in grid}.values(), key=lambda c: (c.language, c.name)))
+    run.write(FAILURES, failures)
+    if version == "v1":
+        run.write(TURN_JUDGMENTS, tester_judgments(turns, TESTER))
+    return run.result(conversations=len(grid), failed=len(failures))
+
+
+@stage("pingpong-judgments", templates=("pingpong/",), roles=lambda p: [p["judge_role"]],
+       inputs=("conversations", "cards"))
+async def judgments(run: StageRun, conversations: str, cards: str, model: str, judge: str, judge_role: str,
+                    out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
+    turns = read_records(conversations, CONVERSATIONS)
+    by_key = {(c.language, c.name): c for c in read_records(cards, CARDS)}
+    async with run.gateway() as gateway:
+        n = len({t.conversation_id for t in turns if t.model == model})
+        made, failed = await judge_all(gateway, by_key, turns, model, judge, judge_role,
+                                       run.progress.track(f"judgments of {model} by {judge}", n))
+    run.write(TURN_JUDGMENTS, made)
+    run.write(FAILURES, failed)
+    return run.result(judged_turns=len(made), failed=len(failed))
+
+
+@stage("pingpong-report", inputs=("conversations", "cards", "judgments", "failures"))
+async def report(run: StageRun, conversations: list[str], cards: list[str], judgments: list[str],
+                 failures: list[str], judges: list[str], judge_weights: dict[str, float],
+                 criterion_weights: dict[str, float] | None, scale: str, resamples: int, seed: int,
+                 out: str) -> StageResult:
+    """Conversation scores (judges pooled), length factors, the leaderboard and the report."""
+    turns = [t for p in conversations for t in read_records(p, CONVERSATIONS)]
+    verdicts = [j for p in judgments for j in read_records(p, TURN_JUDGMENTS)]
+    # A judge given again (rejudge) replaces its earlier verdicts, and its earlier failures where it now judged.
+    verdicts = list({(j.judge, j.model, j.conversation_id, j.turn): j for j in verdicts}.values())
+    judged = {(j.model, j.conversation_id, j.judge) for j in verdicts}
+    failed = [f for p in failures for f in read_records(p, FAILURES)
+              if not (f.kind.startswith("judgment:") and (f.model, f.item_id, f.kind.partition(":")[2]) in judged)]
+    rows, factors = with_length_factors(conversation_scores(turns, verdicts, judges, criterion_weights,
+                                                            judge_weights))
+    cards_made = {(c.language, c.name): c for p in cards for c in read_records(p, CARDS)}
+    run.write(CONVERSATIONS, turns, final=True)
+    run.write(CARDS, sorted(cards_made.values(), key=lambda c: (c.language, c.name)), final=True)
+    run.write(TURN_JUDGMENTS, verdicts, final=True)
+    run.write(FAILURES, failed, final=True)
+    run.write(CONVERSATION_SCORES, rows, final=True)
+    n = len({t.conversation_id for t in turns})
+    made = await publish_report(run, "pingpong", REPORT, rows, failed, n, resamples, seed,
+                                {"length_factors": factors, "per_judge": per_judge(turns, verdicts, judges),
+                                 "scale": scale})
+    return run.result(leaderboard=made.board, conversations=n, scored=len(rows),
+                      refusals=sum(r.refusal for r in rows))
+
+
+def _judge_roles(s: Scoring, judges: list[str]) -> dict[str, str]:
+    roles = resolve_all(load_models_config(s.models_file), judges, builtin_roles(), like="pingpong-judge",
+                        option="--judge")
+    unknown = sorted(set(s.judge_weight_map()) - set(roles))
+    if unknown:
+        raise InputError(f"--judge-weight: '{unknown[0]}' is not one of the judges ({', '.join(roles)})")
+    return roles
+
+
+def check_run(s: PingPongSettings) -> tuple[dict[str, str], dict[str, str]]:
+    """Players and judges resolved to roles, the settings file read: every input error before any call."""
+    select(load_settings(s.settings), s.characters, s.situations, s.max_turns, s.settings)
+    players = resolve_all(load_models_config(s.models_file), s.players, builtin_roles(), like="player",
+                          option="--player")
+    return players, ({} if s.version == "v1" else _judge_roles(s, s.judges))
+
+
+def _finish(s: Scoring, stages: Stages, out: str, flow_name: str, done: StageResult, judges: list[str],
+            inherited: Sequence[CallRecord] = (), **sections: Any) -> dict[str, Any]:
+    summary = {"leaderboard": done.summary["leaderboard"], "judges": judges,
+               "conversations": done.summary["conversations"], "scored": done.summary["scored"],
+               "refusals": done.summary["refusals"], "report": done.path("report_html")}
+    return finish_run(out, stages, s.models_file, flow_name, inherited, pingpong=summary,
+                      pingpong_settings=s.model_dump(exclude={"models_file", "cache"}), **sections)
+
+
+def carried_calls(folder: str, judges: Sequence[str]) -> list[CallRecord]:
+    """The calls behind the stored run's tables that a rejudge keeps: all but those of the judges given again
+    (their verdicts are replaced, so are their calls)."""
+    path = Path(folder) / CALLS.filename
+    if not path.is_file():
+        return []
+    again = tuple(f":judge:{j}" for j in judges)
+    return [c for c in read_records(path, CALLS) if not (c.tag or "").endswith(again)]
+
+
+@flow(name="rpbench-pingpong", log_prints=True, task_runner=thread_runner(WORKERS))
+def pingpong(settings: PingPongSettings) -> dict:
+    """PingPong: players chat with an emulated user (role `interrogator`); judges score every turn."""
+    s, stages = settings, Stages()
+    players, judges = check_run(s)
+    common = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
+    made = stages.map(conversations, [
+        {**common, "settings_file": s.settings, "characters": s.characters, "situations": s.situations,
+         "max_turns": s.max_turns, "role": role, "name": name, "version": s.version,
+         "merge_system": s.no_system_role, "symmetric": s.symmetric, "shard": slug(name)}
+        for name, role in players.items()])
+    pairs = [(m, name, judge, role) for m, name in zip(made, players, strict=True) for judge, role in judges.items()]
+    judged = stages.map(judgments, [
+        {**common, "conversations": m.path("conversations"), "cards": m.path("cards"), "model": name,
+         "judge": judge, "judge_role": role, "shard": f"{slug(name)}--{slug(judge)}"}
+        for m, name, judge, role in pairs])
+    v1 = s.version == "v1"
+    done = stages.run(report, conversations=[m.path("conversations") for m in made],
+                      cards=[m.path("cards") for m in made],
+                      judgments=[m.path("judgments") for m in made] if v1 else [j.path("judgments") for j in judged],
+                      failures=[m.path("failures") for m in made] + [j.path("failures") for j in judged],
+                      judges=[TESTER] if v1 else list(judges), judge_weights=s.judge_weight_map(),
+                      criterion_weights=s.criterion_weight_map(), scale="1-10" if v1 else "1-5",
+                      resamples=s.resamples, seed=s.seed, out=s.out)
+    return _finish(s, stages, s.out, "pingpong", done, [TESTER] if v1 else list(judges))
+
+
+def stored_run(folder: str) -> dict[str, str]:
+    """The tables of a finished PingPong run, or an input error saying what is missing."""
+    found = {t.name: str(Path(folder) / t.filename) for t in (CONVERSATIONS, CARDS, TURN_JUDGMENTS, FAILURES)}
+    missing = [p for p in found.values() if not Path(p).is_file()]
+    if missing:
+        raise InputError(f"{folder}: not a finished PingPong run (no {Path(missing[0]).name}; run "
+                         "`rpbench pingpong run --out` into it first)")
+    return found
+
+
+@flow(name="rpbench-pingpong-rejudge", log_prints=True, task_runner=thread_runner(WORKERS))
+def rejudge(settings: RejudgeSettings) -> dict:
+    """Score a run's stored conversations with more judges; the report pools them with the run's own."""
+    s, stages = settings, Stages()
+    tables = stored_run(s.run)
+    out = s.out or s.run
+    judges = _judge_roles(s, s.judges)
+    carried = carried_calls(s.run, list(judges))  # read now: finishing this run replaces the file
+    turns = read_records(tables["conversations"], CONVERSATIONS)
+    earlier = sorted({j.judge for j in read_records(tables["judgments"], TURN_JUDGMENTS)} - set(judges))
+    common = {"out": out, "models_file": s.models_file, "cache": s.cache}
+    models = sorted({t.model for t in turns})
+    judged = stages.map(judgments, [
+        {**common, "conversations": tables["conversations"], "cards": tables["cards"], "model": model,
+         "judge": judge, "judge_role": role, "shard": f"{slug(model)}--{slug(judge)}"}
+        for model in models for judge, role in judges.items()])
+    scale = "1-10" if earlier == [TESTER] else "1-5"
+    done = stages.run(report, conversations=[tables["conversations"]], cards=[tables["cards"]],
+                      judgments=[tables["judgments"], *(j.path("judgments") for j in judged)],
+                      failures=[tables["failures"], *(j.path("failures") for j in judged)],
+                      judges=[*earlier, *judges], judge_weights=s.judge_weight_map(),
+                      criterion_weights=s.criterion_weight_map(), scale=scale, resamples=s.resamples, seed=s.seed,
+                      out=out)
+    return _finish(s, stages, out, "pingpong-rejudge", done, [*earlier, *judges], carried, rejudged_from=s.run)

@@ -1,0 +1,47 @@
+"""PingPong as a benchmark mode: user emulation, several judges, length-normalised scores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep
+from rpbench.flows.modes.pingpong.commands import add_commands
+from rpbench.samples import sample_path
+from rpbench.tasks.modes.pingpong.analysis import REPORT
+from rpbench.tasks.modes.pingpong.roles import ROLES
+from rpbench.tasks.modes.pingpong.tables import CONVERSATION_SCORES, CONVERSATIONS, TURN_JUDGMENTS
+
+
+def _flows() -> dict[str, Any]:
+    from rpbench.flows.modes.pingpong.flows import pingpong, rejudge
+
+    return {"pingpong": pingpong, "pingpong-rejudge": rejudge}
+
+
+def _smoke(work: Path) -> list[SmokeStep]:
+    """Two players, two judges, one character per language in two situations, then a third judge."""
+    settings = str(sample_path("pingpong", "settings.yaml"))
+    out = work / "pingpong"
+    return [
+        SmokeStep("pingpong", ("pingpong", "run", "--settings", settings, "--player", "player", "--player",
+                               "interrogator", "--judge", "pingpong-judge", "--judge", "judge", "--max-turns", "2",
+                               "--character", "Captain Mirela Voss", "--character", "林晚照",
+                               "--out", str(out), "--resamples", "200"), out),
+        SmokeStep("pingpong-rejudge", ("pingpong", "rejudge", str(out), "--judge", "tester",
+                                       "--resamples", "200"), out),
+    ]
+
+
+PINGPONG = BenchmarkMode(
+    name="pingpong",
+    description="PingPong: an emulated user talks to each player over character cards and situations; several "
+                "judges score every turn (in character, entertaining, fluency, refusals); length-normalised.",
+    roles=ROLES,
+    item_table=CONVERSATION_SCORES,
+    report=REPORT,
+    flows=_flows,
+    commands=add_commands,
+    tables=(CONVERSATIONS, TURN_JUDGMENTS, CONVERSATION_SCORES),
+    smoke=_smoke,
+)

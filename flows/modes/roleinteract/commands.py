@@ -1,0 +1,32 @@
+"""RoleInteract's command: `rpbench roleinteract run`."""
+
+from __future__ import annotations
+
+import typer
+
+from rpbench.flows.kit.commands import settings_command, stages_line
+from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
+from rpbench.tasks.reports.render import fmt
+
+
+def run(s: RoleInteractSettings) -> None:
+    """Each model answers RoleInteract's questions in role (single and multiple choice, and memory questions
+    answered in words); the paper's nine-column table with its unweighted average, and the analyses."""
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.roleinteract.flows import check_run, roleinteract
+
+    check_run(s)  # bad input fails here, before the flow starts
+    manifest = run_flow(roleinteract, settings=s)
+    r = manifest.get("roleinteract", {})
+    for model, cols in r.get("table", {}).items():
+        typer.echo(f"{model}: " + "  ".join(f"{c} {fmt(v, 1)}" for c, v in cols.items()))
+    for row in r.get("leaderboard", []):
+        typer.echo(f"{row['model']}: Avg {fmt(row['Avg'], 2)} [{fmt(row['ci_low'], 2)}, {fmt(row['ci_high'], 2)}]  "
+                   f"n={row['n']} unreadable={fmt(row.get('unreadable'), 0)} (policy {r.get('policy')}) "
+                   f"failed={row['failed']}")
+    typer.echo(stages_line(manifest))
+    typer.echo(f"report: {r.get('report')}")
+
+
+def add_commands(app: typer.Typer) -> None:
+    app.command("run")(settings_command(RoleInteractSettings, run))

@@ -1,0 +1,93 @@
+"""RoleInteract's flow: answers (per model) -> item scores, the nine-column table and the report."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.kit.report import publish_report
+from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
+from rpbench.storage.schemas import FAILURES
+from rpbench.storage.tables import read_records
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.roleinteract.analysis import REPORT, Policy, data_stats, item_scores
+from rpbench.tasks.modes.roleinteract.answering import answer_all
+from rpbench.tasks.modes.roleinteract.loader import load_files
+from rpbench.tasks.modes.roleinteract.records import Item
+from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEM_SCORES, ITEMS
+
+WORKERS = 4
+
+
+def select(data: list[str], columns: list[str], languages: list[str], limit: int | None
+           ) -> tuple[list[Item], dict[str, int]]:
+    """The items a run covers (file order), and the bytes of each file read as Windows-1252."""
+    items, repaired = load_files(data)
+    picked = [i for i in items if (not columns or i.column in columns) and (not languages or i.language in languages)]
+    if limit is not None:
+        seen: dict[tuple[str, str], int] = {}
+        kept = []
+        for i in picked:
+            n = seen.get((i.column, i.language), 0)
+            if n < limit:
+                kept.append(i)
+            seen[(i.column, i.language)] = n + 1
+        picked = kept
+    if not picked:
+        raise InputError(f"--data: no item matches the columns and languages asked for ({', '.join(data)})")
+    return picked, repaired
+
+
+@stage("roleinteract-answers", templates=("roleinteract/",), roles=lambda p: [p["role"]], inputs=("data",))
+async def answers(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
+                  role: str, name: str, out: str, shard: str, models_file: str | None,
+                  cache: str | None) -> StageResult:
+    items, _ = select(data, columns, languages, limit)
+    async with run.gateway() as gateway:
+        made = await answer_all(gateway, items, role, name, run.progress.track(f"answers of {name}", len(items)))
+    run.write(ANSWERS, made)
+    return run.result(answers=len(made), unreadable=sum(a.status == "unparsed" for a in made),
+                      failed=sum(a.status == "failed" for a in made))
+
+
+@stage("roleinteract-report", inputs=("data", "answers"))
+async def report(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
+                 answers: list[str], policy: str, resamples: int, seed: int, out: str) -> StageResult:
+    items, repaired = select(data, columns, languages, limit)
+    made = [a for p in answers for a in read_records(p, ANSWERS)]
+    pol: Policy = "zero" if policy == "zero" else "skip"
+    rows, failures = item_scores(items, made, pol)
+    run.write(ITEMS, items, final=True)
+    run.write(ANSWERS, made, final=True)
+    run.write(ITEM_SCORES, rows, final=True)
+    run.write(FAILURES, failures, final=True)
+    done = await publish_report(run, "roleinteract", REPORT, rows, failures, len(items), resamples, seed,
+                                {"policy": policy, "repaired_bytes": repaired, "data": data_stats(items)})
+    return run.result(leaderboard=done.board, **done.analysis.summary)
+
+
+def check_run(s: RoleInteractSettings) -> dict[str, str]:
+    """Models resolved to roles and the data read: every input error before any call."""
+    select(s.data, s.columns, s.languages, s.limit)
+    return resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="roleinteract-player",
+                       option="--model")
+
+
+@flow(name="rpbench-roleinteract", log_prints=True, task_runner=thread_runner(WORKERS))
+def roleinteract(settings: RoleInteractSettings) -> dict:
+    """RoleInteract: each model answers every question; the nine-column table and its average."""
+    s, stages = settings, Stages()
+    roles = check_run(s)
+    common = {"out": s.out, "data": s.data, "columns": s.columns, "languages": s.languages, "limit": s.limit}
+    made = stages.map(answers, [{**common, "role": role, "name": name, "shard": slug(name),
+                                 "models_file": s.models_file, "cache": s.cache} for name, role in roles.items()])
+    done = stages.run(report, **common, answers=[m.path("answers") for m in made], policy=s.policy,
+                      resamples=s.resamples, seed=s.seed)
+    summary = {"leaderboard": done.summary["leaderboard"], "table": done.summary["table"], "policy": s.policy,
+               "report": done.path("report_html")}
+    return finish_run(s.out, stages, s.models_file, "roleinteract", roleinteract=summary,
+                      roleinteract_settings=s.model_dump(exclude={"models_file", "cache"}))

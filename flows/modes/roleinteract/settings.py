@@ -1,0 +1,51 @@
+"""The parameters of RoleInteract's flow (flow signature, CLI options and deployment parameters in one place)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from rpbench.flows.kit.settings import OutputFolder, RunSettings, cli
+from rpbench.tasks.modes.roleinteract.catalog import NAMES
+
+
+class RoleInteractSettings(RunSettings):
+    """Models answer RoleInteract's questions: self-awareness, emotional perception, memory, group preference."""
+
+    data: list[str] = Field(min_length=1, json_schema_extra=cli("--data"),
+                            description="A RoleInteract JSON file as released (self_awareness.json, "
+                                        "emotional_perception.json, conversation_memory.json, social_preference.json) "
+                                        "or one in that layout. Repeat.")
+    models: list[str] = Field(min_length=1, json_schema_extra=cli("--model"),
+                              description="Model under test: a litellm model string, or a role name. Repeat.")
+    out: OutputFolder = Field(default="runs/roleinteract", description="Folder for answers, scores and report.")
+    policy: Literal["skip", "zero"] = Field(
+        default="skip", description="An answer in which no option can be read (after the retries): skip it (left "
+                                    "out of the averages, as the released code does) or count it as wrong. "
+                                    "Counted and reported either way.")
+    columns: list[str] = Field(default_factory=list, json_schema_extra=cli("--column"),
+                               description="Only these columns (SA Style, SA Know., EP Situ., EP Emo., CM Short, "
+                                           "CM Long, Pos., Neu., Neg.). Repeat. Default: all.")
+    languages: list[str] = Field(default_factory=list, json_schema_extra=cli("--language"),
+                                 description="Only items in these languages (en, zh). Repeat.")
+    limit: int | None = Field(default=None, ge=1, description="At most this many items per column and language, "
+                                                              "the first in file order (a quick run).")
+    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
+    seed: int = Field(default=0, description="Bootstrap seed.")
+
+    @field_validator("columns")
+    @classmethod
+    def _known_columns(cls, v: list[str]) -> list[str]:
+        unknown = [c for c in v if c not in NAMES]
+        if unknown:
+            raise ValueError(f"unknown column '{unknown[0]}' (use {', '.join(NAMES)})")
+        return v
+
+    @field_validator("languages")
+    @classmethod
+    def _known_languages(cls, v: list[str]) -> list[str]:
+        unknown = [x for x in v if x not in ("en", "zh")]
+        if unknown:
+            raise ValueError(f"unknown language '{unknown[0]}' (use en, zh)")
+        return v

@@ -1,0 +1,432 @@
+"""RoleLLM's flows.
+
+``rolellm-eval``: answers (per model, RoleGPT prompting) -> rankings (per judge, optional) -> Rouge-L scores,
+the per-split table and the report. ``rolellm-context-instruct``: triplets (per role) -> filtering and the
+RoleBench-layout files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prefect import flow
+
+from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.kit.report import publish_report
+from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.modes.rolellm.settings import (
+    ContextInstructSettings,
+    EvalSettings,
+    GeneralSettings,
+    ProfileSettings,
+    SelectSettings,
+)
+from rpbench.storage.schemas import FAILURES
+from rpbench.storage.tables import atomic_write_bytes, read_records
+from rpbench.storage.user_files import read_user_text
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import Failure
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.rolellm.analysis import REPORT, row_scores
+from rpbench.tasks.modes.rolellm.answering import answer_all, load_raw
+from rpbench.tasks.modes.rolellm.authoring import DISTINCT_ENOUGH, GENERATOR, AuthoringFailed, describe, select_roles
+from rpbench.tasks.modes.rolellm.context_instruct import Plan, filter_triplets, generate, layout
+from rpbench.tasks.modes.rolellm.general import (
+    RESPONSES,
+    ROLEGPT,
+    Instruction,
+    general_layout,
+    load_instructions,
+    respond_all,
+    select_instructions,
+)
+from rpbench.tasks.modes.rolellm.judging import JUDGE, rank_all, win_rates
+from rpbench.tasks.modes.rolellm.profiles import (
+    discover_profiles,
+    filter_roles,
+    load_profiles,
+    pairs,
+    profile_files,
+    role_turns,
+)
+from rpbench.tasks.modes.rolellm.records import BenchRow, Mode, RoleProfile
+from rpbench.tasks.modes.rolellm.rolebench import baseline_files, data_files, read_file, write_rows
+from rpbench.tasks.modes.rolellm.segments import Rules, segments
+from rpbench.tasks.modes.rolellm.tables import (
+    ANSWERS,
+    GENERAL_RESPONSES,
+    QUESTIONS,
+    RANKINGS,
+    ROW_SCORES,
+    SELECTION,
+    TRIPLETS,
+)
+
+WORKERS = 4
+BASELINE = "rolegpt-baseline"
+
+
+# -- eval -------------------------------------------------------------------------------------------
+def first_rows(files: Sequence[str], limit: int | None) -> list[BenchRow]:
+    """The rows of ``files``; with ``limit``, the first ``limit`` of each role in each file."""
+    rows = []
+    for f in files:
+        seen: dict[str, int] = defaultdict(int)
+        for r in read_file(Path(f)):
+            seen[r.role] += 1
+            if limit is None or seen[r.role] <= limit:
+                rows.append(r)
+    return rows
+
+
+@dataclass(frozen=True)
+class Inputs:
+    data: list[str]
+    baselines: list[str]
+    profiles: list[str]
+    players: dict[str, str]
+    judges: dict[str, str]
+
+
+def check_eval(s: EvalSettings) -> Inputs:
+    """Every input error before any call: the data, the profiles each question's role needs (and, with
+    examples, a script to take them from), the RAW file, the models, the judges and the reference system."""
+    files = data_files(s.data, [s.part])
+    found = profile_files(s.profiles) if s.profiles else discover_profiles(s.data)
+    if not found:
+        raise InputError("--profiles: none given, and no profiles-*/desc.json beside the data (RoleBench keeps them "
+                         "next to rolebench-eng/ and rolebench-zh/)")
+    rows = first_rows(files, s.limit)
+    profiles = load_profiles(found)
+    missing = sorted({r.role for r in rows} - set(profiles))
+    if missing:
+        raise InputError(f"--profiles: no profile for role '{missing[0]}' ({len(missing)} roles without one)")
+    if s.mode != "zsp":
+        bare = sorted(r for r in {r.role for r in rows} if not pairs(profiles[r]))
+        if bare:
+            raise InputError(f"--mode {s.mode}: role '{bare[0]}' has no script to take examples from (use --mode zsp, "
+                             "or give its dialogue)")
+    if s.raw:
+        load_raw(s.raw)
+    config = load_models_config(s.models_file)
+    players = resolve_all(config, s.models, builtin_roles(), like="rolellm-player", option="--model")
+    judges = resolve_all(config, s.judges, builtin_roles(), like=JUDGE, option="--judge") if s.judges else {}
+    baselines = baseline_files(files)
+    if judges and s.reference == BASELINE and not baselines:
+        raise InputError("--reference: no rolegpt_baseline.jsonl beside the test files; name one of the --model "
+                         "values instead")
+    if s.reference not in (BASELINE, *players):
+        raise InputError(f"--reference: '{s.reference}' is neither {BASELINE} nor one of the models "
+                         f"({', '.join(players)})")
+    return Inputs(files, baselines, found, players, judges)
+
+
+@stage("rolellm-answers", templates=("rolellm/system", "rolellm/question", "rolellm/examples"),
+       roles=lambda p: [p["role"]], inputs=("data", "profiles"))
+async def answers(run: StageRun, data: list[str], profiles: list[str], limit: int | None, mode: str, top_k: int,
+                  role: str, name: str, out: str, shard: str, models_file: str | None, cache: str | None
+                  ) -> StageResult:
+    rows = first_rows(data, limit)
+    known = load_profiles(profiles)
+    how: Mode = "zsp" if mode == "zsp" else "fsp" if mode == "fsp" else "fsd"
+    async with run.gateway() as gateway:
+        made = await answer_all(gateway, rows, known, role, name, how, top_k,
+                                run.progress.track(f"answers of {name}", len(rows)))
+    run.write(ANSWERS, made)
+    return run.result(answers=len(made), failed=sum(a.status == "failed" for a in made))
+
+
+def _baseline_answers(files: Sequence[str], rows: Sequence[BenchRow]) -> dict[str, str]:
+    """Row id -> the RoleGPT baseline's answer to the same question (same split, kind and role)."""
+    ref = {(b.split, b.kind, b.role, b.question.strip()): b.generated[0] for f in files for b in read_file(Path(f))}
+    return {r.row_id: ref[key] for r in rows if (key := (r.split, r.kind, r.role, r.question.strip())) in ref}
+
+
+@stage("rolellm-rankings", templates=("rolellm/rank",), roles=lambda p: [p["judge_role"]],
+       inputs=("data", "baselines", "profiles", "answers"))
+async def rankings(run: StageRun, data: list[str], baselines: list[str], profiles: list[str], limit: int | None,
+                   answers: list[str], per_role: int, judge: str, judge_role: str, out: str, shard: str,
+                   models_file: str | None, cache: str | None) -> StageResult:
+    rows = first_rows(data, limit)
+    by_row: dict[str, dict[str, str]] = defaultdict(dict)
+    for p in answers:
+        for a in read_records(p, ANSWERS):
+            if a.status == "ok" and a.text:
+                by_row[a.row_id][a.model] = a.text
+    for row_id, text in _baseline_answers(baselines, rows).items():
+        by_row[row_id][BASELINE] = text
+    seen: dict[tuple[str, str, str], int] = defaultdict(int)
+    picked = []
+    for r in rows:
+        seen[(r.split, r.kind, r.role)] += 1
+        if seen[(r.split, r.kind, r.role)] <= per_role:
+            picked.append(r)
+    async with run.gateway() as gateway:
+        made = await rank_all(gateway, picked, load_profiles(profiles), by_row, judge_role, judge,
+                              run.progress.track(f"rankings by {judge}", len(picked)))
+    run.write(RANKINGS, made)
+    run.write(FAILURES, [Failure(stage="rolellm-rankings", model=judge, item_id=r.row_id, kind=f"ranking:{judge}",
+                                 error=r.error, scored=True) for r in made if r.status == "failed"])
+    return run.result(ranked=sum(r.status == "ok" for r in made), failed=sum(r.status == "failed" for r in made))
+
+
+@stage("rolellm-report", inputs=("data", "answers", "rankings", "ranking_failures", "raw"))
+async def report(run: StageRun, data: list[str], limit: int | None, answers: list[str], rankings: list[str],
+                 ranking_failures: list[str], raw: str | None, combine: str, mode: str, reference: str,
+                 resamples: int, seed: int, out: str) -> StageResult:
+    rows = first_rows(data, limit)
+    made = [a for p in answers for a in read_records(p, ANSWERS)]
+    scores, failures = row_scores(rows, made, load_raw(raw) if raw else {}, "first" if combine == "first" else "max")
+    ranked = [r for p in rankings for r in read_records(p, RANKINGS)]
+    failures += [f for p in ranking_failures for f in read_records(p, FAILURES)]
+    wins = {j: win_rates([r for r in ranked if r.judge == j], reference) for j in sorted({r.judge for r in ranked})}
+    run.write(QUESTIONS, rows, final=True)
+    run.write(ANSWERS, made, final=True)
+    run.write(ROW_SCORES, scores, final=True)
+    run.write(RANKINGS, ranked, final=True)
+    run.write(FAILURES, failures, final=True)
+    done = await publish_report(run, "rolellm", REPORT, scores, failures, len(rows), resamples, seed,
+                                {"raw": bool(raw), "combine": combine, "mode": mode, "win_rates": wins,
+                                 "reference": reference})
+    return run.result(leaderboard=done.board, win_rates=wins, **done.analysis.summary)
+
+
+@flow(name="rpbench-rolellm-eval", log_prints=True, task_runner=thread_runner(WORKERS))
+def rolellm_eval(settings: EvalSettings) -> dict:
+    """RoleLLM evaluation: models answer RoleBench questions in role; Rouge-L (CUS, RAW, SPE); optional ranking."""
+    s, stages = settings, Stages()
+    got = check_eval(s)
+    common = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
+    made = stages.map(answers, [{**common, "data": got.data, "profiles": got.profiles, "limit": s.limit,
+                                 "mode": s.mode, "top_k": s.top_k, "role": role, "name": name, "shard": slug(name)}
+                                for name, role in got.players.items()])
+    ranked = stages.map(rankings, [{**common, "data": got.data, "baselines": got.baselines, "profiles": got.profiles,
+                                    "limit": s.limit, "answers": [m.path("answers") for m in made],
+                                    "per_role": s.judge_per_role, "judge": judge, "judge_role": role,
+                                    "shard": slug(judge)} for judge, role in got.judges.items()])
+    done = stages.run(report, data=got.data, limit=s.limit, answers=[m.path("answers") for m in made],
+                      rankings=[r.path("rankings") for r in ranked], ranking_failures=[r.path("failures")
+                                                                                      for r in ranked],
+                      raw=s.raw, combine=s.combine, mode=s.mode, reference=s.reference, resamples=s.resamples,
+                      seed=s.seed, out=s.out)
+    summary = {"leaderboard": done.summary["leaderboard"], "by_split": done.summary["by_split"],
+               "win_rates": done.summary["win_rates"], "report": done.path("report_html")}
+    return finish_run(s.out, stages, s.models_file, "rolellm-eval", rolellm=summary,
+                      rolellm_settings=s.model_dump(exclude={"models_file", "cache"}))
+
+
+# -- context-instruct -------------------------------------------------------------------------------
+def _plan(s: ContextInstructSettings) -> dict[str, Any]:
+    return dataclasses.asdict(Plan(s.per_segment, s.per_description_call, s.description_calls, s.min_candidates,
+                                   s.max_topup_calls, s.duplicate_share, s.max_test))
+
+
+def check_roles(s: ContextInstructSettings) -> tuple[list[str], dict[str, RoleProfile], list[str]]:
+    """The role files, the roles kept and the names of those with too few turns (an error if none is left)."""
+    files = profile_files(s.roles)
+    kept, dropped = filter_roles(load_profiles(files), s.min_turns)
+    if not kept:
+        raise InputError(f"--role: no role has {s.min_turns} turns of its own or more (--min-turns); "
+                         + ", ".join(f"{n}" for n in dropped))
+    return files, kept, dropped
+
+
+@stage("rolellm-triplets", templates=("rolellm/from_script", "rolellm/from_description"), roles=("rolellm-generator",),
+       inputs=("roles",))
+async def triplets(run: StageRun, roles: list[str], role: str, plan: dict[str, Any], max_segments: int, seed: int,
+                   out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
+    profile = load_profiles(roles)[role]
+    steps = Plan(**plan)
+    cut = segments(profile, Rules(max_segments=max_segments), seed)
+    async with run.gateway() as gateway:
+        made, failed = await generate(gateway, profile, cut, steps, run.progress.track(
+            f"triplets of {role}", len(cut) + steps.description_calls))
+    run.write(TRIPLETS, made)
+    run.write(FAILURES, failed)
+    return run.result(segments=len(cut), candidates=len(made), failed=len(failed))
+
+
+@stage("rolellm-layout", inputs=("triplets", "failures"))
+async def write_layout(run: StageRun, triplets: list[str], failures: list[str], languages: dict[str, str],
+                       turns: dict[str, int], plan: dict[str, Any], seed: int, out: str) -> StageResult:
+    made = filter_triplets([t for p in triplets for t in read_records(p, TRIPLETS)], Plan(**plan))
+    files, notes = layout(made, languages, seed)
+    for rel, rows in files.items():
+        write_rows(run.final_folder / rel, rows)
+    run.write(TRIPLETS, made, final=True)
+    run.write(FAILURES, [f for p in failures for f in read_records(p, FAILURES)], final=True)
+    counts = {role: {o: sum(t.role == role and t.outcome == o for t in made)
+                     for o in ("kept", "test", "duplicate", "low", "unclean")} for role in languages}
+    summary = "\n".join([f"- {role}: {turns[role]} turns; " + ", ".join(f"{o} {n}" for o, n in c.items())
+                         for role, c in counts.items()] + [f"- {n}" for n in notes])
+    atomic_write_bytes(run.final_folder / "summary.md", f"# Context-Instruct\n\n{summary}\n".encode())
+    return run.result(files={rel: len(rows) for rel, rows in files.items()}, counts=counts, notes=notes)
+
+
+@flow(name="rpbench-rolellm-context-instruct", log_prints=True, task_runner=thread_runner(WORKERS))
+def context_instruct(settings: ContextInstructSettings) -> dict:
+    """Context-Instruct: question-confidence-answer triplets from each role's profile, filtered, in RoleBench's
+    layout (instruction- and role-generalisation splits)."""
+    s, stages = settings, Stages()
+    files, kept, dropped = check_roles(s)
+    plan = _plan(s)
+    made = stages.map(triplets, [{"roles": files, "role": name, "plan": plan, "max_segments": s.max_segments,
+                                  "seed": s.seed, "out": s.out, "shard": slug(name), "models_file": s.models_file,
+                                  "cache": s.cache} for name in sorted(kept)])
+    done = stages.run(write_layout, triplets=[m.path("triplets") for m in made],
+                      failures=[m.path("failures") for m in made],
+                      languages={n: p.language for n, p in kept.items()},
+                      turns={n: role_turns(p) for n, p in kept.items()}, plan=plan, seed=s.seed, out=s.out)
+    return finish_run(s.out, stages, s.models_file, "rolellm-context-instruct",
+                      context_instruct={**done.summary, "left_out": dropped},
+                      context_instruct_settings=s.model_dump(exclude={"models_file", "cache"}))
+
+
+# -- RoleBench-general ------------------------------------------------------------------------------
+def check_general(s: GeneralSettings) -> tuple[list[str], dict[str, RoleProfile], list[Instruction]]:
+    files = profile_files(s.roles)
+    profiles = load_profiles(files)
+    kept = select_instructions(load_instructions(s.instructions), s.duplicate_share)
+    if s.limit is not None:
+        kept = kept[:s.limit]
+    if not kept:
+        raise InputError(f"{s.instructions}: no instruction is short enough (under 100 words with its answer; 200 "
+                         "characters for Chinese)")
+    languages = {i.language for i in kept}
+    idle = sorted(n for n, p in profiles.items() if p.language not in languages)
+    if idle:
+        raise InputError(f"--role: no instruction in {profiles[idle[0]].language} for role '{idle[0]}'")
+    if s.mode != "zsp":
+        bare = sorted(n for n, p in profiles.items() if not pairs(p))
+        if bare:
+            raise InputError(f"--mode {s.mode}: role '{bare[0]}' has no script to take examples from")
+    return files, profiles, kept
+
+
+@stage("rolellm-general-responses", templates=("rolellm/system", "rolellm/question", "rolellm/examples"),
+       roles=(ROLEGPT,), inputs=("roles", "instructions"))
+async def general_responses(run: StageRun, roles: list[str], role: str, instructions: str, duplicate_share: float,
+                            limit: int | None, mode: str, top_k: int, out: str, shard: str, models_file: str | None,
+                            cache: str | None) -> StageResult:
+    profile = load_profiles(roles)[role]
+    kept = select_instructions(load_instructions(instructions), duplicate_share)[:limit]
+    how: Mode = "zsp" if mode == "zsp" else "fsp" if mode == "fsp" else "fsd"
+    n = sum(i.language == profile.language for i in kept) * RESPONSES
+    async with run.gateway() as gateway:
+        made = await respond_all(gateway, profile, kept, how, top_k, run.progress.track(f"answers as {role}", n))
+    run.write(GENERAL_RESPONSES, made)
+    return run.result(responses=len(made), failed=sum(r.status == "failed" for r in made))
+
+
+@stage("rolellm-general-layout", inputs=("responses", "instructions"))
+async def general_files(run: StageRun, responses: list[str], instructions: str, duplicate_share: float,
+                        limit: int | None, languages: dict[str, str], seed: int, out: str) -> StageResult:
+    made = [r for p in responses for r in read_records(p, GENERAL_RESPONSES)]
+    files = general_layout(made, languages, seed)
+    for rel, rows in files.items():
+        write_rows(run.final_folder / rel, rows)
+    kept = select_instructions(load_instructions(instructions), duplicate_share)[:limit]
+    write_rows(run.final_folder / "raw.jsonl", [{"question": i.question, "generated": [i.answer]} for i in kept],
+               keys=("question", "generated"))
+    run.write(GENERAL_RESPONSES, made, final=True)
+    failed = [Failure(stage="rolellm-general-responses", model=r.role, item_id=f"{r.question[:60]}:{r.index}",
+                      kind="answer", error=r.error) for r in made if r.status == "failed"]
+    run.write(FAILURES, failed, final=True)
+    counts = {o: sum(r.outcome == o for r in made) for o in ("reference", "baseline", "unclean", "failed")}
+    return run.result(files={rel: len(rows) for rel, rows in files.items()}, counts=counts,
+                      instructions=len(kept))
+
+
+@flow(name="rpbench-rolellm-general", log_prints=True, task_runner=thread_runner(WORKERS))
+def rolebench_general(settings: GeneralSettings) -> dict:
+    """RoleBench-general: every role answers the general instructions six times in role; five answers are
+    references, the sixth the RoleGPT baseline; split 4:1 by instruction and by held-out roles."""
+    s, stages = settings, Stages()
+    files, profiles, _ = check_general(s)
+    common = {"instructions": s.instructions, "duplicate_share": s.duplicate_share, "limit": s.limit, "out": s.out}
+    made = stages.map(general_responses, [{**common, "roles": files, "role": name, "mode": s.mode, "top_k": s.top_k,
+                                           "shard": slug(name), "models_file": s.models_file, "cache": s.cache}
+                                          for name in sorted(profiles)])
+    done = stages.run(general_files, **common, responses=[m.path("general_responses") for m in made],
+                      languages={n: p.language for n, p in profiles.items()}, seed=s.seed)
+    return finish_run(s.out, stages, s.models_file, "rolellm-general", general=done.summary,
+                      general_settings=s.model_dump(exclude={"models_file", "cache"}))
+
+
+# -- role profiles and role selection ---------------------------------------------------------------
+@stage("rolellm-profile", templates=("rolellm/describe", "rolellm/second_person", "rolellm/catchphrases"),
+       roles=(GENERATOR,), inputs=("script",))
+async def write_profile(run: StageRun, name: str, script_name: str, language: str, script: str | None,
+                        aliases: list[str], out: str, models_file: str | None, cache: str | None) -> StageResult:
+    text = read_user_text(script, "a script (text)") if script else ""
+    async with run.gateway() as gateway:
+        try:
+            description, phrases = await describe(gateway, name, script_name, language, excerpt=text[:4000])
+        except AuthoringFailed as exc:
+            raise InputError(f"the generator gave no usable {exc} (see calls.parquet)") from None
+    body: dict[str, object] = {"name": name, "language": language, "script_name": script_name,
+                               "description": description, "catchphrases": phrases}
+    if aliases:
+        body["aliases"] = aliases
+    if text:
+        body["script"] = text
+    path = run.final_folder / f"{slug(name)}.{language}.yaml"
+    atomic_write_bytes(path, yaml.safe_dump(body, allow_unicode=True, sort_keys=False, width=110).encode("utf-8"))
+    run.tables["role_file"] = str(path)
+    return run.result(catchphrases=phrases)
+
+
+@flow(name="rpbench-rolellm-profile", log_prints=True)
+def role_profile(settings: ProfileSettings) -> dict:
+    """A role file: the generator describes the role (third person, then second) and names its catchphrases."""
+    s, stages = settings, Stages()
+    done = stages.run(write_profile, name=s.name, script_name=s.script_name, language=s.language, script=s.script,
+                      aliases=s.aliases, out=s.out, models_file=s.models_file, cache=s.cache)
+    return finish_run(s.out, stages, s.models_file, "rolellm-profile", profile={
+        "role_file": done.path("role_file"), "catchphrases": done.summary["catchphrases"]})
+
+
+def read_scripts(path: str) -> list[tuple[str, str | None]]:
+    out: list[tuple[str, str | None]] = []
+    for line in read_user_text(path, "a list of scripts").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            script, _, character = line.partition("|")
+            out.append((script.strip(), character.strip() or None))
+    if not out:
+        raise InputError(f"{path}: no script names in the file")
+    return out
+
+
+@stage("rolellm-select", templates=("rolellm/select",), roles=(GENERATOR,), inputs=("scripts",))
+async def select(run: StageRun, scripts: str, language: str, out: str, models_file: str | None,
+                 cache: str | None) -> StageResult:
+    wanted = read_scripts(scripts)
+    async with run.gateway() as gateway:
+        made = await select_roles(gateway, wanted, language, run.progress.track("scripts", len(wanted)))
+    run.write(SELECTION, made, final=True)
+    lines = ["# Role selection", "", "| script | character | speech | reason |", "|---|---|---|---|"]
+    lines += [f"| {c.script} | {c.character or '-'} | {c.distinctness or 'failed: ' + (c.error or '')} | "
+              f"{(c.reason or '').replace('|', '/')} |" for c in made]
+    chosen = [c for c in made if c.distinctness in DISTINCT_ENOUGH]
+    lines += ["", f"Worth auditing ({' or '.join(DISTINCT_ENOUGH)}): "
+              + (", ".join(f"{c.character} ({c.script})" for c in chosen) or "none")]
+    atomic_write_bytes(run.final_folder / "selection.md", ("\n".join(lines) + "\n").encode("utf-8"))
+    return run.result(chosen=[c.character for c in chosen], failed=sum(c.status == "failed" for c in made))
+
+
+@flow(name="rpbench-rolellm-select", log_prints=True)
+def role_selection(settings: SelectSettings) -> dict:
+    """Role selection: for each script, its main character and how distinct that character's speech is."""
+    s, stages = settings, Stages()
+    read_scripts(s.scripts)
+    done = stages.run(select, scripts=s.scripts, language=s.language, out=s.out, models_file=s.models_file,
+                      cache=s.cache)
+    return finish_run(s.out, stages, s.models_file, "rolellm-select", selection=done.summary)

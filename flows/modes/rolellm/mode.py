@@ -1,0 +1,56 @@
+"""RoleLLM as a benchmark mode: RoleGPT prompting with retrieved examples, Context-Instruct data, Rouge-L."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep
+from rpbench.flows.modes.rolellm.commands import add_commands
+from rpbench.samples import sample_path
+from rpbench.tasks.modes.rolellm.analysis import REPORT
+from rpbench.tasks.modes.rolellm.roles import ROLES
+from rpbench.tasks.modes.rolellm.tables import ANSWERS, QUESTIONS, RANKINGS, ROW_SCORES, TRIPLETS
+
+
+def _flows() -> dict[str, Any]:
+    from rpbench.flows.modes.rolellm.flows import (
+        context_instruct,
+        role_profile,
+        role_selection,
+        rolebench_general,
+        rolellm_eval,
+    )
+
+    return {"rolellm-eval": rolellm_eval, "rolellm-context-instruct": context_instruct,
+            "rolellm-general": rolebench_general, "rolellm-profile": role_profile, "rolellm-select": role_selection}
+
+
+def _smoke(work: Path) -> list[SmokeStep]:
+    """Context-Instruct on the shipped roles (small batches), then two models and a judge on the shipped
+    RoleBench sample."""
+    ci, ev = work / "context-instruct", work / "rolellm"
+    return [
+        SmokeStep("context-instruct", ("rolellm", "context-instruct", "--role", str(sample_path("rolellm", "roles")),
+                                       "--per-description-call", "3", "--description-calls", "2",
+                                       "--min-candidates", "0", "--out", str(ci)), ci),
+        SmokeStep("rolellm-eval", ("rolellm", "eval", "--data", str(sample_path("rolellm", "rolebench")), "--model",
+                                   "rolellm-player", "--model", "judge", "--judge", "rolellm-judge", "--limit", "2",
+                                   "--raw", str(sample_path("rolellm", "rolebench", "raw-eng.jsonl")),
+                                   "--out", str(ev), "--resamples", "200"), ev),
+    ]
+
+
+ROLELLM = BenchmarkMode(
+    name="rolellm",
+    description="RoleLLM: models answer RoleBench questions in role (RoleGPT prompting with BM25-retrieved "
+                "examples), scored by Rouge-L (CUS, RAW, SPE) and a ranking judge; Context-Instruct makes "
+                "role-specific questions from a role's own script.",
+    roles=ROLES,
+    item_table=ROW_SCORES,
+    report=REPORT,
+    flows=_flows,
+    commands=add_commands,
+    tables=(QUESTIONS, ANSWERS, ROW_SCORES, RANKINGS, TRIPLETS),
+    smoke=_smoke,
+)

@@ -1,0 +1,108 @@
+"""The parameters of RoleLLM's flows (flow signatures, CLI options and deployment parameters in one place)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from rpbench.flows.kit.settings import OutputFolder, RunSettings, cli
+
+
+class EvalSettings(RunSettings):
+    """Models answer RoleBench questions in role (RoleGPT prompting); Rouge-L against the references."""
+
+    data: list[str] = Field(min_length=1, json_schema_extra=cli("--data"),
+                            description="A RoleBench file (role, question, generated[, type]) or a folder in its "
+                                        "released layout (rolebench-eng/..., rolebench-zh/...). Repeat.")
+    models: list[str] = Field(min_length=1, json_schema_extra=cli("--model"),
+                              description="Model under test: a litellm model string, or a role name. Repeat.")
+    out: OutputFolder = Field(default="runs/rolellm", description="Folder for answers, scores and report.")
+    profiles: list[str] = Field(default_factory=list, json_schema_extra=cli("--profiles"),
+                                description="Role profiles: role files (YAML), folders of them, or RoleBench profile "
+                                            "folders (desc.json and the role scripts). Repeat. Default: the "
+                                            "profiles-*/desc.json that the released layout keeps beside the data.")
+    mode: Literal["zsp", "fsp", "fsd"] = Field(
+        default="fsd", description="RoleGPT prompting: zsp (zero-shot), fsp (retrieved examples written in the "
+                                   "prompt), fsd (retrieved examples as earlier chat turns, RoleLLM's choice).")
+    top_k: int = Field(default=5, ge=1, le=20, description="Examples retrieved (BM25) from the role's script.")
+    part: str = Field(default="test", description="Which files of a folder to read: test, train, ...")
+    raw: str | None = Field(default=None, description="RAW references: JSONL of question and the original answer "
+                                                      "(answer, output, response or generated), for the RAW score.")
+    combine: Literal["max", "first"] = Field(
+        default="max", description="Several references: score against the best match (max) or the first only.")
+    limit: int | None = Field(default=None, ge=1, description="At most this many questions per role in each file "
+                                                              "(the first ones; a quick run).")
+    judges: list[str] = Field(default_factory=list, json_schema_extra=cli("--judge"),
+                              description="Ranking judge: a role name or a model string. Repeat. Default: none.")
+    reference: str = Field(default="rolegpt-baseline",
+                           description="The system win rates are counted against: rolegpt-baseline (the answers in "
+                                       "rolegpt_baseline.jsonl beside the test files) or one of the --model names.")
+    judge_per_role: int = Field(default=20, ge=1, description="Questions per role and file the judge ranks.")
+    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
+    seed: int = Field(default=0, description="Bootstrap seed.")
+
+
+class ContextInstructSettings(RunSettings):
+    """Role-specific questions and answers from a role's own profile, in RoleBench's layout."""
+
+    roles: list[str] = Field(min_length=1, json_schema_extra=cli("--role"),
+                             description="A role file (YAML: name, language, description, catchphrases, script), a "
+                                         "folder of them, or a RoleBench profile folder. Repeat.")
+    out: OutputFolder = Field(default="runs/context-instruct", description="Folder for the RoleBench-layout files, "
+                                                                           "the triplets table and a summary.")
+    min_turns: int = Field(default=25, ge=0, description="Roles with fewer turns of their own are left out.")
+    per_segment: int = Field(default=3, ge=1, description="Script-based questions asked per segment.")
+    per_description_call: int = Field(default=10, ge=1, description="Questions per call from the description.")
+    description_calls: int = Field(default=20, ge=0, description="Calls on the description per role.")
+    min_candidates: int = Field(default=400, ge=0, description="More description calls until a role has this "
+                                                               "many candidates ...")
+    max_topup_calls: int = Field(default=20, ge=0, description="... but at most this many more.")
+    max_segments: int = Field(default=100, ge=1, description="Segments per role (chosen at random, seeded, if more).")
+    duplicate_share: float = Field(default=0.6, gt=0, le=1, description="A question whose BM25 score against a kept "
+                                   "one reaches this share of that one's own score is a duplicate.")
+    max_test: int = Field(default=50, ge=0, description="Test questions per role (duplicates least like the kept).")
+    seed: int = Field(default=0, description="Seed for sampling segments and holding out roles.")
+
+
+class GeneralSettings(RunSettings):
+    """RoleBench-general: general instructions answered six times by every role (five references, a baseline)."""
+
+    instructions: str = Field(json_schema_extra=cli("--instructions"),
+                              description="General instructions: JSONL of instruction (or question), optional "
+                                          "input, and the original answer (output, response or answer).")
+    roles: list[str] = Field(min_length=1, json_schema_extra=cli("--role"),
+                             description="Role files (YAML), folders of them, or RoleBench profile folders. Repeat.")
+    out: OutputFolder = Field(default="runs/rolebench-general", description="Folder for the RoleBench-layout files, "
+                                                                            "raw.jsonl and the responses table.")
+    mode: Literal["zsp", "fsp", "fsd"] = Field(default="fsd", description="RoleGPT prompting for the answers.")
+    top_k: int = Field(default=5, ge=1, le=20, description="Examples retrieved (BM25) from the role's script.")
+    duplicate_share: float = Field(default=0.6, gt=0, le=1, description="An instruction this close (BM25 share of "
+                                   "an earlier one's own score) to an earlier one is a duplicate.")
+    limit: int | None = Field(default=None, ge=1, description="At most this many instructions (after the length "
+                                                              "and duplicate filters, in file order).")
+    seed: int = Field(default=0, description="Seed for the 4:1 instruction split and the held-out roles.")
+
+
+class ProfileSettings(RunSettings):
+    """A role file written by the generator: a description in the second person and the role's catchphrases."""
+
+    name: str = Field(min_length=1, json_schema_extra=cli("--name"), description="The role's name.")
+    script_name: str = Field(min_length=1, json_schema_extra=cli("--script-name"),
+                             description="The film, show or book it comes from.")
+    language: Literal["en", "zh"] = Field(default="en", description="The role's language (en, zh).")
+    script: str | None = Field(default=None, description="The role's script (text, one SPEAKER: line per line), "
+                                                         "copied into the role file and shown to the generator.")
+    aliases: list[str] = Field(default_factory=list, json_schema_extra=cli("--alias"),
+                               description="How the script names the role (VANE for Captain Vane). Repeat.")
+    out: OutputFolder = Field(default="runs/role-profile", description="Folder for the role file.")
+
+
+class SelectSettings(RunSettings):
+    """Role selection: each script's main character and how distinct its speech is."""
+
+    scripts: str = Field(json_schema_extra=cli("--scripts"),
+                         description="A text file, one script per line: its name, or 'name | character' to judge a "
+                                     "given character.")
+    language: Literal["en", "zh"] = Field(default="en", description="The prompt's language (en, zh).")
+    out: OutputFolder = Field(default="runs/role-selection", description="Folder for selection.parquet and .md.")

@@ -1,0 +1,68 @@
+"""The judge against human good/bad labels (DMT-RoleBench's check of its reward model): per metric, the
+consistency rate (share of labels the judge matches), recall of good rounds and recall of bad rounds.
+
+Human labels (CSV or JSONL): ``model, dialogue_id, round, metric, label`` (good/bad), optionally ``annotator``;
+several annotators of one round are reduced to their majority (a tie is left out and counted).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rpbench.storage.user_files import load_rows
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.modes.dmt.catalog import METRICS
+from rpbench.tasks.modes.dmt.records import Label
+
+Key = tuple[str, str, int, str]
+
+
+def load_human_labels(path: str | Path) -> tuple[dict[Key, str], int]:
+    """(model, dialogue, round, metric) -> the majority label, and how many ties were left out."""
+    rows = load_rows(path, "a labels file", "model, dialogue_id, round, metric, label")
+    votes: dict[Key, Counter[str]] = {}
+    for i, row in enumerate(rows):
+        for field in ("model", "dialogue_id", "round", "metric", "label"):
+            if str(row.get(field) or "").strip() == "":
+                raise InputError(f"{path}: record {i}: field '{field}': missing")
+        if row["metric"] not in METRICS:
+            raise InputError(f"{path}: record {i}: field 'metric': unknown metric '{row['metric']}' "
+                             f"(known: {', '.join(METRICS)})")
+        if row["label"] not in ("good", "bad"):
+            raise InputError(f"{path}: record {i}: field 'label': '{row['label']}' is not good or bad")
+        try:
+            k = int(row["round"])
+        except (TypeError, ValueError):
+            raise InputError(f"{path}: record {i}: field 'round': not an integer") from None
+        votes.setdefault((str(row["model"]), str(row["dialogue_id"]), k, str(row["metric"])), Counter())[
+            str(row["label"])] += 1
+    majority, ties = {}, 0
+    for key, c in votes.items():
+        if c["good"] == c["bad"]:
+            ties += 1
+        else:
+            majority[key] = "good" if c["good"] > c["bad"] else "bad"
+    return majority, ties
+
+
+def agreement(human: dict[Key, str], labels: Sequence[Label], path: str | Path) -> list[dict[str, Any]]:
+    """Per metric (and "all"): n, consistency rate, good-case recall, bad-case recall (None when undefined)."""
+    judged = {(lb.model, lb.dialogue_id, lb.round, lb.metric): lb.label for lb in labels
+              if lb.source == "judge" and lb.label is not None}
+    pairs = [(key[3], h, judged[key]) for key, h in human.items() if key in judged]
+    if not pairs:
+        raise InputError(f"{path}: none of the labelled rounds was judged in this run (match on model, "
+                         "dialogue_id, round and metric)")
+    out = []
+    for metric in [*[m for m in METRICS if any(p[0] == m for p in pairs)], "all"]:
+        mine = [(h, j) for m, h, j in pairs if metric in ("all", m)]
+        good = [j for h, j in mine if h == "good"]
+        bad = [j for h, j in mine if h == "bad"]
+        out.append({"metric": metric, "n": len(mine),
+                    "consistency": sum(h == j for h, j in mine) / len(mine),
+                    "good_recall": sum(j == "good" for j in good) / len(good) if good else None,
+                    "bad_recall": sum(j == "bad" for j in bad) / len(bad) if bad else None})
+    return out

@@ -1,0 +1,141 @@
+"""From PingPong's turns and judgments to conversation scores, and what its report adds to the shared one:
+the refusal ratio, reply length, rank groups, the length factors and each judge's own numbers."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from operator import attrgetter
+from typing import Any
+
+from rpbench.tasks.modes.pingpong.judging import complete_conversations
+from rpbench.tasks.modes.pingpong.records import CRITERIA, ConversationScore, Turn, TurnJudgment
+from rpbench.tasks.modes.pingpong.scoring import JudgeScore, judge_score, length_factors, pool_judges, rank_groups
+from rpbench.tasks.reports.render import fmt
+from rpbench.tasks.reports.spec import (
+    Analysis,
+    AnalysisInput,
+    Column,
+    GroupKey,
+    MetricSpec,
+    ReportSpec,
+    Scoring,
+    Section,
+)
+
+
+def conversation_scores(turns: Sequence[Turn], judgments: Sequence[TurnJudgment], judges: Sequence[str],
+                        criterion_weights: Mapping[str, float] | None = None,
+                        judge_weights: Mapping[str, float] | None = None) -> list[ConversationScore]:
+    """One row per (model, complete conversation) that at least one of ``judges`` judged; LN is filled later
+    (it depends on every model in the leaderboard)."""
+    verdicts: dict[tuple[str, str, str], list[TurnJudgment]] = {}
+    for j in judgments:
+        if j.judge in judges:
+            verdicts.setdefault((j.model, j.conversation_id, j.judge), []).append(j)
+    rows = []
+    for model in sorted({t.model for t in turns}):
+        for cid, ts in sorted(complete_conversations([t for t in turns if t.model == model]).items()):
+            by_judge: dict[str, JudgeScore] = {
+                judge: judge_score(sorted(verdicts[(model, cid, judge)], key=attrgetter("turn")), criterion_weights)
+                for judge in judges if (model, cid, judge) in verdicts}
+            if not by_judge:
+                continue  # every judge failed on it: their failures are recorded by the judging stage
+            pooled = pool_judges(by_judge, judge_weights)
+            crit = pooled.criteria or {}
+            rows.append(ConversationScore(
+                model=model, conversation_id=cid, language=ts[0].language, character=ts[0].character,
+                situation_id=ts[0].situation_id, judges=sorted(by_judge), refusal=bool(pooled.refused_by),
+                refused_by=pooled.refused_by, in_character=crit.get("in_character"),
+                entertaining=crit.get("entertaining"), fluency=crit.get("fluency"), final=pooled.final,
+                ln_score=None, length=statistics.fmean(len(t.player or "") for t in ts), messages=len(ts)))
+    return rows
+
+
+def model_lengths(rows: Sequence[ConversationScore]) -> dict[str, float]:
+    """Each model's mean characters per player message, over every message of its scored conversations."""
+    chars: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for r in rows:
+        chars[r.model] = chars.get(r.model, 0.0) + r.length * r.messages
+        count[r.model] = count.get(r.model, 0) + r.messages
+    return {m: chars[m] / count[m] for m in chars if count[m]}
+
+
+def with_length_factors(rows: Sequence[ConversationScore]) -> tuple[list[ConversationScore], dict[str, float]]:
+    """Rows with ``ln_score`` = final x the model's length factor, and the factors."""
+    factors = length_factors(model_lengths(rows))
+    return [r.model_copy(update={"ln_score": None if r.final is None else r.final * factors[r.model]})
+            for r in rows], factors
+
+
+def per_judge(turns: Sequence[Turn], judgments: Sequence[TurnJudgment], judges: Sequence[str]) -> list[dict[str, Any]]:
+    """Each judge alone: per model, the mean final score over the conversations it did not flag, and how many
+    it flagged as refusals (a check of how far the judges agree)."""
+    out: list[dict[str, Any]] = []
+    for judge in judges:
+        for r in conversation_scores(turns, judgments, [judge]):
+            out.append({"judge": judge, "model": r.model, "final": r.final, "refusal": r.refusal})
+    table = []
+    for judge in judges:
+        for model in sorted({o["model"] for o in out if o["judge"] == judge}):
+            mine = [o for o in out if o["judge"] == judge and o["model"] == model]
+            finals = [o["final"] for o in mine if o["final"] is not None]
+            table.append({"judge": judge, "model": model, "conversations": len(mine),
+                          "final": statistics.fmean(finals) if finals else None,
+                          "refusals": sum(o["refusal"] for o in mine)})
+    return table
+
+
+def _analyze(data: AnalysisInput) -> Analysis:
+    rows = [r if isinstance(r, ConversationScore) else ConversationScore.model_validate(r) for r in data.records]
+    lengths = model_lengths(rows)
+    for row in data.board:
+        mine = [r for r in rows if r.model == row["model"]]
+        row["refusal_ratio"] = sum(r.refusal for r in mine) / len(mine) if mine else None
+        row["length"] = lengths.get(row["model"])
+    for row, rank in zip(data.board, rank_groups([r["ln_score"] for r in data.board]), strict=True):
+        row["rank"] = float(rank)
+    factors = data.context.get("length_factors", {})
+    sections = []
+    if factors:
+        median = statistics.median(lengths.values()) if lengths else 0.0
+        lines = [f"Median of the models' mean reply lengths: {median:.0f} characters. A model above it has its "
+                 "conversation scores multiplied by 1 + (median / length - 1) x 0.07, at least 0.93.", "",
+                 "| model | mean reply length | factor |", "|---|---|---|"]
+        lines += [f"| {m} | {lengths.get(m, 0):.0f} | {f:.4f} |" for m, f in sorted(factors.items())]
+        sections.append(Section("Length normalisation", "\n".join(lines)))
+    judges = data.context.get("per_judge", [])
+    if judges:
+        lines = ["Each judge on its own (final score over the conversations it did not flag as a refusal); the "
+                 "leaderboard pools them per conversation.", "",
+                 "| judge | model | conversations | final | refusals |", "|---|---|---|---|---|"]
+        lines += [f"| {j['judge']} | {j['model']} | {j['conversations']} | {fmt(j['final'], 2)} | {j['refusals']} |"
+                  for j in judges]
+        sections.append(Section("Judges", "\n".join(lines)))
+    scale = data.context.get("scale", "1-5")
+    summary = {"length_factors": factors, "scale": scale}
+    return Analysis(sections, summary)
+
+
+def _metric(name: str, description: str) -> MetricSpec:
+    return MetricSpec(name, description, column=name, digits=2)
+
+
+REPORT = ReportSpec(
+    title="PingPong: role-play with an emulated user, judged by several models",
+    unit="conversations per model (every card in every situation of its language)",
+    scoring=Scoring(
+        metrics=(
+            _metric("ln_score", "length-normalised score: each scored conversation's final score times its "
+                                "model's length factor (below 1 only for models whose mean reply is longer than "
+                                "the median model's, by at most 7%); the leaderboard ranks by it"),
+            _metric("final", "the mean of the three criteria, pooled over judges per conversation (Agg.)"),
+            *(_metric(c, f"{c.replace('_', ' ')}: mean over turns, pooled over judges") for c in CRITERIA),
+        ),
+        groups=(GroupKey("language", "language"),),
+    ),
+    extra_columns=(Column("refusal_ratio", "refusal ratio", 2), Column("length", "length", 0),
+                   Column("rank", "rank", 0)),
+    analyze=_analyze,
+)

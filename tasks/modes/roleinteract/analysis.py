@@ -1,0 +1,229 @@
+"""From RoleInteract's answers to item scores, and what its report adds to the shared one: the paper's
+nine-column table with its unweighted average, unreadable answers by column, memory by dialogue length,
+group accuracy by group size, and the social-preference x group-polarity matrix with drift."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from rpbench.tasks.core.records import Failure
+from rpbench.tasks.modes.roleinteract.catalog import (
+    GROUP,
+    MEMORY,
+    NAMES,
+    PAPER_AVG,
+    PAPER_TABLE,
+    PREFERENCES,
+    REPORTED,
+)
+from rpbench.tasks.modes.roleinteract.records import Answer, Item, ItemScore
+from rpbench.tasks.modes.roleinteract.scoring import choice_score, cover, table_average
+from rpbench.tasks.reports.render import fmt
+from rpbench.tasks.reports.spec import (
+    Analysis,
+    AnalysisInput,
+    Column,
+    GroupKey,
+    MetricSpec,
+    ReportSpec,
+    Scoring,
+    Section,
+)
+from rpbench.tasks.stats.similarity import tokens
+
+Policy = Literal["skip", "zero"]
+LENGTH_EDGES = (20, 40, 60, 80, 100)  # memory items binned by utterances: 1-20, 21-40, ..., over 100
+
+
+def item_scores(items: Sequence[Item], answers: Sequence[Answer], policy: Policy
+                ) -> tuple[list[ItemScore], list[Failure]]:
+    """One row per (model, item). An unreadable answer scores 0 under ``zero`` and None under ``skip``; a
+    failed call scores None and is a failure."""
+    by_id = {i.item_id: i for i in items}
+    rows, failures = [], []
+    for a in answers:
+        item = by_id[a.item_id]
+        if a.status == "ok":
+            value = cover(a.text or "", item.label) if item.column in MEMORY else choice_score(a.letters or [],
+                                                                                              item.label)
+            score: float | None = 100.0 * value
+        elif a.status == "unparsed":
+            score = 0.0 if policy == "zero" else None
+        else:
+            score = None
+            failures.append(Failure(stage="roleinteract-answers", model=a.model, item_id=a.item_id, kind="answer",
+                                    error=a.error))
+        rows.append(ItemScore(model=a.model, item_id=a.item_id, column=item.column, language=item.language,
+                              category=item.category, status="scored" if a.status == "ok" else a.status,
+                              score=score, utterances=len(item.dialogue), group_size=item.group_size,
+                              target_preference=item.target_preference, polarity=item.polarity))
+    return rows, failures
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return statistics.fmean(kept) if kept else None
+
+
+def nine_columns(rows: Sequence[ItemScore]) -> dict[str, dict[str, float | None]]:
+    """model -> column -> mean score (x100) over its scored items, and "Avg", the unweighted mean of columns."""
+    out: dict[str, dict[str, float | None]] = {}
+    for model in sorted({r.model for r in rows}):
+        cols = {c: _mean(r.score for r in rows if r.model == model and r.column == c) for c in NAMES}
+        out[model] = {**cols, "Avg": table_average(cols)}
+    return out
+
+
+def _length_bin(utterances: int) -> str:
+    low = 1
+    for edge in LENGTH_EDGES:
+        if utterances <= edge:
+            return f"{low}-{edge}"
+        low = edge + 1
+    return f"over {LENGTH_EDGES[-1]}"
+
+
+def by_key(rows: Sequence[ItemScore], keep: Any, key: Any) -> dict[str, dict[str, tuple[float | None, int]]]:
+    """model -> key value -> (mean score, items) over the scored rows ``keep`` accepts."""
+    groups: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        if keep(r) and r.score is not None:
+            groups.setdefault(r.model, {}).setdefault(str(key(r)), []).append(r.score)
+    return {m: {k: (statistics.fmean(v), len(v)) for k, v in g.items()} for m, g in groups.items()}
+
+
+def preference_matrix(rows: Sequence[ItemScore]) -> dict[str, dict[str, dict[str, tuple[float | None, int]]]]:
+    """model -> target preference -> group polarity -> (accuracy, items), for group items whose polarity is
+    known."""
+    out: dict[str, dict[str, dict[str, tuple[float | None, int]]]] = {}
+    for model, cells in by_key(rows, lambda r: r.column in GROUP and r.polarity is not None,
+                               lambda r: f"{r.target_preference}|{r.polarity}").items():
+        for pair, cell in cells.items():
+            target, polarity = pair.split("|")
+            out.setdefault(model, {}).setdefault(target, {})[polarity] = cell
+    return out
+
+
+def drift(matrix: dict[str, dict[str, tuple[float | None, int]]]) -> dict[str, dict[str, float]]:
+    """Drift(p, q) = Acc[p][p] - Acc[p][q]: how much an agent of preference p loses in a group of polarity q."""
+    out: dict[str, dict[str, float]] = {}
+    for p, row in matrix.items():
+        home = row.get(p, (None, 0))[0]
+        if home is None:
+            continue
+        out[p] = {q: home - v for q, (v, _) in row.items() if q != p and v is not None}
+    return out
+
+
+def _table(head: Sequence[str], body: Iterable[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in body)]
+
+
+def _sections(rows: Sequence[ItemScore], context: dict[str, Any]) -> list[Section]:
+    table = nine_columns(rows)
+    lines = ["Each column is the mean over its items (x100); Avg is the unweighted mean of the nine columns, as "
+             "the paper's Table 2. A column without items shows -.", ""]
+    lines += _table(["model", *NAMES, "Avg"], [[m, *(fmt(v, 2) for v in cols.values())] for m, cols in table.items()])
+    lines += ["", "The paper's Table 2, for comparison (a few rows):", ""]
+    lines += _table(["model", *NAMES, "Avg"], [[m, *(f"{v:.2f}" for v in PAPER_TABLE[m]), f"{PAPER_AVG[m]:.2f}"]
+                                               for m in REPORTED])
+    sections = [Section("The nine columns", "\n".join(lines))]
+
+    unread = Counter((r.model, r.column) for r in rows if r.status == "unparsed")
+    policy = context.get("policy", "skip")
+    text = (f"Answers in which no option could be read, after the retries: policy `{policy}` "
+            + ("(left out of the averages)." if policy == "skip" else "(counted as wrong)."))
+    models = sorted({r.model for r in rows})
+    body = [[m, *(str(unread.get((m, c), 0)) for c in NAMES), str(sum(unread.get((m, c), 0) for c in NAMES))]
+            for m in models]
+    sections.append(Section("Unreadable answers", "\n".join([text, "", *_table(["model", *NAMES, "total"], body)])))
+
+    def cells(found: dict[str, dict[str, tuple[float | None, int]]], order: Sequence[str], title: str, note: str
+              ) -> None:
+        if not found:
+            return
+        body = [[m, *(f"{fmt(found[m][v][0], 1)} ({found[m][v][1]})" if v in found[m] else "-" for v in order)]
+                for m in sorted(found)]
+        sections.append(Section(title, "\n".join([note, "", *_table(["model", *order], body)])))
+
+    memory = by_key(rows, lambda r: r.column in MEMORY, lambda r: _length_bin(r.utterances))
+    bins = [_length_bin(e) for e in LENGTH_EDGES] + [f"over {LENGTH_EDGES[-1]}"]
+    cells(memory, [b for b in bins if any(b in v for v in memory.values())], "Memory by dialogue length",
+          "Keyword coverage of memory items by the number of utterances before the question (items in brackets).")
+    sizes = by_key(rows, lambda r: r.column in GROUP and r.group_size is not None, lambda r: r.group_size)
+    cells(sizes, sorted({s for v in sizes.values() for s in v}, key=int), "Group accuracy by group size",
+          "Accuracy on group items by the number of members (items in brackets).")
+
+    matrix = preference_matrix(rows)
+    if matrix:
+        polarities = [*PREFERENCES, "mixed"]
+        lines = ["Accuracy by the target's designed preference (rows) and the group's majority preference "
+                 "(columns, from the members' labels); drift(p, q) = Acc[p][p] - Acc[p][q].", ""]
+        for model, m in sorted(matrix.items()):
+            lines += [f"**{model}**", ""]
+            lines += _table(["target \\ group", *polarities],
+                            [[p, *(f"{fmt(m[p][q][0], 1)} ({m[p][q][1]})" if q in m.get(p, {}) else "-"
+                                   for q in polarities)] for p in PREFERENCES if p in m])
+            moved = drift(m)
+            if moved:
+                lines += ["", "drift: " + "; ".join(f"{p} in {q} groups {v:+.1f}" for p, d in moved.items()
+                                                    for q, v in d.items())]
+            lines.append("")
+        sections.append(Section("Social preference and group polarity", "\n".join(lines)))
+    else:
+        sections.append(Section("Social preference and group polarity",
+                                "No group item labels its members' preferences (`meta.member_preferences` or "
+                                "`meta.polarity`), so the matrix and drift cannot be computed."))
+    stats = context.get("data", {})
+    if stats:
+        body = [[c, str(v["questions"]), f"{v['utterances']:.1f}", f"{v['tokens']:.1f}", f"{v['speakers']:.1f}"]
+                for c, v in stats.items()]
+        sections.append(Section("The questions", "\n".join([
+            "As the paper's Table 1 counts them: questions, utterances per dialogue, tokens per utterance (words; "
+            "characters for Chinese) and speakers per dialogue.", "",
+            *_table(["column", "questions", "utterances", "tokens / utterance", "speakers"], body)])))
+    repaired = {f: n for f, n in context.get("repaired_bytes", {}).items() if n}
+    if repaired:
+        sections.append(Section("Input files", "Bytes that were not UTF-8, read as Windows-1252: "
+                                 + ", ".join(f"{f} {n}" for f, n in sorted(repaired.items())) + "."))
+    return sections
+
+
+def data_stats(items: Sequence[Item]) -> dict[str, dict[str, float]]:
+    """Per column: questions, mean utterances per dialogue, mean tokens per utterance, mean speakers."""
+    out = {}
+    for column in NAMES:
+        mine = [i for i in items if i.column == column]
+        if mine:
+            texts = [u.text for i in mine for u in i.dialogue]
+            out[column] = {"questions": len(mine), "utterances": statistics.fmean(len(i.dialogue) for i in mine),
+                           "tokens": statistics.fmean(len(tokens(t)) for t in texts) if texts else 0.0,
+                           "speakers": statistics.fmean(len({u.speaker for u in i.dialogue}) for i in mine)}
+    return out
+
+
+def _analyze(data: AnalysisInput) -> Analysis:
+    rows = [r if isinstance(r, ItemScore) else ItemScore.model_validate(r) for r in data.records]
+    unread = Counter(r.model for r in rows if r.status == "unparsed")
+    for row in data.board:
+        row["unreadable"] = float(unread.get(row["model"], 0))
+    return Analysis(_sections(rows, data.context), {"table": nine_columns(rows), "policy": data.context.get("policy")})
+
+
+REPORT = ReportSpec(
+    title="RoleInteract: social interaction of role-playing agents",
+    unit="questions per model",
+    scoring=Scoring(
+        metrics=(MetricSpec("Avg", "the unweighted mean of the nine columns (self-awareness of style and knowledge, "
+                                   "emotional perception of situations and emotions, short- and long-term memory, "
+                                   "and keeping a positive, neutral or negative social preference in a group), "
+                                   "each the mean over its items x100; intervals resample items within each column",
+                            column="score", digits=2, macro_over="column"),),
+        groups=(GroupKey("column", "column", order=NAMES), GroupKey("language", "language", breakdown=False)),
+    ),
+    extra_columns=(Column("unreadable", "unreadable", 0),),
+    analyze=_analyze,
+)

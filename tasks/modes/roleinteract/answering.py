@@ -1,0 +1,85 @@
+"""Asking a model RoleInteract's questions: one prompt per item (by its category and language), one reply.
+
+Multiple-choice replies are read for option letters; a reply with none is shown back to the model with what
+is missing, as many times as the retry policy allows, and then recorded as unreadable with its text (the
+scoring policy decides whether it is skipped or counts as wrong; it is counted either way). Memory replies
+are kept as text. A call that fails outright is a failure with its reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from rpbench import prompts
+from rpbench.tasks.llm import Gateway, Request
+from rpbench.tasks.llm.gather import OnDone
+from rpbench.tasks.modes.roleinteract.letters import option_letters
+from rpbench.tasks.modes.roleinteract.loader import readable
+from rpbench.tasks.modes.roleinteract.records import Answer, Item, Profile
+
+PROFILE_LINES = 10  # each member's profile in a group prompt is cut to its first lines, as released code does
+TEMPLATES = {"SA Style": "self_awareness", "SA Know.": "self_awareness", "EP Situ.": "question",
+             "CM Short": "memory", "CM Long": "memory", "Pos.": "group", "Neu.": "group", "Neg.": "group"}
+
+
+def template_of(item: Item) -> str:
+    if item.column == "EP Emo.":
+        return "question" if item.category.endswith("HumorSarcasmDetect") else "emotion"
+    return TEMPLATES[item.column]
+
+
+def _short(text: str) -> str:
+    return "\n".join(re.split(r"\n+", text.strip())[:PROFILE_LINES])
+
+
+def _own_profile(item: Item) -> str:
+    mine = next((p for p in item.profiles if p.name == item.target), item.profiles[0] if item.profiles else None)
+    return readable(mine.text) if mine else ""
+
+
+def prompt_text(item: Item) -> str:
+    """The item as one user message, in its language."""
+    dialogue = [{"speaker": readable(u.speaker), "text": readable(u.text)} for u in item.dialogue]
+    choices = [{"letter": c.letter, "text": readable(c.text)} for c in item.choices]
+    profiles = [Profile(name=readable(p.name), text=_short(readable(p.text))) for p in item.profiles]
+    return prompts.render(f"roleinteract/{template_of(item)}", item.language, dialogue=dialogue, choices=choices,
+                          instruction=readable(item.instruction), name=item.target or "", profile=_own_profile(item),
+                          profiles=profiles).text
+
+
+def letter_reader(item: Item) -> Any:
+    options = {c.letter: c.text for c in item.choices}
+
+    def read(reply: str) -> list[str]:
+        found = option_letters(reply, options)
+        if not found:
+            raise ValueError(f"no option letter ({', '.join(options)}) could be read in the reply; answer with the "
+                             "letter of your choice")
+        return found
+
+    return read
+
+
+def request(item: Item, role: str, model: str) -> Request[Any]:
+    return Request(role, [{"role": "user", "content": prompt_text(item)}], tag=f"roleinteract:{item.item_id}:{model}",
+                   parse=letter_reader(item) if item.choices else None)
+
+
+async def answer_all(gateway: Gateway, items: Sequence[Item], role: str, model: str,
+                     on_done: OnDone = None) -> list[Answer]:
+    """``model`` (bound to ``role``) on every item; answers in item order."""
+    results = await gateway.run_all([request(i, role, model) for i in items], on_done=on_done)
+    out = []
+    for item, res in zip(items, results, strict=True):
+        if res.ok:
+            out.append(Answer(item_id=item.item_id, model=model, text=res.text,
+                              letters=res.parsed if item.choices else None, status="ok"))
+        elif res.raw_replies and len(res.raw_replies) == res.attempts:  # it answered every time, unreadably
+            out.append(Answer(item_id=item.item_id, model=model, text=res.text, letters=[] if item.choices else None,
+                              status="unparsed", error=res.error))
+        else:
+            out.append(Answer(item_id=item.item_id, model=model, text=None, letters=None, status="failed",
+                              error=res.error))
+    return out

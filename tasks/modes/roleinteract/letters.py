@@ -1,0 +1,72 @@
+"""Reading the option letters a reply chooses, whatever text surrounds them.
+
+Models answer "B", "答案：C。", "**(D)**", "I'd pick A and C", or "A good choice is D". The letters are
+taken, in order of first appearance and each once, from (1) an explicit answer phrase ("the answer is",
+"I choose", "选择", "答案") if the reply has one; else (2) every letter A-H standing on its own: not inside a
+word, with punctuation, spaces, Chinese text or another option letter around it, and not the English article
+"A" before a word. Full-width letters count as letters. Only letters that are options of the item count.
+If no letter is found, a reply that quotes exactly one option's text (the longest quoted one wins where one
+option's text contains another's, "non-neutral" over "neutral") chooses that option. Nothing found is
+nothing chosen: the caller records the answer as unreadable, never as an option.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+
+_CJK = "\u4e00-\u9fff"
+_LETTER_LIST = r"([A-H](?:\s*(?:[,，、/&和与及]|and|or|以及)?\s*[A-H](?![A-Za-z]))*)(?![A-Za-z])"
+_PHRASE = re.compile(
+    r"(?i:answers?|choices?|options?|selections?|(?:i\s+)?(?:would\s+)?(?:choose|pick|select)|my\s+pick"
+    r"|答案|选择|选项|我选|应选|选)"
+    r"\s*(?i:is|are|would\s+be|:|：|为|是|应该是|应为)?\s*[(\[（【\"'“]*\s*" + _LETTER_LIST)
+_BRACKETED_LOWER = re.compile(r"[(\[（【]([a-h])[)\]）】]")  # "(b)": a lower-case letter only in brackets
+_STANDALONE = re.compile(rf"(?:(?<=^)|(?<=[^A-Za-z0-9_])|(?<=[{_CJK}])|(?<=[A-H]))([A-H])"
+                         rf"(?=$|[^A-Za-z0-9_]|[{_CJK}]|[A-H](?![a-z]))")
+_ARTICLE = re.compile(r"A\s+[a-z]")
+
+
+def _normalise(reply: str) -> str:
+    # Full-width Ａ-Ｈ and （）to ASCII; emphasis marks out of the way.
+    return unicodedata.normalize("NFKC", reply).replace("*", " ").replace("_", " ")
+
+
+def _dedupe(letters: list[str], allowed: str) -> list[str]:
+    out: list[str] = []
+    for letter in letters:
+        letter = letter.upper()
+        if letter in allowed and letter not in out:
+            out.append(letter)
+    return out
+
+
+def option_letters(reply: str, options: Mapping[str, str] | str = "ABCDEFGH") -> list[str]:
+    """The options ``reply`` chooses, in order, each once; ``options`` maps letters to option text (or is just
+    the letters allowed)."""
+    allowed = "".join(options) if not isinstance(options, str) else options
+    text = _normalise(reply)
+    phrased: list[str] = []
+    for m in _PHRASE.finditer(text):
+        phrased += re.findall(r"(?<![A-Za-z])[A-H](?![A-Za-z])", m.group(1))
+    found = _dedupe(phrased or _BRACKETED_LOWER.findall(text), allowed)
+    if found:
+        return found
+    standalone = [m.group(1) for m in _STANDALONE.finditer(text)
+                  if not (m.group(1) == "A" and _ARTICLE.match(text, m.start()))]
+    found = _dedupe(standalone, allowed)
+    if found or isinstance(options, str):
+        return found
+    return _quoted_option(text, options)
+
+
+def _quoted_option(text: str, options: Mapping[str, str]) -> list[str]:
+    rest = text.lower()
+    hits = []
+    for letter, option in sorted(options.items(), key=lambda kv: -len(kv[1])):
+        needle = _normalise(option).strip().lower()
+        if len(needle) >= 2 and needle in rest:
+            hits.append(letter)
+            rest = rest.replace(needle, " ")
+    return hits if len(hits) == 1 else []

@@ -1,0 +1,55 @@
+"""Models answer RoleBench questions in role, prompted the RoleGPT way; and the RAW references they are also
+scored against (RoleBench's files hold the role-play references only)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rpbench.storage.user_files import read_user_text
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm import Gateway, Request
+from rpbench.tasks.llm.gather import OnDone
+from rpbench.tasks.modes.rolellm.records import BenchRow, Mode, RoleAnswer, RoleProfile
+from rpbench.tasks.modes.rolellm.rolegpt import Retriever, messages
+
+RAW_ANSWER_FIELDS = ("answer", "output", "response", "generated")
+
+
+def requests(rows: Sequence[BenchRow], profiles: Mapping[str, RoleProfile], retriever: Retriever, role: str,
+             model: str, mode: Mode, k: int) -> list[Request[None]]:
+    return [Request(role, messages(profiles[r.role], r.question, mode, retriever, k, r.language),
+                    tag=f"rolellm:{r.row_id}:{model}:{mode}") for r in rows]
+
+
+async def answer_all(gateway: Gateway, rows: Sequence[BenchRow], profiles: Mapping[str, RoleProfile], role: str,
+                     model: str, mode: Mode, k: int, on_done: OnDone = None) -> list[RoleAnswer]:
+    results = await gateway.run_all(requests(rows, profiles, Retriever(profiles), role, model, mode, k),
+                                    on_done=on_done)
+    return [RoleAnswer(row_id=r.row_id, model=model, mode=mode, text=res.text if res.ok else None,
+                       status=res.status, error=res.error) for r, res in zip(rows, results, strict=True)]
+
+
+def load_raw(path: str | Path) -> dict[str, list[str]]:
+    """RAW references: JSON Lines of ``question`` and the original answer (``answer``, ``output``,
+    ``response``, or ``generated`` as a list), keyed by the question's text."""
+    out: dict[str, list[str]] = {}
+    for n, line in enumerate(read_user_text(path, "a RAW references file (JSONL)", 256 * 2**20).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: line {n}: not JSON ({exc.msg})") from None
+        field = next((f for f in RAW_ANSWER_FIELDS if isinstance(row, dict) and f in row), None)
+        if not isinstance(row, dict) or not isinstance(row.get("question"), str) or field is None:
+            raise InputError(f"{path}: line {n}: expected question and one of {', '.join(RAW_ANSWER_FIELDS)}")
+        value = row[field]
+        refs = value if isinstance(value, list) else [value]
+        if not refs or not all(isinstance(v, str) and v.strip() for v in refs):
+            raise InputError(f"{path}: line {n}: field '{field}': expected the answer as text")
+        out.setdefault(row["question"].strip(), []).extend(refs)
+    if not out:
+        raise InputError(f"{path}: the file holds no references")
+    return out

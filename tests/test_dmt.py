@@ -1,0 +1,164 @@
+"""DMT-RoleBench: the DMT-Score formulas, Table 2, seeds and prompt formats, and the flow end to end."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from prefect.testing.utilities import prefect_test_harness
+
+from rpbench.flows.modes.dmt.settings import DmtSettings
+from rpbench.samples import sample_path
+from rpbench.storage.tables import read_records
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.modes.dmt.catalog import ALLOCATION, INTENTS, METRICS
+from rpbench.tasks.modes.dmt.scoring import metric_score, prefix_scores, score_by_tau
+from rpbench.tasks.modes.dmt.seeds import load_seeds, system_prompt
+from rpbench.tasks.modes.dmt.tables import LABELS, ROUNDS, STEPS
+from tests.helpers import TEST_KEY_ENV
+
+SEEDS = sample_path("dmt", "seeds.yaml")
+
+
+@pytest.mark.parametrize("labels", [[1, 1, 0, 1, 1], [0, 1, 1], [1, 0, 0, 1], [1, 1, 1], [0, 0, 1, 0]])
+def test_strict_never_rises_and_lenient_never_falls(labels):
+    strict = prefix_scores(labels, len(labels), lenient=False)
+    lenient = prefix_scores(labels, len(labels), lenient=True)
+    assert all(a >= b for a, b in itertools.pairwise(strict))
+    assert all(a <= b for a, b in itertools.pairwise(lenient))
+
+
+def test_a_first_bad_round_r_scores_one_before_r_and_zero_from_r():
+    assert prefix_scores([1, 1, 0, 1, 1], 5, lenient=False) == [1, 1, 0, 0, 0]
+    assert prefix_scores([0, 0, 1, 0], 4, lenient=True) == [0, 0, 1, 1]
+    assert prefix_scores([1, 1, 1], 3, lenient=False) == [1, 1, 1]
+
+
+def test_short_dialogues_follow_the_stated_policy():
+    assert prefix_scores([1, 1], 4, lenient=False, policy="carry") == [1, 1, 1, 1]
+    assert prefix_scores([1, 1], 4, lenient=False, policy="exclude") == [1, 1, None, None]
+    assert prefix_scores([1, 1], 4, lenient=False, policy="bad") == [1, 1, 0, 0]
+    assert prefix_scores([0, 1], 3, lenient=True, policy="bad") == [0, 1, 1]
+
+
+def test_score_m_is_the_mean_over_tau_of_the_mean_over_dialogues():
+    a = prefix_scores([1, 0, 1], 3, lenient=False)  # 1 0 0
+    b = prefix_scores([1, 1, 1], 3, lenient=False)  # 1 1 1
+    by_tau = score_by_tau([a, b])
+    assert by_tau == [100.0, 50.0, 50.0]
+    assert metric_score(by_tau) == pytest.approx(200 / 3)
+
+
+def test_table_two_allocation_and_the_lenient_metrics():
+    assert {k: len(v) for k, v in ALLOCATION.items()} == {
+        "fictional_character": 10, "historical_figure": 8, "professional_occupation": 8,
+        "emotional_companionship": 9, "utility_assistant": 8, "game_npc": 1}
+    assert ALLOCATION["game_npc"] == ("GCD",) and len(METRICS) == 14 and len(INTENTS) == 7
+    assert {m for m, x in METRICS.items() if x.aggregation == "any"} == {"KE", "Inte"}
+
+
+def test_three_formats_from_one_profile():
+    seed = next(s for s in load_seeds(SEEDS) if s.id == "harbour-pilot-knowledge")
+    minimal, overview, detailed = (system_prompt(seed, f) for f in ("minimalist", "overview", "detailed"))
+    assert seed.role.name in minimal and seed.role.overview not in minimal
+    assert seed.role.overview in overview and "tides and currents" not in overview
+    assert "tides and currents" in detailed and seed.role.overview in detailed
+
+
+def test_bad_seeds_name_the_seed_and_field(tmp_path):
+    base = {"id": "s1", "language": "en", "role_type": "game_npc", "topic": "t", "intent": "game_interaction",
+            "initial_query": "hi", "role": {"name": "K", "overview": "o", "profile": {"a": "b"}}}
+    for change, message in [({"role_type": "wizard"}, "seed s1: field 'role_type': unknown role_type 'wizard'"),
+                            ({"metrics": ["KA"]}, "'KA' is not judged for a game_npc"),
+                            ({"formats": ["tiny"]}, "seed s1: field 'formats.0'"),
+                            ({"intent": None}, "seed s1: field 'intent'")]:
+        path = tmp_path / "seeds.json"
+        path.write_text(json.dumps([{**base, **change}]))
+        with pytest.raises(InputError, match=message):
+            load_seeds(path)
+
+
+@pytest.fixture(scope="module")
+def harness():
+    with prefect_test_harness(server_startup_timeout=90):
+        yield
+
+
+def _respond(body):
+    """The generator asks to regenerate each first draft and passes the second; it stops after round 3. The
+    judge finds every reply of model 'weak' bad on Coh from round 2 on, and good otherwise."""
+    fmt = (body.get("response_format") or {}).get("json_schema") or {}
+    text = json.dumps(body["messages"], ensure_ascii=False)
+    name = fmt.get("name")
+    if name == "Termination":
+        return json.dumps({"reason": "r", "done": text.count("User:") + text.count("用户：") >= 3})
+    if name == "NextQuery":
+        second = "rejected" in text or "没有通过" in text
+        return json.dumps({"sub_topic": "st", "sub_intent": "si", "query": "second draft" if second else "first"})
+    if name == "QualityCheck":
+        return json.dumps({"reason": "r", "verdict": "pass" if 'Draft: \\"second draft' in text else "regenerate",
+                           "revised_query": ""})
+    if name == "BinaryVerdict":
+        bad = "WEAK" in text and ("Coherence" in text or "连贯性" in text) and "second draft" in text
+        return json.dumps({"explanation": "e", "label": "bad" if bad else "good"})
+    return "WEAK reply" if body["model"] == "weak" else "a fine reply"
+
+
+def test_dmt_flow_end_to_end(harness, loopback, tmp_path, monkeypatch):
+    from rpbench.flows.modes.dmt.flows import dmt
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _respond
+    models = tmp_path / "models.toml"
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+                      f'api_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 5\n'
+                      '[roles.weak]\nmodel = "openai/weak"\n[roles.fine]\nmodel = "openai/fine"\n')
+    out = tmp_path / "dmt"
+    manifest = dmt(DmtSettings(seeds=str(SEEDS), models=["weak", "fine"], only_seeds=["harbour-pilot-knowledge"],
+                               formats=["detailed"], max_rounds=4, out=str(out), resamples=200,
+                               models_file=str(models), cache=str(tmp_path / "c.sqlite")))
+    rounds = read_records(out / ROUNDS.filename, ROUNDS)
+    assert [r.round for r in rounds if r.model == "weak"] == [1, 2, 3]  # purpose served after three rounds
+    assert rounds[0].query == "What do you actually do when you climb aboard a container ship?"
+    assert all(r.query == "second draft" and r.query_attempts == 2 for r in rounds if r.round > 1)
+    steps = read_records(out / STEPS.filename, STEPS)
+    assert {(s.step, s.attempt) for s in steps if s.round == 2} == {("terminate", 1), ("query", 1), ("verify", 1),
+                                                                   ("query", 2), ("verify", 2)}
+    tested = [r for r in loopback.requests if r["model"] in ("weak", "fine")]
+    assert all("professional_skill" not in json.dumps(r["messages"]) and "expertise" in r["messages"][0]["content"]
+               for r in tested)  # the tested model sees its system prompt and the chat, not the intent
+    labels = read_records(out / LABELS.filename, LABELS)
+    assert {lb.metric for lb in labels} == set(ALLOCATION["professional_occupation"])
+    t4 = manifest["dmt"]["table4"]
+    # weak: Coh good at round 1, bad from round 2 -> prefixes 1,0,0,0 (carried) -> 25; everything else 100
+    assert t4["weak"]["Coh"] == pytest.approx(25.0) and t4["fine"]["Coh"] == 100.0
+    assert t4["weak"]["KA"] == 100.0
+    board = {r["model"]: r for r in manifest["dmt"]["leaderboard"]}
+    assert board["fine"]["score"] > board["weak"]["score"]
+    assert (out / "report.md").read_text().count("By number of rounds") == 1
+
+
+@pytest.mark.local_model
+def test_dmt_runs_on_the_local_model(tmp_path):
+    """A shipped seed on the embedded model (the game NPC: one metric, so few judge calls), two rounds: every
+    round is labelled or its failure recorded, never a made-up label."""
+    import os
+    import subprocess
+
+    from rpbench.storage.schemas import FAILURES
+    from tests.helpers import CLI
+
+    out = tmp_path / "run"
+    p = subprocess.run([*CLI, "dmt", "run", "--seeds", str(SEEDS), "--model", "dmt-player", "--seed-id",
+                        "dungeon-keeper-game", "--format", "minimalist", "--max-rounds", "2", "--out", str(out),
+                        "--cache", str(tmp_path / "c.sqlite"), "--resamples", "100"],
+                       capture_output=True, text=True, env={**os.environ, "PREFECT_HOME": str(tmp_path / "ph")})
+    assert p.returncode == 0, p.stderr[-2000:]
+    rounds = read_records(out / ROUNDS.filename, ROUNDS)
+    assert rounds and rounds[0].query.startswith("I light my torch") and all(r.response for r in rounds if r.status == "ok")
+    labels = read_records(out / LABELS.filename, LABELS)
+    failed = {f.item_id for f in read_records(out / FAILURES.filename, FAILURES)}
+    assert all(lb.label in ("good", "bad") for lb in labels if lb.status == "ok")
+    assert all(lb.error for lb in labels if lb.status == "failed") and (labels or failed)
+    assert "DMT-Score" in p.stdout

@@ -1,0 +1,296 @@
+"""RoleInteract: option letters read from tricky replies, the scoring formulas and the nine-column average,
+the released layout read without loss (CRLF, Windows-1252 bytes, C1 characters, other models' answers), the
+analyses, the flow end to end against the loopback server, and the local model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from prefect.testing.utilities import prefect_test_harness
+
+from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
+from rpbench.samples import sample_path
+from rpbench.storage.tables import read_records
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.modes.roleinteract.analysis import by_key, drift, item_scores, nine_columns, preference_matrix
+from rpbench.tasks.modes.roleinteract.answering import prompt_text
+from rpbench.tasks.modes.roleinteract.catalog import NAMES, PAPER_AVG, PAPER_TABLE
+from rpbench.tasks.modes.roleinteract.letters import option_letters
+from rpbench.tasks.modes.roleinteract.loader import load_file, readable
+from rpbench.tasks.modes.roleinteract.records import Answer, ItemScore
+from rpbench.tasks.modes.roleinteract.scoring import choice_score, cover, multiple, single, table_average
+from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEM_SCORES, ITEMS
+from rpbench.tasks.reports.scores import model_scores
+from rpbench.tasks.reports.spec import GroupKey, MetricSpec, Scoring
+from tests.helpers import CLI, TEST_KEY_ENV
+
+EXAMPLE = sample_path("roleinteract", "example.json")
+EMOTIONS = {"A": "neutral", "B": "non-neutral", "C": "joy", "D": "fear"}
+
+
+# -- option letters ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("reply", "letters"), [
+    ("B", ["B"]),
+    ("答案是C。", ["C"]),
+    ("我选择A和C", ["A", "C"]),
+    ("答案：A、C、D", ["A", "C", "D"]),
+    ("（B）", ["B"]),
+    ("**C**", ["C"]),
+    ("Ｂ", ["B"]),  # full width
+    ("A good choice here is D.", ["D"]),  # the article is not an option
+    ("As a detective, I'd pick C", ["C"]),  # nor is the A of a word
+    ("I think the answer is B, not A.", ["B"]),  # an answer phrase wins over other letters
+    ("I choose A and C", ["A", "C"]),  # the a and d of "and" are not letters
+    ("My choice is a difficult one: B", ["B"]),
+    ("The best option is (b).", ["B"]),
+    ("AB", ["A", "B"]),
+    ("A、B、D、B", ["A", "B", "D"]),  # each once, in order
+    ("选项D：很好", ["D"]),
+    ("E", []),  # not an option of this item
+    ("hmm", []),
+])
+def test_option_letters_are_read_whatever_surrounds_them(reply, letters):
+    assert option_letters(reply, "ABCD") == letters
+
+
+def test_an_option_quoted_without_its_letter_counts_only_when_unambiguous():
+    assert option_letters("I would say non-neutral.", EMOTIONS) == ["B"]  # not also "neutral" inside it
+    assert option_letters("neutral, I think", EMOTIONS) == ["A"]
+    assert option_letters("joy or fear", EMOTIONS) == []  # two options quoted: nothing chosen
+
+
+# -- formulas ------------------------------------------------------------------------------------------
+def test_single_multiple_and_cover():
+    assert single(["B", "A"], ["B"]) == 1.0 and single(["A", "B"], ["B"]) == 0.0 and single([], ["B"]) == 0.0
+    # The paper's example: gold {A, B}.
+    assert multiple(["A"], ["A", "B"]) == 0.5 and multiple(["A", "B"], ["A", "B"]) == 1.0
+    assert multiple(["A", "C"], ["A", "B"]) == 0.0 and multiple([], ["A", "B"]) == 0.0
+    assert choice_score(["A", "C"], ["A"]) == 1.0  # one gold option: the first choice decides
+    assert cover("Smoked HERRING and bread", ["herring", "rye"]) == 0.5
+    assert cover("一碟桂花糕，配一杯碧螺春", ["桂花糕", "碧螺春"]) == 1.0
+
+
+def test_the_average_is_the_unweighted_mean_of_the_nine_columns():
+    for model, columns in PAPER_TABLE.items():  # every published row
+        assert round(table_average(dict(zip(NAMES, columns, strict=True))), 2) == pytest.approx(PAPER_AVG[model])
+
+    def row(column: str, score: float | None, status: str = "scored") -> ItemScore:
+        return ItemScore(model="m", item_id=f"{column}:{score}", column=column, language="en", category="c",
+                         status=status, score=score, utterances=3, group_size=None, target_preference=None,
+                         polarity=None)
+
+    # SA Style has three items (100, 100, 0), EP Emo. one (0), Neg. one unreadable (skipped): a mean of
+    # columns, not of items -> (66.67 + 0) / 2, where the mean of items would be 50.
+    rows = [row("SA Style", 100.0), row("SA Style", 100.0), row("SA Style", 0.0), row("EP Emo.", 0.0),
+            row("Neg.", None, "unparsed")]
+    table = nine_columns(rows)["m"]
+    assert table["SA Style"] == pytest.approx(200 / 3) and table["EP Emo."] == 0.0 and table["Neg."] is None
+    assert table["Avg"] == pytest.approx(100 / 3)
+    # The leaderboard's headline is the same number, with an interval that resamples within each column.
+    scoring = Scoring(metrics=(MetricSpec("Avg", "", column="score", macro_over="column"),),
+                      groups=(GroupKey("column", "column", order=NAMES),))
+    overall = next(s for s in model_scores([r.model_dump() for r in rows], scoring, 500, 0)
+                   if s["column"] == "all")
+    assert overall["score"] == pytest.approx(100 / 3) and overall["ci_low"] <= 100 / 3 <= overall["ci_high"]
+    assert overall["ci_high"] - overall["ci_low"] > 0
+
+
+# -- the released layout -------------------------------------------------------------------------------
+def test_the_shipped_example_covers_every_column_in_both_languages():
+    items = load_file(EXAMPLE).items
+    assert {(i.column, i.language) for i in items} == {(c, lang) for c in NAMES for lang in ("en", "zh")}
+    memory = {i.column: len(i.dialogue) for i in items if i.column.startswith("CM")}
+    assert all(n >= 40 for c, n in memory.items() if c == "CM Long")
+    zh_short = next(i for i in items if i.column == "CM Short" and i.language == "zh")
+    assert zh_short.dialogue[0].speaker == "读者"  # the {speaker: text} form of an utterance
+    group = next(i for i in items if i.column == "Pos." and i.language == "en")
+    assert group.group_size == 3 and group.target_preference == "positive" and group.polarity == "negative"
+
+
+def test_crlf_windows_1252_bytes_and_other_models_answers_are_read_without_loss(tmp_path):
+    record = {"dialogue": [{"from": "Monica", "value": "I didn\u0092t make it!"}],
+              "instruction": "Select the option that best matches the mood of the speaker in the last utterance:",
+              "choices": {"A": "joy", "B": "sadness"}, "label": ["B"],
+              "meta": {"lang": "en", "category": "Individual-EP-DialogueEmotionDetect", "emotion": "sadness",
+                       "gpt4": ["A"], "source": "friends"}}
+    text = json.dumps([record], indent=2).replace("\n", "\r\n")
+    raw = text.encode("utf-8").replace(b"the speaker", b"the speaker\x92s")  # a stray Windows-1252 byte
+    path = tmp_path / "emotional_perception.json"
+    path.write_bytes(raw)
+    loaded = load_file(path)
+    item = loaded.items[0]
+    assert loaded.repaired_bytes == 1
+    assert item.instruction.startswith("Select the option that best matches the mood of the speaker’s")
+    assert item.dialogue[0].text == "I didn\x92t make it!"  # kept exactly as the file has it
+    assert readable(item.dialogue[0].text) == "I didn’t make it!"  # and shown as it was meant in prompts
+    assert "I didn’t make it!" in prompt_text(item)
+    kept = json.loads(item.raw)
+    assert kept["meta"]["gpt4"] == ["A"] and kept["meta"]["source"] == "friends"  # other models' answers kept
+    assert item.label == ["B"] and item.item_id == "emotional_perception:00000"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda r: r["meta"].update(category="Individual-SA-Mood"), "item 0: field 'meta.category': unknown category"),
+    (lambda r: r["meta"].update(lang="fr"), "item 0: field 'meta.lang': unknown language 'fr'"),
+    (lambda r: r.update(label=["E"]), "item 0: field 'label': 'E' is not one of the options"),
+    (lambda r: r["meta"].pop("name"), "item 0: field 'meta.name': missing"),
+    (lambda r: r.update(dialogue=[{"from": "a", "text": "b"}]), "item 0: field 'dialogue.0'"),
+    (lambda r: r.pop("choices"), "item 0: field 'choices': missing"),
+    (lambda r: r["meta"].update(member_preferences={"x": "friendly"}), "field 'meta.member_preferences'"),
+])
+def test_a_bad_item_names_the_file_item_and_field(tmp_path, change, message):
+    record = {"dialogue": [{"from": "Ada", "value": "hi"}], "instruction": "", "choices": {"A": "x", "B": "y"},
+              "label": ["A"], "meta": {"lang": "en", "category": "Group-SAP-Positive", "name": "Ada",
+                                       "profile": {"Ada": "kind"}}}
+    change(record)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([record]))
+    with pytest.raises(InputError, match=message) as err:
+        load_file(path)
+    assert str(err.value).startswith(str(path)) and "\n" not in str(err.value)
+
+
+def test_polarity_leaves_the_target_out_and_calls_a_tie_mixed(tmp_path):
+    base = {"dialogue": [{"from": "A", "value": "x"}], "instruction": "", "choices": {"A": "x", "B": "y"},
+            "label": ["A"], "meta": {"lang": "en", "category": "Group-SAP-Neutral", "name": "T",
+                                     "profile": {"T": "t", "B": "b", "C": "c"}}}
+    tie = json.loads(json.dumps(base))
+    tie["meta"]["member_preferences"] = {"T": "neutral", "B": "positive", "C": "negative"}
+    given = json.loads(json.dumps(base))
+    given["meta"]["polarity"] = "negative"
+    path = tmp_path / "group.json"
+    path.write_text(json.dumps([tie, given, base]))
+    assert [i.polarity for i in load_file(path).items] == ["mixed", "negative", None]
+
+
+# -- analyses ------------------------------------------------------------------------------------------
+def _group(model: str, target: str, polarity: str | None, score: float, size: int = 3) -> ItemScore:
+    column = {"positive": "Pos.", "neutral": "Neu.", "negative": "Neg."}[target]
+    return ItemScore(model=model, item_id=f"{target}{polarity}{score}{size}", column=column, language="en",
+                     category="c", status="scored", score=score, utterances=5, group_size=size,
+                     target_preference=target, polarity=polarity)
+
+
+def test_preference_matrix_and_drift():
+    rows = [_group("m", "neutral", "neutral", 100.0), _group("m", "neutral", "neutral", 100.0),
+            _group("m", "neutral", "positive", 0.0), _group("m", "neutral", "positive", 100.0),
+            _group("m", "positive", "negative", 100.0), _group("m", "positive", "positive", 0.0),
+            _group("m", "negative", None, 100.0)]
+    matrix = preference_matrix(rows)["m"]
+    assert matrix["neutral"] == {"neutral": (100.0, 2), "positive": (50.0, 2)}
+    assert "negative" not in matrix  # its polarity is unknown
+    assert drift(matrix) == {"neutral": {"positive": 50.0}, "positive": {"negative": -100.0}}
+    sizes = by_key(rows, lambda r: True, lambda r: r.group_size)
+    assert sizes["m"]["3"] == (pytest.approx(500 / 7), 7)
+
+
+def test_unreadable_answers_follow_the_policy_and_failed_calls_are_failures():
+    items = load_file(EXAMPLE).items[:3]
+    answers = [Answer(item_id=items[0].item_id, model="m", text="B", letters=["B"], status="ok"),
+               Answer(item_id=items[1].item_id, model="m", text="hmm", letters=[], status="unparsed", error="x"),
+               Answer(item_id=items[2].item_id, model="m", text=None, letters=None, status="failed", error="timeout")]
+    skipped, failures = item_scores(items, answers, "skip")
+    assert [r.score for r in skipped] == [100.0, None, None] and [f.item_id for f in failures] == [items[2].item_id]
+    zeroed, _ = item_scores(items, answers, "zero")
+    assert [r.score for r in zeroed] == [100.0, 0.0, None]
+    assert [r.status for r in zeroed] == ["scored", "unparsed", "failed"]
+
+
+# -- the flow ------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def harness():
+    with prefect_test_harness(server_startup_timeout=90):
+        yield
+
+
+def _respond(body: dict) -> str:
+    prompt = body["messages"][-1]["content"]
+    if body["model"] == "mumbler":
+        return "hmm, hard to say"
+    if "remember everything said above" in prompt or "上面说过的每句话你都记得" in prompt:
+        return "I remember: herring, rye, Biscuit, 桂花糕, 团子"
+    return "I choose B."
+
+
+def _models(tmp_path: Path, loopback) -> str:
+    path = tmp_path / "models.toml"
+    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+                    f'api_key_env = "{TEST_KEY_ENV}"\ntimeout = 5\n'
+                    '[roles.always-b]\nmodel = "openai/always-b"\n[roles.mumbler]\nmodel = "openai/mumbler"\n')
+    return str(path)
+
+
+def test_flow_end_to_end_policies_and_a_cached_rerun(harness, loopback, tmp_path, monkeypatch):
+    from rpbench.flows.modes.roleinteract.flows import roleinteract
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _respond
+    models, cache, out = _models(tmp_path, loopback), str(tmp_path / "c.sqlite"), tmp_path / "run"
+    s = RoleInteractSettings(data=[str(EXAMPLE)], models=["always-b", "mumbler"], out=str(out), resamples=200,
+                             models_file=models, cache=cache)
+    manifest = roleinteract(s)
+    table = manifest["roleinteract"]["table"]
+    # Worked out from the example's gold answers for a model that always answers B and recalls every keyword
+    # but 碧螺春: SA Style (100+0)/2, SA Know. (0+100)/2, EP Situ. (0+100+0)/3, EP Emo. (0+0+0+100)/4,
+    # CM Short (100+50)/2, CM Long 100, Pos. 50, Neu. 0, Neg. 0.
+    expected = {"SA Style": 50, "SA Know.": 50, "EP Situ.": 100 / 3, "EP Emo.": 25, "CM Short": 75,
+                "CM Long": 100, "Pos.": 50, "Neu.": 0, "Neg.": 0}
+    assert table["always-b"] == pytest.approx({**expected, "Avg": sum(expected.values()) / 9})
+    board = {r["model"]: r for r in manifest["roleinteract"]["leaderboard"]}
+    assert board["always-b"]["Avg"] == pytest.approx(sum(expected.values()) / 9)
+    # The mumbler never names an option: each question was asked three times, then recorded as unreadable and
+    # left out (skip); its memory answers are words, scored 0.
+    answers = read_records(out / ANSWERS.filename, ANSWERS)
+    mumbled = [a for a in answers if a.model == "mumbler"]
+    assert sum(a.status == "unparsed" for a in mumbled) == 17 and board["mumbler"]["unreadable"] == 17
+    assert sum(r["model"] == "mumbler" for r in loopback.requests) == 17 * 3 + 4
+    assert table["mumbler"]["SA Style"] is None and table["mumbler"]["Avg"] == 0.0
+    assert len(read_records(out / ITEMS.filename, ITEMS)) == 21
+    report = (out / "report.md").read_text()
+    assert "| CM Long | 2 | 42.0 |" in report  # the questions, as the paper's Table 1 counts them
+    assert "## Unreadable answers" in report and "| mumbler | 2 | 2 | 3 | 4 | 0 | 0 | 2 | 2 | 2 | 17 |" in report
+    # Group polarity from the members' labels: the English positive agent sits in a negative group, the Chinese
+    # one in a tied (mixed) group.
+    assert "| positive | - | - | 0.0 (1) | 100.0 (1) |" in report
+
+    sent = len(loopback.requests)
+    again = roleinteract(s)
+    assert len(loopback.requests) == sent and again["this_run"]["calls_sent"] == 0
+
+    # Counting unreadable answers as wrong changes only the report: no call is sent.
+    zero = roleinteract(s.model_copy(update={"policy": "zero"}))
+    assert len(loopback.requests) == sent
+    assert zero["roleinteract"]["table"]["mumbler"]["SA Style"] == 0.0
+    rows = read_records(out / ITEM_SCORES.filename, ITEM_SCORES)
+    assert all(r.score == 0.0 for r in rows if r.model == "mumbler" and r.status == "unparsed")
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    for args, message in [
+        (["--data", str(tmp_path / "none.json"), "--model", "roleinteract-player"], "none.json: no such file"),
+        (["--data", str(EXAMPLE), "--model", "roleinteract-player", "--column", "SA Mood"],
+         "--column: unknown column 'SA Mood'"),
+        (["--data", str(EXAMPLE), "--model", "roleinteract-playr"], "--model: unknown model 'roleinteract-playr'"),
+    ]:
+        p = subprocess.run([*CLI, "roleinteract", "run", *args, "--out", str(tmp_path / "o")], capture_output=True,
+                           text=True)
+        assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.mark.local_model
+def test_roleinteract_runs_on_the_local_model(tmp_path):
+    out = tmp_path / "run"
+    p = subprocess.run([*CLI, "roleinteract", "run", "--data", str(EXAMPLE), "--model", "roleinteract-player",
+                        "--column", "SA Style", "--column", "EP Emo.", "--language", "en", "--limit", "1",
+                        "--out", str(out), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "100"],
+                       capture_output=True, text=True, env={**os.environ, "PREFECT_HOME": str(tmp_path / "ph")})
+    assert p.returncode == 0, p.stderr[-2000:]
+    answers = read_records(out / ANSWERS.filename, ANSWERS)
+    assert len(answers) == 2
+    # Every answer is read, or kept with its text as unreadable, or a recorded failure: never a guessed option.
+    assert all((a.status == "ok" and a.letters) or (a.status == "unparsed" and a.text) or a.error for a in answers)
+    assert "Avg" in p.stdout
