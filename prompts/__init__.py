@@ -75,6 +75,16 @@ def render(template: str, language: str = "en", /, **variables: Any) -> Rendered
     return Rendered(text=text, template=path, sha256=digest)
 
 
+def source(template: str, language: str = "en", /) -> str:
+    """A template's own text, unrendered: for templates another engine renders (a chat template that
+    transformers applies to messages). Recorded like a render."""
+    path = template_name(template, language)
+    used = _recorder.get()
+    if used is not None:
+        used[path] = template_sha256(path)
+    return (TEMPLATE_DIR / path).read_text(encoding="utf-8")
+
+
 def all_templates() -> dict[str, str]:
     return {
         str(p.relative_to(TEMPLATE_DIR)): template_sha256(str(p.relative_to(TEMPLATE_DIR)))

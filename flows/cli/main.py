@@ -17,6 +17,7 @@ from rpbench.flows.kit.commands import settings_command
 from rpbench.flows.kit.environment import setup_environment
 from rpbench.flows.kit.registry import modes
 from rpbench.flows.kit.settings import RunSettings
+from rpbench.flows.training.commands import add_commands as training_commands
 from rpbench.tasks.core.errors import InputError
 
 
@@ -82,6 +83,7 @@ def make_app() -> typer.Typer:
     app.command("models")(settings_command(RunSettings, show_models))
     app.command("modes")(show_modes)
     app.command("prepare")(settings_command(RunSettings, prepare))
+    training_commands(app)
     for mode in modes().values():
         if mode.commands is None:
             continue

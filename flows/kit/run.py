@@ -82,7 +82,9 @@ def publish_outputs(out: str | Path) -> dict[str, str]:
     if not staged.is_dir():
         return moved
     # Files in folders (a RoleBench layout, say) keep their place below the run folder.
-    for path in sorted(p for p in staged.rglob("*") if p.is_file() and not p.name.startswith(".")):
+    # A name starting with a dot is work in progress (a temporary file or folder a killed writer left).
+    for path in sorted(p for p in staged.rglob("*")
+                       if p.is_file() and not any(part.startswith(".") for part in p.relative_to(staged).parts)):
         target = root / path.relative_to(staged)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{path.name}.publish")

@@ -134,7 +134,7 @@ def local_model(name: str) -> LocalModelSpec:
 @functools.cache
 def _adapter_digest(folder: str, mtime_ns: int) -> str:
     h = hashlib.sha256()
-    for path in sorted(Path(folder).glob("adapter_*")):
+    for path in sorted(p for p in Path(folder).iterdir() if p.is_file()):  # weights, tokenizer, chat template
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -148,7 +148,7 @@ def model_fingerprint(model: str) -> str:
     if not adapter:
         return model
     folder = Path(adapter).expanduser()
-    stamp = max((p.stat().st_mtime_ns for p in folder.glob("adapter_*")), default=0)
+    stamp = max((p.stat().st_mtime_ns for p in folder.iterdir() if p.is_file()), default=0)
     return f"{model}#{_adapter_digest(str(folder), stamp)}"
 
 

@@ -76,7 +76,12 @@ class TransformersEngine:
             where, extra = str(self.weights.parent), {"gguf_file": self.weights.name}
         else:  # a transformers model folder
             where, extra = str(self.weights), {}
-        self.tokenizer: Any = AutoTokenizer.from_pretrained(where, **extra)
+        # An adapter folder keeps the tokenizer it was trained with (and so its chat template: the prompt
+        # layout it learned); the base model's otherwise.
+        if self.adapter is not None and (self.adapter / "tokenizer_config.json").is_file():
+            self.tokenizer: Any = AutoTokenizer.from_pretrained(str(self.adapter))
+        else:
+            self.tokenizer = AutoTokenizer.from_pretrained(where, **extra)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

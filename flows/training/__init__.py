@@ -1,0 +1,1 @@
+"""The train-lora flow and the train and merge commands."""

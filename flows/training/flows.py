@@ -1,0 +1,227 @@
+"""The train-lora flow: data -> train -> register, then (optionally) the FURINA evaluation of the base model and
+the adapter side by side.
+
+Training is one stage: trl's trainer checkpoints inside it (``OUT/checkpoints/<run key>``), so a killed run
+resumes from its last checkpoint, and a finished one is cached like any stage (same data and recipe: nothing
+is trained again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from rpbench.flows.kit.run import Stages, finish_run
+from rpbench.flows.kit.stage import StageResult, StageRun, file_digest, stage
+from rpbench.flows.modes.furina.evaluate import evaluate
+from rpbench.flows.modes.furina.settings import EvalSettings
+from rpbench.flows.training.settings import TrainSettings
+from rpbench.storage.tables import atomic_write_bytes, read_records
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.hf_weights import transformers_folder
+from rpbench.tasks.llm.local_models import (
+    ADAPTER_MARK,
+    EMBEDDED,
+    local_model,
+    local_name,
+    register_local_models,
+    split_adapter,
+    weights_path,
+)
+from rpbench.tasks.modes.rolellm.profiles import discover_profiles, profile_files
+from rpbench.tasks.modes.rolellm.rolebench import data_files
+from rpbench.tasks.training.data import (
+    BENCH_FILES,
+    bench_samples,
+    hold_out,
+    is_bench,
+    main_language,
+    mix,
+    parse_mix,
+    preference_pairs,
+    rolebench_samples,
+)
+from rpbench.tasks.training.recipe import LoraOptions, recipe
+from rpbench.tasks.training.records import PreferencePair, SftSample
+from rpbench.tasks.training.report import loss_plot, report_markdown
+from rpbench.tasks.training.tables import LOSSES, PAIRS, SAMPLES
+from rpbench.tasks.training.trainer import device, dpo_rows, sft_rows, train
+
+log = logging.getLogger("rpbench.training")
+ADAPTER = "adapter"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    rolebench: list[str]  # RoleBench-layout files
+    profiles: list[str]
+    benches: list[str]  # benchmark folders
+    bench_files: list[str]  # their files (so that a changed benchmark counts as a change)
+    base: str  # the base model's local name
+
+
+def base_name(s: TrainSettings) -> str:
+    """The base's local model name; anything else is an input error."""
+    config = load_models_config(s.models_file)
+    register_local_models(config.local_models)
+    name = local_name(s.base)
+    if name is None:
+        raise InputError(f"--base: '{s.base}' is not a local model (local/<name>): training needs the weights")
+    if split_adapter(name)[1] is not None:
+        raise InputError(f"--base: '{s.base}' already has an adapter; train on its base model")
+    known = [EMBEDDED, *config.local_models]
+    if name not in known:
+        raise InputError(f"--base: unknown local model '{name}' (known: {', '.join(known)})")
+    return name
+
+
+def check_train(s: TrainSettings) -> Inputs:
+    """Every input error before anything runs: the data paths, the profiles, the mix, the preset, the base."""
+    recipe(s.preset, s.max_steps)
+    parse_mix(s.mix)
+    benches = [d for d in s.data if is_bench(d)]
+    others = [d for d in s.data if d not in benches]
+    if s.objective == "dpo" and others:
+        raise InputError(f"--data: {others[0]}: preference pairs come from benchmark folders (rpbench build), "
+                         "not RoleBench files")
+    rolebench = data_files(others, s.parts) if others else []
+    profiles: list[str] = []
+    if rolebench:
+        profiles = profile_files(s.profiles) if s.profiles else discover_profiles(others)
+        if not profiles:
+            raise InputError("--profiles: none given, and no profiles-*/desc.json beside the RoleBench data (the "
+                             "role descriptions make the system prompt each sample is trained with)")
+    files = [str(Path(b) / f) for b in benches for f in (*BENCH_FILES, "manifest.json") if (Path(b) / f).is_file()]
+    return Inputs(rolebench, profiles, benches, files, base_name(s))
+
+
+@stage("train-data", templates=("rolellm/system", "rolellm/question", "furina/builder/test_turn", "furina/dims/"),
+       inputs=("rolebench", "profiles", "bench_files"))
+async def training_data(run: StageRun, rolebench: list[str], profiles: list[str], benches: list[str],
+                        bench_files: list[str], objective: str, mix_weights: dict[str, float], heldout: float,
+                        seed: int, out: str) -> StageResult:
+    if objective == "dpo":
+        pairs: list[PreferencePair] = []
+        ties = 0
+        for b in benches:
+            got, tied = preference_pairs(b)
+            pairs, ties = pairs + got, ties + tied
+        if not pairs:
+            raise InputError(f"--data: no preference pairs in {', '.join(benches)} (every judged turn was a tie, "
+                             "or the benchmarks have no judged test turns)")
+        pairs = hold_out(pairs, heldout, seed)
+        run.write(PAIRS, pairs, final=True)
+        return run.result(rows=len(pairs), ties_dropped=ties, heldout=sum(p.split == "heldout" for p in pairs),
+                          chosen={side: sum(p.chosen_side == side for p in pairs) for side in ("source", "base")},
+                          language=main_language(pairs), by_kind={"pairs": len(pairs)})
+    samples: list[SftSample] = rolebench_samples(rolebench, ["train"], profiles) if rolebench else []
+    for b in benches:
+        samples += bench_samples(b)
+    if not samples:
+        raise InputError("--data: no training samples in the data given")
+    before = len(samples)
+    samples = hold_out(mix(samples, mix_weights, seed), heldout, seed)
+    run.write(SAMPLES, samples, final=True)
+    return run.result(rows=len(samples), mixed_out=before - len(samples),
+                      heldout=sum(s.split == "heldout" for s in samples), language=main_language(samples),
+                      by_kind={k: sum(s.kind == k for s in samples) for k in sorted({s.kind for s in samples})})
+
+
+def run_key(rows: str, params: dict[str, Any]) -> str:
+    """The checkpoint folder's name: the data's content and everything that shapes the training."""
+    text = json.dumps({"rows": file_digest(rows), **params}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@stage("train-lora", templates=("training/",), inputs=("rows",))
+async def train_lora(run: StageRun, rows: str, objective: str, base: str, preset: str, max_steps: int | None,
+                     template: str, language: str, lora: dict[str, Any], seed: int, out: str) -> StageResult:
+    options = LoraOptions(rank=lora["rank"], alpha=lora["alpha"], dropout=lora["dropout"],
+                          targets=tuple(lora["targets"]))
+    chosen = recipe(preset, max_steps)
+    if objective == "dpo":
+        got = read_records(rows, PAIRS)
+        train_rows, held = dpo_rows([p for p in got if p.split == "train"]), dpo_rows(
+            [p for p in got if p.split == "heldout"])
+    else:
+        samples = read_records(rows, SAMPLES)
+        train_rows, held = sft_rows([s for s in samples if s.split == "train"]), sft_rows(
+            [s for s in samples if s.split == "heldout"])
+    key = run_key(rows, {"objective": objective, "base": base, "preset": preset, "max_steps": max_steps,
+                         "template": template, "lora": lora, "seed": seed})
+    checkpoints = Path(out) / "checkpoints" / key
+    folder = transformers_folder(weights_path(local_model(base)))
+    on_step = run.progress.track("training steps", chosen.max_steps or 0)
+    done = await asyncio.to_thread(
+        train, "dpo" if objective == "dpo" else "sft", folder, train_rows, held, run.final_folder / ADAPTER,
+        checkpoints, chosen, options, "alpaca" if template == "alpaca" else "chat", language, seed, on_step)
+    run.write(LOSSES, done.losses, final=True)
+    atomic_write_bytes(run.final_folder / "losses.png", loss_plot(done.losses))
+    run.tables["adapter"] = str(run.final_folder / ADAPTER / "adapter_config.json")
+    run.tables["loss_plot"] = str(run.final_folder / "losses.png")
+    return run.result(steps=done.steps, tokens=done.tokens, train_seconds=round(done.seconds, 1),
+                      tokens_per_s=round(done.tokens / done.seconds, 1) if done.seconds else None,
+                      resumed_from=done.resumed_from, device=device()[0], checkpoints=str(checkpoints),
+                      train_rows=len(train_rows), heldout_rows=len(held), too_long=done.too_long)
+
+
+@stage("train-register", inputs=("losses",))
+async def register(run: StageRun, adapter: str, losses: str, base: str, summary: dict[str, Any],
+                   out: str) -> StageResult:
+    """The adapter as a model name (``local/<base>+adapter=<folder>``), a models file that binds it to the role
+    ``tuned``, and the report."""
+    model = f"local/{base}{ADAPTER_MARK}{adapter}"
+    fragment = (f"# Written by rpbench train: the trained adapter as a role (rpbench eval --models THIS --model "
+                f"tuned).\n[roles.tuned]\nmodel = \"{model}\"\n")
+    atomic_write_bytes(run.final_folder / "models.toml", fragment.encode())
+    atomic_write_bytes(run.final_folder / "model.txt", (model + "\n").encode())
+    text = report_markdown({**summary, "model": model}, read_records(losses, LOSSES), "losses.png")
+    atomic_write_bytes(run.final_folder / "report.md", text.encode())
+    run.tables["report"] = str(run.final_folder / "report.md")
+    run.tables["models_file"] = str(run.final_folder / "models.toml")
+    return run.result(model=model)
+
+
+# Not log_prints: dill (under datasets) reads globals by capturing what dis prints, and Prefect would take those
+# prints for log lines. Progress and losses reach the log through the stage's progress and the trainer's callback.
+@flow(name="rpbench-train-lora", log_prints=False)
+def train_lora_flow(settings: TrainSettings) -> dict:
+    """A LoRA adapter from RoleBench-layout data and built benchmarks (SFT, or DPO on the judge's preferences),
+    registered as a local model; with --eval-bench, the base and the adapter evaluated side by side."""
+    s, stages = settings, Stages()
+    got = check_train(s)
+    data = stages.run(training_data, rolebench=got.rolebench, profiles=got.profiles, benches=got.benches,
+                      bench_files=got.bench_files, objective=s.objective, mix_weights=parse_mix(s.mix),
+                      heldout=s.heldout, seed=s.seed, out=s.out)
+    rows = data.path("pairs" if s.objective == "dpo" else "samples")
+    lora = {"rank": s.lora_rank, "alpha": s.lora_alpha, "dropout": s.lora_dropout, "targets": list(s.targets)}
+    trained = stages.run(train_lora, rows=rows, objective=s.objective, base=got.base, preset=s.preset,
+                         max_steps=s.max_steps, template=s.template, language=data.summary["language"], lora=lora,
+                         seed=s.seed, out=s.out)
+    adapter = str((Path(s.out) / ADAPTER).resolve())
+    summary = {"objective": s.objective, "base": s.base, "preset": s.preset, "template": s.template,
+               "lora_rank": s.lora_rank, "lora_alpha": s.lora_alpha, "targets": list(s.targets), "seed": s.seed,
+               "by_kind": data.summary["by_kind"], **{k: trained.summary[k] for k in (
+                   "steps", "tokens", "tokens_per_s", "resumed_from", "device", "train_rows", "heldout_rows",
+                   "too_long")},
+               "seconds": trained.summary["train_seconds"]}
+    registered = stages.run(register, adapter=adapter, losses=trained.path("losses"), base=got.base,
+                            summary=summary, out=s.out)
+    training = {**summary, "model": registered.summary["model"], "data": data.summary,
+                "report": registered.path("report"), "models_file": registered.path("models_file")}
+    manifest = finish_run(s.out, stages, s.models_file, "train-lora", training=training,
+                          training_settings=s.model_dump(exclude={"models_file", "cache"}))
+    if s.eval_bench:
+        models = [s.base, registered.summary["model"]]
+        manifest["evaluation"] = evaluate(EvalSettings(bench=s.eval_bench, models=models,
+                                                       out=str(Path(s.out) / "eval"), models_file=s.models_file,
+                                                       cache=s.cache)).get("evaluation", {})
+    return manifest
