@@ -100,6 +100,7 @@ def _arguments(objective: Objective, recipe: Recipe, checkpoints: Path, seed: in
         eval_strategy="steps" if evaluate else "no", eval_steps=recipe.eval_steps if evaluate else None,
         seed=seed, data_seed=seed, use_cpu=where == "cpu", bf16=bf16, report_to="none", disable_tqdm=True,
         include_num_input_tokens_seen="non_padding", dataloader_pin_memory=where == "cuda",
+        gradient_checkpointing=recipe.checkpointing,
     )
     if objective == "dpo":
         return DPOConfig(beta=recipe.dpo_beta, **common)
