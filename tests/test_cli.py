@@ -45,6 +45,13 @@ def _run(*args: str) -> subprocess.CompletedProcess:
         (["build", "--characters", str(STARTERS), "--pool", "/tmp", "--out", "OUT", "--keep-grade", "great"],
          "--keep-grade: unknown grade great"),
         (["eval", "--bench", "/tmp", "--out", "OUT"], "Missing option '--model'"),
+        (["train", "--data", "/nonexistent", "--out", "OUT"], "/nonexistent: no such file or folder"),
+        (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--part", "test", "--preset", "huge",
+          "--out", "OUT"], "--preset: unknown preset 'huge' (known: rolellama, small)"),
+        (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--part", "test", "--base",
+          "openai/gpt-4o", "--out", "OUT"], "--base: 'openai/gpt-4o' is not a local model"),
+        (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--objective", "dpo", "--out", "OUT"],
+         "preference pairs come from benchmark folders"),
     ],
 )
 def test_bad_input_gives_one_line_and_exit_2(args, message, tmp_path):

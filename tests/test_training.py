@@ -215,3 +215,23 @@ def test_eval_ranks_the_base_model_and_the_adapter_side_by_side(built, trained):
     assert proc.returncode == 0, proc.stderr[-3000:]
     board = json.loads((folder / "eval" / "manifest.json").read_text())["evaluation"]["leaderboard"]
     assert {row["model"] for row in board} == {f"local/{EMBEDDED}", model}
+
+
+def test_a_merged_adapter_gives_the_same_logits_as_base_and_adapter(base, trained, tmp_path):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from rpbench.tasks.training.merge import merge_adapter
+
+    out, _ = trained
+    merged = merge_adapter(base, out / "adapter", tmp_path / "merged")
+    assert (merged / "config.json").is_file() and not (merged / "adapter_config.json").exists()
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6]])
+    with torch.no_grad():
+        plain = AutoModelForCausalLM.from_pretrained(str(merged), dtype=torch.float32)(ids).logits
+        stacked = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32),
+                                            str(out / "adapter"))(ids).logits
+        untouched = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)(ids).logits
+    assert torch.allclose(plain, stacked, atol=1e-3)
+    assert (plain - untouched).abs().max() > 1e-5  # the adapter changed something
