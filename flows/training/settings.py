@@ -22,8 +22,8 @@ class TrainSettings(RunSettings):
                                         "benchmark folder from `rpbench build` (its accepted test turns; its judged "
                                         "pairs for --objective dpo). Repeat.")
     base: str = Field(default="local/smollm2-135m",
-                      description="The base model: a local model (local/<name>; others are registered under "
-                                  "[local_models] in a models file).")
+                      description="The base model: a local model (local/<name>; any but the embedded one is "
+                                  "registered in the local_models table of a models file).")
     out: OutputFolder = Field(default="runs/train", description="Folder for the adapter, data, losses and report.")
     objective: Literal["sft", "dpo"] = Field(
         default="sft", description="sft: learn the references and accepted replies (RoCIT); dpo: prefer the reply "
@@ -64,4 +64,4 @@ class MergeSettings(BaseModel):
     model: str = Field(description="local/<base>+adapter=<folder>, as `rpbench train` prints it.")
     out: OutputFolder = Field(description="Folder for the merged model (safetensors, config, tokenizer).")
     models_file: str | None = Field(default=None, json_schema_extra=cli("--models"),
-                                    description="Models config registering the base under [local_models].")
+                                    description="Models config registering the base (its local_models table).")
