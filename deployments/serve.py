@@ -1,6 +1,6 @@
 """Serve rpbench's flows as Prefect deployments, with a nightly evaluation schedule.
 
-Every flow of every registered benchmark mode is served on demand; the
+Every flow of every registered benchmark mode, and LoRA training, is served on demand; the
 nightly evaluation's parameters are an ``EvalSettings`` (edit NIGHTLY_EVAL for
 your benchmark folder and models). Run ``python -m rpbench.deployments.serve``
 with PREFECT_API_URL pointing at a Prefect server (``prefect server start``);
@@ -19,6 +19,7 @@ from prefect.schedules import Cron
 from rpbench.flows.kit.registry import modes
 from rpbench.flows.modes.furina.evaluate import evaluate
 from rpbench.flows.modes.furina.settings import EvalSettings
+from rpbench.flows.training.flows import train_lora_flow
 
 NIGHTLY_EVAL = EvalSettings(bench="runs/bench", models=["local-greedy"], out="runs/eval-nightly")
 
@@ -26,6 +27,7 @@ NIGHTLY_EVAL = EvalSettings(bench="runs/bench", models=["local-greedy"], out="ru
 def deployments() -> list[Any]:
     out = [flow.to_deployment(name="on-demand", tags=["rpbench", mode.name])
            for mode in modes().values() for flow in mode.flows().values()]
+    out.append(train_lora_flow.to_deployment(name="on-demand", tags=["rpbench", "training"]))
     out.append(evaluate.to_deployment(name="nightly-eval", tags=["rpbench", "furina", "scheduled"],
                                       parameters={"settings": NIGHTLY_EVAL.model_dump()},
                                       schedules=[Cron("0 3 * * *", timezone="UTC")]))

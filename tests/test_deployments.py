@@ -11,6 +11,7 @@ def test_deployments_declare_every_flow_and_a_nightly_schedule():
     for mode in modes().values():
         for flow in mode.flows().values():
             assert (flow.name, "on-demand") in deps
+    assert ("rpbench-train-lora", "on-demand") in deps
     nightly = deps[("rpbench-evaluate", "nightly-eval")]
     assert nightly.parameters == {"settings": NIGHTLY_EVAL.model_dump()}
     assert nightly.schedules[0].schedule.cron == "0 3 * * *"
