@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Annotated
 
 import typer
 
@@ -68,6 +69,25 @@ def prepare(s: RunSettings) -> None:
     typer.echo(f"tokenizer for token counts: ready ({time.monotonic() - started:.1f} s)")
 
 
+def trigger_run(
+    deployment: Annotated[str, typer.Argument(help="FLOW/DEPLOYMENT, as `prefect deployment ls` lists them "
+                                                   "(e.g. rpbench-evaluate/nightly-eval).")],
+    param: Annotated[list[str] | None, typer.Option("--param", help="A settings field as key=value (JSON values "
+                                                                   "such as 3 or [1,2] are read as JSON; a key "
+                                                                   "given twice makes a list). Repeat.")] = None,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait for the run to finish.")] = True,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Stop waiting after this many seconds.")] = None,
+) -> None:
+    """Start a run of a served deployment on the Prefect server at PREFECT_API_URL, with settings fields over the
+    deployment's own; exit 1 if the run does not complete."""
+    from rpbench.deployments.trigger import parse_params, trigger
+
+    run = trigger(deployment, parse_params(param or []), wait=wait, timeout=timeout)
+    typer.echo(f"{run.deployment}: flow run {run.flow_run_name} ({run.flow_run_id}) {run.state_name}")
+    if wait and not run.completed:
+        raise typer.Exit(1)
+
+
 def show_modes() -> None:
     """List the benchmark modes there are, their roles and their metrics."""
     for mode in modes().values():
@@ -82,6 +102,7 @@ def make_app() -> typer.Typer:
     )
     app.command("models")(settings_command(RunSettings, show_models))
     app.command("modes")(show_modes)
+    app.command("trigger")(trigger_run)
     app.command("prepare")(settings_command(RunSettings, prepare))
     training_commands(app)
     for mode in modes().values():
