@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from rpbench.flows.kit.shared_limits import install_shared_limits
 from rpbench.tasks.core.secrets import install_log_redaction
 from rpbench.tasks.llm import CallCache, Gateway, load_models_config
 
@@ -22,6 +23,7 @@ _lock = threading.Lock()
 def shared_gateway(models_file: str | None, cache: str | None) -> Gateway:
     """The process's gateway for a models file and a call cache (keys come from the environment only)."""
     install_log_redaction()
+    install_shared_limits()
     cache_path = str(Path(cache) if cache else DEFAULT_CACHE)
     key = (models_file, cache_path)
     with _lock:

@@ -10,10 +10,24 @@ process: the endpoint sees what its spec allows, however the work is spread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections import deque
+from collections.abc import AsyncIterator, Callable
 from typing import Any
+
+# Limits held together with other processes (other flow runs, other workers): given an endpoint and its bounds,
+# a context manager that holds a slot of them on a server all those processes share. The Prefect layer
+# installs one (Prefect global concurrency limits) when a Prefect server is configured.
+SharedLimit = Callable[[str, int, "int | None"], contextlib.AbstractAsyncContextManager[None]]
+_shared: SharedLimit | None = None
+
+
+def share_limits(limit: SharedLimit | None) -> None:
+    """Hold every endpoint's bounds with ``limit`` too (None: this process's own bounds only)."""
+    global _shared
+    _shared = limit
 
 
 class Slots:
@@ -91,9 +105,21 @@ class Rate:
 class Bounds:
     """An endpoint's bounds: a slot for the request's whole life, a rate token before it starts."""
 
-    def __init__(self, max_concurrency: int, rpm: int | None) -> None:
+    def __init__(self, max_concurrency: int, rpm: int | None, endpoint: str = "") -> None:
+        self.endpoint, self.max_concurrency, self.rpm = endpoint, max_concurrency, rpm
         self.slots = Slots(max_concurrency)
         self.rate = Rate(rpm) if rpm else None
+
+    @contextlib.asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        """This process's bounds, then (when installed) the ones shared with other processes: a request
+        waits on the shared server only once its own process could send it."""
+        async with self:
+            if _shared is None or not self.endpoint:
+                yield
+            else:
+                async with _shared(self.endpoint, self.max_concurrency, self.rpm):
+                    yield
 
     async def __aenter__(self) -> None:
         await self.slots.acquire()
@@ -117,5 +143,5 @@ def bounds_for(endpoint: str, max_concurrency: int, rpm: int | None) -> Bounds:
     key = (endpoint, max_concurrency, rpm)
     with _registry_lock:
         if key not in _registry:
-            _registry[key] = Bounds(max_concurrency, rpm)
+            _registry[key] = Bounds(max_concurrency, rpm, endpoint)
         return _registry[key]

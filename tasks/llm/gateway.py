@@ -225,7 +225,7 @@ class Gateway:
         bounds = bounds_for(spec.endpoint(), spec.max_concurrency, spec.rpm)
 
         async def attempt_once() -> tuple[dict[str, Any], float]:
-            async with bounds:
+            async with bounds.hold():
                 started = time.perf_counter()
                 if pool is not None:
                     fields = await pool.call(kwargs, spec.api_key_env)

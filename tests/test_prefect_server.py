@@ -1,5 +1,6 @@
-"""Deployments triggered from code and from `rpbench trigger`, against a real `prefect server start` on loopback
-that the test starts and stops, with rpbench's deployments served by `python -m rpbench.deployments.serve`."""
+"""Against a real `prefect server start` on loopback that the tests start and stop, with rpbench's deployments
+served by `python -m rpbench.deployments.serve`: deployments triggered from code and from `rpbench trigger`,
+and a model's limits held together by two flow runs at once."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 ZH = ROOT / "samples" / "rolellm" / "rolebench" / "rolebench-zh"
 DEPLOYMENT = "rpbench-rolellm-eval/on-demand"
+EXAMPLE = ROOT / "samples" / "roleinteract" / "example.json"
 
 
 def _free_port() -> int:
@@ -147,3 +149,42 @@ def test_bad_triggers_are_one_line(served, args, message):
     proc = subprocess.run([*CLI, "trigger", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def _peak(log: list[dict]) -> int:
+    """The most requests the loopback server had in hand at once."""
+    events = sorted([(e["started"], 1) for e in log] + [(e["answered"], -1) for e in log if "answered" in e],
+                    key=lambda ev: (ev[0], ev[1]))
+    now = peak = 0
+    for _, step in events:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def _two_runs_at_once(folder: Path, env: dict[str, str], models: Path, tag: str, server) -> int:
+    server.log.clear()
+    runs = [subprocess.Popen([*CLI, "roleinteract", "run", "--data", str(EXAMPLE), "--model", "roleinteract-player",
+                              "--model", "judge", "--models", str(models), "--out", str(folder / f"{tag}-{k}"),
+                              "--cache", str(folder / f"{tag}-{k}.sqlite"), "--resamples", "50"],
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for k in (1, 2)]
+    for p in runs:
+        out, _ = p.communicate(timeout=600)
+        assert p.returncode == 0, out[-3000:]
+    assert len(server.log) >= 2 * 2 * 21  # both runs asked every item (21 items, two models; some asked again)
+    return _peak(server.log)
+
+
+def test_two_runs_sharing_a_key_hold_its_limit_together(served, _server):
+    env, folder, _ = served
+    models = folder / "limited.toml"
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{_server.base_url}"\napi_key_env = '
+                      f'"{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 10\nmax_concurrency = 2\n')
+    _server.responder = any_mode_responder
+    _server.latency = 0.4
+    # Each run alone keeps to 2 in flight; without the server's limit, two runs together send up to 4.
+    apart = _two_runs_at_once(folder, {**env, "RPBENCH_SHARED_LIMITS": "0"}, models, "apart", _server)
+    assert apart > 2, "the two runs did not overlap: the test shows nothing"
+    together = _two_runs_at_once(folder, env, models, "together", _server)
+    assert together == 2, together

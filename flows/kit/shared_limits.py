@@ -1,0 +1,84 @@
+"""Per-model limits held together by every flow run and worker: Prefect global concurrency limits.
+
+A gateway bounds its own process (requests in flight, requests a minute). Two flow runs sharing one API key,
+or two workers, would each apply the key's limit alone; with a Prefect server configured, every request
+also holds a slot of a global concurrency limit named after its endpoint (model and server), which the
+server enforces across processes, and, with ``rpm``, a rate limit whose slots decay at rpm/60 a second.
+The limits are created on first use with the model's ``max_concurrency`` and ``rpm``; change them in the
+Prefect UI (Concurrency) or with ``prefect gcl update`` and every run follows.
+
+Only with a real server: the temporary server of a single command is that command's alone, so its
+process-wide bounds already hold. Local models (``local/...``) run in the process and are not shared.
+``RPBENCH_SHARED_LIMITS=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+from collections.abc import AsyncIterator
+
+from rpbench.tasks.llm.bounds import share_limits
+
+OFF = "RPBENCH_SHARED_LIMITS"
+_made: set[str] = set()
+
+
+def limit_name(endpoint: str) -> str:
+    """A readable, stable name for an endpoint's limit (the digest keeps two long names apart)."""
+    readable = re.sub(r"[^a-z0-9]+", "-", endpoint.lower()).strip("-")[:48]
+    return f"rpbench-{readable}-{hashlib.sha256(endpoint.encode()).hexdigest()[:8]}"
+
+
+async def _ensure(name: str, limit: int, decay: float | None = None) -> None:
+    """Create the limit if the server has none by that name (an existing one is kept as it is)."""
+    if name in _made:
+        return
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+    async with get_client() as client:
+        try:
+            await client.read_global_concurrency_limit_by_name(name)
+        except ObjectNotFound:
+            with contextlib.suppress(ObjectAlreadyExists):  # another run made it meanwhile
+                await client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(
+                    name=name, limit=limit, active=True, slot_decay_per_second=decay or 0.0))
+    _made.add(name)
+
+
+@contextlib.asynccontextmanager
+async def prefect_limit(endpoint: str, max_concurrency: int, rpm: int | None) -> AsyncIterator[None]:
+    """Hold one slot of the endpoint's global limits for the request's life."""
+    if endpoint.startswith("local/"):
+        yield
+        return
+    from prefect.concurrency.asyncio import concurrency, rate_limit
+
+    name = limit_name(endpoint)
+    await _ensure(name, max_concurrency)
+    if rpm:
+        await _ensure(f"{name}-rpm", rpm, decay=rpm / 60.0)
+        await rate_limit(f"{name}-rpm", occupy=1, strict=True)
+    async with concurrency(name, occupy=1, strict=True):
+        yield
+
+
+def server_configured() -> bool:
+    """A Prefect server shared with other processes (PREFECT_API_URL), not a command's temporary one."""
+    from prefect.settings import get_current_settings
+
+    return bool(get_current_settings().api.url)
+
+
+def install_shared_limits() -> bool:
+    """Share the gateway's limits through the Prefect server when there is one; returns whether they are."""
+    shared = os.environ.get(OFF, "1") != "0" and server_configured()
+    share_limits(prefect_limit if shared else None)
+    return shared
+
+
+__all__ = ["install_shared_limits", "limit_name", "prefect_limit"]
