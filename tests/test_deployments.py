@@ -12,6 +12,9 @@ def test_deployments_declare_every_flow_and_a_nightly_schedule():
         for flow in mode.flows().values():
             assert (flow.name, "on-demand") in deps
     assert ("rpbench-train-lora", "on-demand") in deps
+    weekly = deps[("rpbench-build-pool", "weekly-pool-refresh")]
+    assert weekly.schedules[0].schedule.cron == "0 2 * * 1"
+    assert weekly.parameters == {"settings": {"books": ["books/inbox"], "out": "runs/pool"}}
     nightly = deps[("rpbench-evaluate", "nightly-eval")]
     assert nightly.parameters == {"settings": NIGHTLY_EVAL.model_dump()}
     assert nightly.schedules[0].schedule.cron == "0 3 * * *"
@@ -22,3 +25,15 @@ def test_deployments_declare_every_flow_and_a_nightly_schedule():
 
     schema = parameter_schema(evaluate).model_dump()
     assert list(schema["properties"]) == ["settings"] and "EvalSettings" in str(schema["definitions"])
+
+
+def test_a_folder_of_books_stands_for_the_books_in_it_when_the_run_starts(tmp_path):
+    from rpbench.flows.modes.furina.settings import PoolSettings
+
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "b.txt").write_text("x")
+    (inbox / "notes.md").write_text("not a book")
+    assert PoolSettings(books=[str(inbox)]).books == [str(inbox / "b.txt")]
+    (inbox / "a.epub").write_bytes(b"x")  # dropped in before the next run
+    assert PoolSettings(books=[str(inbox)]).books == [str(inbox / "a.epub"), str(inbox / "b.txt")]

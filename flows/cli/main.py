@@ -88,6 +88,14 @@ def trigger_run(
         raise typer.Exit(1)
 
 
+def deploy() -> None:
+    """Serve every rpbench flow as a Prefect deployment (on demand, plus the example schedules: a nightly
+    evaluation and a weekly pool refresh) on the server at PREFECT_API_URL; runs until stopped (Ctrl-C)."""
+    from rpbench.deployments.serve import main as serve
+
+    serve()
+
+
 def show_modes() -> None:
     """List the benchmark modes there are, their roles and their metrics."""
     for mode in modes().values():
@@ -103,6 +111,7 @@ def make_app() -> typer.Typer:
     app.command("models")(settings_command(RunSettings, show_models))
     app.command("modes")(show_modes)
     app.command("trigger")(trigger_run)
+    app.command("deploy")(deploy)
     app.command("prepare")(settings_command(RunSettings, prepare))
     training_commands(app)
     for mode in modes().values():

@@ -4,9 +4,10 @@ stages read them too, so each is written once."""
 
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import Path
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from rpbench.flows.kit.settings import OutputFile, OutputFolder, RunSettings, cli
 from rpbench.tasks.core.records import LANGUAGES
@@ -28,13 +29,32 @@ def _language(v: str | None) -> str | None:
     return v
 
 
+BOOK_SUFFIXES = (".txt", ".epub")
+
+
+def _books_in_folders(paths: list[str]) -> list[str]:
+    """Each folder replaced by the books in it (sorted); a folder without any is an error."""
+    out: list[str] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(str(f) for f in p.iterdir() if f.is_file() and f.suffix.lower() in BOOK_SUFFIXES)
+            if not found:
+                raise ValueError(f"{p}: no books in this folder (.txt or .epub)")
+            out += found
+        else:
+            out.append(str(p))
+    return out
+
+
 class ChunkSettings(BaseModel):
     """Books and how to cut them into chunks (no LLM)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    books: list[str] = Field(min_length=1, json_schema_extra=cli(argument=True),
-                             description="Book files: .txt (any common encoding) or .epub.")
+    books: Annotated[list[str], AfterValidator(_books_in_folders)] = Field(
+        min_length=1, json_schema_extra=cli(argument=True),
+        description="Book files (.txt in any common encoding, or .epub), or folders of them: a folder stands for "
+                    "the books in it when the run starts (a scheduled refresh picks up books dropped in).")
     out: OutputFolder = Field(default="runs/pool", description="Folder for the pool's tables and manifest.")
     language: str | None = Field(default=None, description="en or zh; detected per book when not given.")
     target_tokens: int = Field(default=ChunkingConfig.target_tokens, ge=64,
