@@ -188,3 +188,72 @@ def test_two_runs_sharing_a_key_hold_its_limit_together(served, _server):
     assert apart > 2, "the two runs did not overlap: the test shows nothing"
     together = _two_runs_at_once(folder, env, models, "together", _server)
     assert together == 2, together
+
+
+def _browser():
+    """Headless Chromium (Debian's chromium and chromium-driver; .ci/setup installs them) under Selenium."""
+    import shutil
+
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (bash .ci/setup dev)")
+    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not binary or not driver:
+        pytest.skip("chromium or chromedriver is not installed (bash .ci/setup dev installs them with apt-get)")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = binary
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(driver), options=options)
+
+
+def _page_text(browser) -> str:
+    return str(browser.execute_script("return document.body.innerText"))
+
+
+def _until(browser, *texts: str, seconds: float = 60) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        text = _page_text(browser)
+        if all(t in text for t in texts):
+            return text
+        time.sleep(0.5)
+    raise AssertionError(f"the page never showed {texts}; it shows:\n{_page_text(browser)[-2000:]}")
+
+
+def _open_tab(browser, label: str) -> None:
+    tabs = browser.execute_script("return [...document.querySelectorAll('[role=tab], li.p-tab, button')]"
+                                  ".filter(e => e.innerText && e.innerText.trim() === arguments[0])", label)
+    visible = [t for t in tabs if t.is_displayed()]
+    assert visible, f"no tab named {label}"
+    visible[0].click()
+
+
+def test_the_prefect_ui_shows_a_finished_runs_stages_and_results(served):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from rpbench.deployments.trigger import trigger
+
+    env, folder, models = served
+    with temporary_settings(updates={PREFECT_API_URL: env["PREFECT_API_URL"]}):
+        run = trigger(DEPLOYMENT, {"data": str(ZH), "models": "rolellm-player", "limit": 1,
+                                   "models_file": str(models), "out": str(folder / "for-ui"), "resamples": 50},
+                      timeout=300)
+    assert run.completed, run.state_name
+    ui = env["PREFECT_API_URL"].removesuffix("/api")
+    browser = _browser()
+    shots = Path(os.environ.get("RPBENCH_TEST_OUTPUT", ROOT / ".test-output"))
+    shots.mkdir(parents=True, exist_ok=True)
+    try:
+        browser.get(f"{ui}/runs/flow-run/{run.flow_run_id}")
+        _until(browser, run.flow_run_name, "Completed", "rpbench-rolellm-eval")
+        _open_tab(browser, "Task Runs")  # the stages, each a task run
+        _until(browser, "rolellm-answers-rolellm-player", "rolellm-report")
+        _open_tab(browser, "Artifacts")  # the run's results
+        _until(browser, "run-summary-rolellm-eval")
+        time.sleep(1)  # let the run's timeline finish drawing before the picture
+        browser.save_screenshot(str(shots / "prefect-ui-flow-run.png"))
+    finally:
+        browser.quit()
+    assert (shots / "prefect-ui-flow-run.png").stat().st_size > 10_000
