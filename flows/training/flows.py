@@ -20,6 +20,7 @@ from prefect import flow
 
 from rpbench.flows.kit.run import Stages, finish_run
 from rpbench.flows.kit.stage import StageResult, StageRun, file_digest, stage
+from rpbench.flows.kit.ui import publish_markdown
 from rpbench.flows.modes.furina.evaluate import evaluate
 from rpbench.flows.modes.furina.settings import EvalSettings
 from rpbench.flows.training.settings import TrainSettings
@@ -185,6 +186,7 @@ async def register(run: StageRun, adapter: str, losses: str, base: str, summary:
     atomic_write_bytes(run.final_folder / "model.txt", (model + "\n").encode())
     text = report_markdown({**summary, "model": model}, read_records(losses, LOSSES), "losses.png")
     atomic_write_bytes(run.final_folder / "report.md", text.encode())
+    await publish_markdown("train-lora-report", text, f"training report: {model}")
     run.tables["report"] = str(run.final_folder / "report.md")
     run.tables["models_file"] = str(run.final_folder / "models.toml")
     return run.result(model=model)
