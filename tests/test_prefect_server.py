@@ -182,7 +182,7 @@ def test_two_runs_sharing_a_key_hold_its_limit_together(served, _server):
     models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{_server.base_url}"\napi_key_env = '
                       f'"{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 10\nmax_concurrency = 2\n')
     _server.responder = any_mode_responder
-    _server.latency = 0.4
+    _server.latency = 0.25
     # Each run alone keeps to 2 in flight; without the server's limit, two runs together send up to 4.
     apart = _two_runs_at_once(folder, {**env, "RPBENCH_SHARED_LIMITS": "0"}, models, "apart", _server)
     assert apart > 2, "the two runs did not overlap: the test shows nothing"
