@@ -34,7 +34,10 @@ def limit_name(endpoint: str) -> str:
 
 async def _ensure(name: str, limit: int, decay: float | None = None) -> None:
     """Create the limit if the server has none by that name (an existing one is kept as it is)."""
-    if name in _made:
+    from prefect.settings import get_current_settings
+
+    made = f"{get_current_settings().api.url}|{name}"  # per server: another server has its own limits
+    if made in _made:
         return
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
@@ -47,13 +50,14 @@ async def _ensure(name: str, limit: int, decay: float | None = None) -> None:
             with contextlib.suppress(ObjectAlreadyExists):  # another run made it meanwhile
                 await client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(
                     name=name, limit=limit, active=True, slot_decay_per_second=decay or 0.0))
-    _made.add(name)
+    _made.add(made)
 
 
 @contextlib.asynccontextmanager
 async def prefect_limit(endpoint: str, max_concurrency: int, rpm: int | None) -> AsyncIterator[None]:
-    """Hold one slot of the endpoint's global limits for the request's life."""
-    if endpoint.startswith("local/"):
+    """Hold one slot of the endpoint's global limits for the request's life (when, at this moment, a Prefect
+    server is configured: the process may have run a flow against one earlier and none now)."""
+    if endpoint.startswith("local/") or not server_configured():
         yield
         return
     from prefect.concurrency.asyncio import concurrency, rate_limit
@@ -75,8 +79,9 @@ def server_configured() -> bool:
 
 
 def install_shared_limits() -> bool:
-    """Share the gateway's limits through the Prefect server when there is one; returns whether they are."""
-    shared = os.environ.get(OFF, "1") != "0" and server_configured()
+    """Share the gateway's limits through the Prefect server whenever one is configured (checked per request);
+    returns whether sharing is on."""
+    shared = os.environ.get(OFF, "1") != "0"
     share_limits(prefect_limit if shared else None)
     return shared
 
