@@ -179,7 +179,9 @@ def _two_runs_at_once(folder: Path, env: dict[str, str], models: Path, tag: str,
 def test_two_runs_sharing_a_key_hold_its_limit_together(served, _server):
     env, folder, _ = served
     models = folder / "limited.toml"
-    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{_server.base_url}"\napi_key_env = '
+    # A model of its own: the limit of an endpoint is made once per server, and the trigger tests' runs already
+    # made the plain loopback model's with the default max_concurrency.
+    models.write_text(f'[default]\nmodel = "openai/loopback-limited"\napi_base = "{_server.base_url}"\napi_key_env = '
                       f'"{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 10\nmax_concurrency = 2\n')
     _server.responder = any_mode_responder
     _server.latency = 0.25
