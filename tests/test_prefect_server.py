@@ -162,11 +162,16 @@ def _peak(log: list[dict]) -> int:
     return peak
 
 
+def _roleinteract_args(models: Path, out: Path, *runner: str) -> list[str]:
+    """RoleInteract's example with two models under test: one shard per model."""
+    return [*CLI, *runner, "roleinteract", "run", "--data", str(EXAMPLE), "--model", "roleinteract-player",
+            "--model", "judge", "--models", str(models), "--out", str(out), "--cache", f"{out}.sqlite",
+            "--resamples", "50"]
+
+
 def _two_runs_at_once(folder: Path, env: dict[str, str], models: Path, tag: str, server) -> int:
     server.log.clear()
-    runs = [subprocess.Popen([*CLI, "roleinteract", "run", "--data", str(EXAMPLE), "--model", "roleinteract-player",
-                              "--model", "judge", "--models", str(models), "--out", str(folder / f"{tag}-{k}"),
-                              "--cache", str(folder / f"{tag}-{k}.sqlite"), "--resamples", "50"],
+    runs = [subprocess.Popen(_roleinteract_args(models, folder / f"{tag}-{k}"),
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             for k in (1, 2)]
     for p in runs:
@@ -176,20 +181,51 @@ def _two_runs_at_once(folder: Path, env: dict[str, str], models: Path, tag: str,
     return _peak(server.log)
 
 
+def _two_at_most(folder: Path, server, model: str, latency: float) -> Path:
+    """A models file for ``openai/<model>`` on the loopback server, 2 requests in flight at most."""
+    models = folder / f"{model}.toml"
+    models.write_text(f'[default]\nmodel = "openai/{model}"\napi_base = "{server.base_url}"\napi_key_env = '
+                      f'"{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 10\nmax_concurrency = 2\n')
+    server.responder = any_mode_responder
+    server.latency = latency
+    return models
+
+
 def test_two_runs_sharing_a_key_hold_its_limit_together(served, _server):
     env, folder, _ = served
-    models = folder / "limited.toml"
     # A model of its own: the limit of an endpoint is made once per server, and the trigger tests' runs already
     # made the plain loopback model's with the default max_concurrency.
-    models.write_text(f'[default]\nmodel = "openai/loopback-limited"\napi_base = "{_server.base_url}"\napi_key_env = '
-                      f'"{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 10\nmax_concurrency = 2\n')
-    _server.responder = any_mode_responder
-    _server.latency = 0.25
+    models = _two_at_most(folder, _server, "loopback-limited", latency=0.25)
     # Each run alone keeps to 2 in flight; without the server's limit, two runs together send up to 4.
     apart = _two_runs_at_once(folder, {**env, "RPBENCH_SHARED_LIMITS": "0"}, models, "apart", _server)
     assert apart > 2, "the two runs did not overlap: the test shows nothing"
     together = _two_runs_at_once(folder, env, models, "together", _server)
     assert together == 2, together
+
+
+def _roleinteract(env: dict[str, str], models: Path, out: Path, *runner: str) -> str:
+    proc = subprocess.run(_roleinteract_args(models, out, *runner), cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def test_stage_shards_on_dask_workers_give_the_same_tables_and_keep_the_shared_limit(served, _server):
+    """`--runner dask`: each model's shard in a Dask worker process, each with its own gateway; the endpoint's
+    limit still holds across them (the server's), and the tables are those of a run on threads."""
+    import pyarrow.parquet as pq
+
+    env, folder, _ = served
+    models = _two_at_most(folder, _server, "loopback-dask", latency=0.1)
+    _roleinteract(env, models, folder / "on-threads")
+    _server.log.clear()
+    said = _roleinteract(env, models, folder / "on-dask", "--runner", "dask", "--dask-workers", "2")
+    assert "Creating a new Dask cluster" in said
+    assert json.loads((folder / "on-dask" / "manifest.json").read_text())["this_run"]["runner"] == "dask"
+    assert _peak(_server.log) == 2
+    for name in ("answers.parquet", "item_scores.parquet", "leaderboard.parquet"):
+        assert (pq.read_table(folder / "on-dask" / name).to_pylist()
+                == pq.read_table(folder / "on-threads" / name).to_pylist()), name
 
 
 def _browser():

@@ -88,12 +88,29 @@ def trigger_run(
         raise typer.Exit(1)
 
 
-def deploy() -> None:
+def deploy(
+    pool: Annotated[str | None, typer.Option("--pool", help="Register the deployments in this process work pool "
+                                                          "(created if missing) and return, for Prefect workers "
+                                                          "(`prefect worker start --pool NAME`) to run; without "
+                                                          "it, serve them from this process.")] = None,
+) -> None:
     """Serve every rpbench flow as a Prefect deployment (on demand, plus the example schedules: a nightly
-    evaluation and a weekly pool refresh) on the server at PREFECT_API_URL; runs until stopped (Ctrl-C)."""
+    evaluation and a weekly pool refresh) on the server at PREFECT_API_URL; runs until stopped (Ctrl-C).
+    With --pool, register them in a work pool instead."""
     from rpbench.deployments.serve import main as serve
+    from rpbench.deployments.serve import register_in_pool
 
-    serve()
+    if pool is None:
+        serve()
+        return
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():
+        raise InputError("deploy --pool: PREFECT_API_URL is not set; workers need a Prefect server to poll "
+                         "(prefect server start, or python -m rpbench.deployments.cluster)")
+    names = register_in_pool(pool)
+    typer.echo(f"{len(names)} deployments in work pool '{pool}'; start workers with: "
+               f"prefect worker start --pool {pool}")
 
 
 def show_modes() -> None:
@@ -103,10 +120,32 @@ def show_modes() -> None:
         typer.echo(f"{mode.name}: {mode.description}\n  roles: {', '.join(mode.roles)}\n  metrics: {metrics}")
 
 
+def choose_runner(
+    runner: Annotated[str | None, typer.Option("--runner", help="Where stage shards run: threads (default) or dask "
+                                                           "(sets RPBENCH_RUNNER).")] = None,
+    dask_address: Annotated[str | None, typer.Option("--dask-address", help="A Dask scheduler (tcp://host:8786) "
+                                                                            "for --runner dask; default: a local "
+                                                                            "cluster per flow run.")] = None,
+    dask_workers: Annotated[int | None, typer.Option("--dask-workers", min=1, help="Worker processes of the local "
+                                                                                   "Dask cluster (default 2).")] = None,
+) -> None:
+    """Options before the command: where the flow's stage shards run (see `Scaling out` in the README)."""
+    from rpbench.flows.kit.runners import chosen_runner
+
+    # The environment carries the choice, so that flow runs in other processes (a served deployment's
+    # subprocess) see the same as this one.
+    for name, value in (("RPBENCH_RUNNER", runner), ("RPBENCH_DASK_ADDRESS", dask_address),
+                        ("RPBENCH_DASK_WORKERS", dask_workers)):
+        if value is not None:
+            os.environ[name] = str(value)
+    chosen_runner()  # an unknown runner is one line now, not when the first flow starts
+
+
 def make_app() -> typer.Typer:
     app = typer.Typer(
         help="Build and run role-playing benchmarks for language models (FURINA-Builder and friends), on Prefect.",
         no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+        callback=choose_runner,
     )
     app.command("models")(settings_command(RunSettings, show_models))
     app.command("modes")(show_modes)

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from prefect import Task
-from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from rpbench.flows.kit.environment import quiet_prefect_exit
+from rpbench.flows.kit.runners import chosen_runner, with_chosen_runner
 from rpbench.flows.kit.stage import StageResult, final_folder, slug
 from rpbench.flows.kit.ui import publish_markdown_now
 from rpbench.storage.runs import RunDir
@@ -24,11 +24,6 @@ from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.event_loop import run_coroutine
 from rpbench.tasks.llm.ledger import summarize_calls
 from rpbench.tasks.reports.summary import run_summary_markdown
-
-
-def thread_runner(workers: int) -> TaskRunner[Any]:
-    """A flow's task runner: shards in up to ``workers`` threads (the gateway bounds the LLM calls anyway)."""
-    return ThreadPoolTaskRunner(max_workers=workers)
 
 
 class Stages:
@@ -141,7 +136,7 @@ def finish_run(out: str, stages: Stages, models_file: str | None, flow: str,
         models=totals.pop("models"),
         prompt_templates=dict(sorted(templates.items())),
         totals=totals,
-        this_run={**stages.report(), "calls_sent": summarize_calls(fresh)["calls_sent"]},
+        this_run={**stages.report(), "calls_sent": summarize_calls(fresh)["calls_sent"], "runner": chosen_runner()},
         **sections,
     )
     publish_markdown_now(f"run-summary-{slug(flow)}", run_summary_markdown(manifest, out), "rpbench run summary")
@@ -149,7 +144,8 @@ def finish_run(out: str, stages: Stages, models_file: str | None, flow: str,
 
 
 def run_flow(flow_fn: Any, **params: Any) -> Any:
-    """Run a flow (sync or async) and shut Prefect down cleanly afterwards."""
+    """Run a flow (sync or async) on the runner the environment chooses, and shut Prefect down cleanly."""
+    flow_fn = with_chosen_runner(flow_fn)
     with quiet_prefect_exit():
         result = flow_fn(**params)
         if asyncio.iscoroutine(result):

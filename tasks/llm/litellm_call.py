@@ -67,11 +67,21 @@ def request_kwargs(spec: ModelSpec, messages: list[Message], response_format: di
     return kwargs
 
 
+class MissingKeyError(RuntimeError):
+    """A model's key variable is absent from the environment: a permanent failure, never retried."""
+
+
 def add_transport(kwargs: dict[str, Any], api_key_env: str | None, session: aiohttp.ClientSession) -> dict[str, Any]:
     """The request plus its key (read from the environment now) and the pooled HTTP session."""
     out = dict(kwargs)
     if api_key_env:
-        out["api_key"] = os.environ.get(api_key_env, "")
+        key = os.environ.get(api_key_env)
+        if key is None:
+            # Said plainly rather than left to the provider's "missing credentials": the usual cause is a
+            # process started elsewhere (a Prefect worker, a Dask worker) without the variable.
+            raise MissingKeyError(f"{api_key_env} is not set in this process (the models file names it as "
+                                  f"the key's variable; export it where the flow runs)")
+        out["api_key"] = key
     model = str(out["model"])
     if model.startswith("aiohttp_openai/"):
         # This route takes its aiohttp session as `client`; left to itself it keeps one session

@@ -8,7 +8,8 @@ from prefect import flow
 
 from rpbench.flows.kit.registry import builtin_roles
 from rpbench.flows.kit.report import publish_report
-from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.run import Stages, finish_run
+from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.storage.schemas import FAILURES
@@ -114,7 +115,7 @@ def check_run(s: DmtSettings) -> tuple[dict[str, str], int]:
     return roles, len(picked)
 
 
-@flow(name="rpbench-dmt", log_prints=True, task_runner=thread_runner(WORKERS))
+@flow(name="rpbench-dmt", log_prints=True, task_runner=stage_runner(WORKERS))
 def dmt(settings: DmtSettings) -> dict:
     """DMT-RoleBench: dialogues steered by topic and intent (role `dmt-generator`), labels (role `dmt-judge`)."""
     s, stages = settings, Stages()

@@ -14,7 +14,8 @@ from typing import Any
 
 from prefect import flow
 
-from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.run import Stages, finish_run
+from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.ui import publish_table
 from rpbench.flows.modes.furina.settings import BuildSettings
@@ -135,7 +136,7 @@ def check(s: BuildSettings) -> tuple[list[Character], tuple[str, ...]]:
     return characters, tuple(roles[name] for name in s.sources)
 
 
-@flow(name="rpbench-build-benchmark", log_prints=True, task_runner=thread_runner(WORKERS))
+@flow(name="rpbench-build-benchmark", log_prints=True, task_runner=stage_runner(WORKERS))
 def build_benchmark(settings: BuildSettings) -> dict:
     """Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark items."""
     s, stages = settings, Stages()

@@ -12,7 +12,8 @@ from __future__ import annotations
 from prefect import flow
 
 from rpbench.flows.kit.report import publish_report
-from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.run import Stages, finish_run
+from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.furina.settings import EvalSettings
 from rpbench.storage.schemas import FAILURES, GENERATIONS, JUDGMENTS
@@ -108,7 +109,7 @@ def check_models(s: EvalSettings) -> dict[str, str]:
     return resolve_all(load_models_config(s.models_file), s.models, ROLES, like="test", option="--model")
 
 
-@flow(name="rpbench-evaluate", log_prints=True, task_runner=thread_runner(WORKERS))
+@flow(name="rpbench-evaluate", log_prints=True, task_runner=stage_runner(WORKERS))
 def evaluate(settings: EvalSettings) -> dict:
     """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
     s, stages = settings, Stages()

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from prefect import flow
 
-from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.run import Stages, finish_run
+from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
 from rpbench.flows.modes.furina.settings import PoolSettings
 from rpbench.storage.scenes import read_scenes
@@ -123,7 +124,7 @@ def book_shards(books: list[str]) -> list[str]:
     return names
 
 
-@flow(name="rpbench-build-pool", log_prints=True, task_runner=thread_runner(WORKERS))
+@flow(name="rpbench-build-pool", log_prints=True, task_runner=stage_runner(WORKERS))
 def build_pool(settings: PoolSettings) -> dict:
     """Books to a pool of scenes (tables under ``settings.out``)."""
     s, stages = settings, Stages()

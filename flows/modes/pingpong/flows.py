@@ -16,7 +16,8 @@ from prefect import flow
 
 from rpbench.flows.kit.registry import builtin_roles
 from rpbench.flows.kit.report import publish_report
-from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.run import Stages, finish_run
+from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings, Scoring
 from rpbench.storage.schemas import CALLS, FAILURES
@@ -157,7 +158,7 @@ def carried_calls(folder: str, judges: Sequence[str]) -> list[CallRecord]:
     return [c for c in read_records(path, CALLS) if not (c.tag or "").endswith(again)]
 
 
-@flow(name="rpbench-pingpong", log_prints=True, task_runner=thread_runner(WORKERS))
+@flow(name="rpbench-pingpong", log_prints=True, task_runner=stage_runner(WORKERS))
 def pingpong(settings: PingPongSettings) -> dict:
     """PingPong: players chat with an emulated user (role `interrogator`); judges score every turn."""
     s, stages = settings, Stages()
@@ -194,7 +195,7 @@ def stored_run(folder: str) -> dict[str, str]:
     return found
 
 
-@flow(name="rpbench-pingpong-rejudge", log_prints=True, task_runner=thread_runner(WORKERS))
+@flow(name="rpbench-pingpong-rejudge", log_prints=True, task_runner=stage_runner(WORKERS))
 def rejudge(settings: RejudgeSettings) -> dict:
     """Score a run's stored conversations with more judges; the report pools them with the run's own."""
     s, stages = settings, Stages()

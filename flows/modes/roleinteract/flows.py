@@ -6,7 +6,8 @@ from prefect import flow
 
 from rpbench.flows.kit.registry import builtin_roles
 from rpbench.flows.kit.report import publish_report
-from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.run import Stages, finish_run
+from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.storage.schemas import FAILURES
@@ -77,7 +78,7 @@ def check_run(s: RoleInteractSettings) -> dict[str, str]:
                        option="--model")
 
 
-@flow(name="rpbench-roleinteract", log_prints=True, task_runner=thread_runner(WORKERS))
+@flow(name="rpbench-roleinteract", log_prints=True, task_runner=stage_runner(WORKERS))
 def roleinteract(settings: RoleInteractSettings) -> dict:
     """RoleInteract: each model answers every question; the nine-column table and its average."""
     s, stages = settings, Stages()

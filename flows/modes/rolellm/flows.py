@@ -19,7 +19,8 @@ from prefect import flow
 
 from rpbench.flows.kit.registry import builtin_roles
 from rpbench.flows.kit.report import publish_report
-from rpbench.flows.kit.run import Stages, finish_run, thread_runner
+from rpbench.flows.kit.run import Stages, finish_run
+from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.rolellm.settings import (
     ContextInstructSettings,
@@ -199,7 +200,7 @@ async def report(run: StageRun, data: list[str], limit: int | None, answers: lis
     return run.result(leaderboard=done.board, win_rates=wins, **done.analysis.summary)
 
 
-@flow(name="rpbench-rolellm-eval", log_prints=True, task_runner=thread_runner(WORKERS))
+@flow(name="rpbench-rolellm-eval", log_prints=True, task_runner=stage_runner(WORKERS))
 def rolellm_eval(settings: EvalSettings) -> dict:
     """RoleLLM evaluation: models answer RoleBench questions in role; Rouge-L (CUS, RAW, SPE); optional ranking."""
     s, stages = settings, Stages()
@@ -271,7 +272,7 @@ async def write_layout(run: StageRun, triplets: list[str], failures: list[str], 
     return run.result(files={rel: len(rows) for rel, rows in files.items()}, counts=counts, notes=notes)
 
 
-@flow(name="rpbench-rolellm-context-instruct", log_prints=True, task_runner=thread_runner(WORKERS))
+@flow(name="rpbench-rolellm-context-instruct", log_prints=True, task_runner=stage_runner(WORKERS))
 def context_instruct(settings: ContextInstructSettings) -> dict:
     """Context-Instruct: question-confidence-answer triplets from each role's profile, filtered, in RoleBench's
     layout (instruction- and role-generalisation splits)."""
@@ -345,7 +346,7 @@ async def general_files(run: StageRun, responses: list[str], instructions: str, 
                       instructions=len(kept))
 
 
-@flow(name="rpbench-rolellm-general", log_prints=True, task_runner=thread_runner(WORKERS))
+@flow(name="rpbench-rolellm-general", log_prints=True, task_runner=stage_runner(WORKERS))
 def rolebench_general(settings: GeneralSettings) -> dict:
     """RoleBench-general: every role answers the general instructions six times in role; five answers are
     references, the sixth the RoleGPT baseline; split 4:1 by instruction and by held-out roles."""
