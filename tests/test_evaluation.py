@@ -218,6 +218,7 @@ async def test_adding_a_model_reuses_base_answers_and_earlier_judgments(tmp_path
 
 # -- human validation ---------------------------------------------------------------------------------
 def test_validation_accuracy_correlation_and_agreement(tmp_path):
+    from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
     from rpbench.tasks.modes.furina.evaluation.validation import load_annotations, validate, validation_markdown
 
     sigma1 = [1, 2, 4, 5, 3, 2]
@@ -246,6 +247,16 @@ def test_validation_accuracy_correlation_and_agreement(tmp_path):
     (pair,) = result["agreement"]
     assert pair["dimension_agreement"] == pytest.approx(3 / 6) and pair["score_r"] == pytest.approx(1.0)
     assert "| all | 12 | 0.750 |" in validation_markdown(result)
+    # Krippendorff's alpha (the krippendorff package): the same scores from both annotators agree fully; their
+    # dimension choices agree on half the items.
+    import krippendorff
+    import numpy as np
+
+    dims = np.array([[DIMENSIONS.index(d) for d, _ in human], [DIMENSIONS.index("CR")] * 6], dtype=float)
+    expected = krippendorff.alpha(reliability_data=dims, level_of_measurement="nominal")
+    assert result["alpha"]["score"] == pytest.approx(1.0)
+    assert result["alpha"]["dimension"] == pytest.approx(expected) and result["alpha"]["dimension"] < 0.5
+    assert f"dimension (nominal) {expected:.3f}, score (ordinal) 1.000" in validation_markdown(result)
 
 
 def test_bad_annotations_name_the_record_and_field(tmp_path):

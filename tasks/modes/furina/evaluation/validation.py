@@ -15,7 +15,7 @@ from typing import Any
 from rpbench.storage.user_files import load_rows
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
-from rpbench.tasks.stats import pearson
+from rpbench.tasks.stats import krippendorff_alpha, pearson
 
 
 def load_annotations(path: str | Path) -> list[dict[str, Any]]:
@@ -108,7 +108,21 @@ def validate(annotations: list[dict[str, Any]], item_scores: list[dict[str, Any]
                           if dims else None, "n_dimension": len(dims), "score_r": score_r, "n_score": len(scores)})
     unknown = sorted({a["item_id"] for a in annotations} - set(item_dim))
     return {"dimension_accuracy": accuracy, "correlation": correlation, "agreement": agreement,
-            "unknown_items": unknown}
+            "alpha": annotator_alpha(annotations), "unknown_items": unknown}
+
+
+def annotator_alpha(annotations: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Krippendorff's alpha over all annotators at once: nominal for the dimension each chose for an item,
+    ordinal for the pairwise score of an item and model. None where it is undefined (one annotator, no
+    item rated twice, no variation)."""
+    dims: dict[str, dict[Any, float]] = defaultdict(dict)
+    scores: dict[str, dict[Any, float]] = defaultdict(dict)
+    for a in annotations:
+        if a["dimension"] is not None:
+            dims[a["annotator"]][a["item_id"]] = float(DIMENSIONS.index(a["dimension"]))
+        if a["score"] is not None:
+            scores[a["annotator"]][(a["model"] or "", a["item_id"])] = float(a["score"])
+    return {"dimension": krippendorff_alpha(dims, "nominal"), "score": krippendorff_alpha(scores, "ordinal")}
 
 
 def validation_markdown(result: dict[str, Any]) -> str:
@@ -127,8 +141,11 @@ def validation_markdown(result: dict[str, Any]) -> str:
     if result.get("unknown_items"):
         lines += ["", f"{len(result['unknown_items'])} annotated items are not in this evaluation and were "
                   f"left out: {', '.join(result['unknown_items'][:10])}"]
-    lines += ["", "## Agreement between annotators", "", "| pair | dimension agreement | n | score r | n |",
-              "|---|---|---|---|---|"]
+    alpha = result.get("alpha") or {}
+    lines += ["", "## Agreement between annotators", "",
+              f"Krippendorff's alpha, all annotators: dimension (nominal) {f(alpha.get('dimension'))}, "
+              f"score (ordinal) {f(alpha.get('score'))}.", "",
+              "| pair | dimension agreement | n | score r | n |", "|---|---|---|---|---|"]
     lines += [f"| {a['pair']} | {f(a['dimension_agreement'])} | {a['n_dimension']} | {f(a['score_r'])} "
               f"| {a['n_score']} |"
               for a in result["agreement"]]
