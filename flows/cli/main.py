@@ -153,6 +153,9 @@ def make_app() -> typer.Typer:
     app.command("deploy")(deploy)
     app.command("prepare")(settings_command(RunSettings, prepare))
     training_commands(app)
+    from rpbench.flows.annotation.commands import app as annotate
+
+    app.add_typer(annotate, name="annotate")
     for mode in modes().values():
         if mode.commands is None:
             continue

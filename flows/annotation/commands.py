@@ -1,0 +1,91 @@
+"""`rpbench annotate push` and `rpbench annotate pull`: an evaluation's items to Label Studio and back."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rpbench.storage.tables import atomic_write_bytes
+from rpbench.tasks.core.errors import InputError
+
+app = typer.Typer(help="Human validation of the judge through Label Studio: push items as tasks, pull the "
+                       "annotations back for `rpbench validate`. The token comes from LABEL_STUDIO_API_KEY.",
+                  no_args_is_help=True)
+
+URL = typer.Option("--url", help="The Label Studio server, e.g. http://localhost:8080.")
+PROJECT = typer.Option("--project", help="The Label Studio project, by name.")
+
+
+@app.command("push")
+def push(
+    eval_dir: Annotated[Path, typer.Option("--eval", help="An evaluation folder (rpbench eval --out).")],
+    task: Annotated[str, typer.Option("--task", help="dimension: which dimension an item tests; pairwise: the "
+                                                     "model's reply against the base's, scored 1-5.")],
+    url: Annotated[str, URL],
+    project: Annotated[str, PROJECT],
+    per_item: Annotated[int, typer.Option("--per-item", min=1, help="Annotators who see each task (Label "
+                                                                    "Studio's overlap; 2 or more for agreement).")] = 2,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many items, sampled evenly "
+                                                                     "over dimensions and languages.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sample and of the order replies are shown "
+                                                     "in.")] = 0,
+    language: Annotated[str, typer.Option("--language", help="Language of the project's instructions: en, zh, "
+                                                             "or auto (the items' main language).")] = "auto",
+) -> None:
+    """Push a sample of an evaluation's items to a Label Studio project (made if missing) as annotation tasks.
+
+    Pushing the same items again adds nothing: each task is keyed by item, model and task kind."""
+    from rpbench.tasks.annotation.items import annotation_tasks, labeling_config, load_evaluation
+    from rpbench.tasks.annotation.label_studio import LabelStudioProjects
+
+    if language not in ("auto", "en", "zh"):
+        raise InputError(f"--language: unknown language '{language}' (known: auto, en, zh)")
+    evaluation = load_evaluation(eval_dir)
+    tasks = annotation_tasks(evaluation, task, limit, seed)
+    if not tasks:
+        raise InputError(f"{eval_dir}: no item has replies to show (every generation failed?)")
+    if language == "auto":
+        language = "zh" if Counter(t["language"] for t in tasks).most_common(1)[0][0] == "zh" else "en"
+    server = LabelStudioProjects(url)
+    project_id = server.project_id(project)
+    if project_id is None:
+        project_id = server.create_project(project, labeling_config(task, language),
+                                           f"rpbench {task} validation of {eval_dir}", per_item)
+        typer.echo(f"created project '{project}' (id {project_id}, {task}, {language}, {per_item} per task)")
+    elif f'name="{"dimension" if task == "dimension" else "score"}"' not in server.label_config(project_id):
+        raise InputError(f"--project: '{project}' is not a {task} project (push its own task kind, or name "
+                         f"another project)")
+    there = {str((t.get("data") or {}).get("rpbench_key")) for t in server.tasks(project_id)}
+    new = [t for t in tasks if t["rpbench_key"] not in there]
+    if new:
+        server.import_tasks(project_id, new)
+    typer.echo(f"pushed {len(new)} new tasks to '{project}' at {server.url} ({len(tasks) - len(new)} already there)")
+
+
+@app.command("pull")
+def pull(
+    url: Annotated[str, URL],
+    project: Annotated[str, PROJECT],
+    out: Annotated[Path, typer.Option("--out", help="Annotations file to write (JSONL), for rpbench validate "
+                                                    "--annotations.")],
+) -> None:
+    """Pull a project's annotations back as rows `rpbench validate` reads (pairwise scores un-randomised: 1 =
+    the reply under test much better); skipped and unsure answers are counted, not scored."""
+    from rpbench.tasks.annotation.label_studio import LabelStudioProjects
+    from rpbench.tasks.annotation.results import read_back
+
+    if out.suffix.lower() not in (".jsonl", ".json"):
+        raise InputError(f"--out: {out}: write annotations as .jsonl")
+    server = LabelStudioProjects(url)
+    project_id = server.require_project(project)
+    result = read_back(server.tasks(project_id), server.users())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.rows).encode())
+    summary = out.with_name(out.name + ".summary.json")
+    atomic_write_bytes(summary, json.dumps(result.summary(), ensure_ascii=False, indent=1).encode())
+    typer.echo(f"{len(result.rows)} annotations to {out}; skipped {result.skipped}, unsure {result.unsure}, "
+               f"duplicates {len(result.duplicates)} (the latest kept; listed in {summary.name})")

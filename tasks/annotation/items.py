@@ -1,0 +1,158 @@
+"""Annotation tasks from an evaluation folder: a seeded sample of its items, stratified by dimension and
+language, each made into the data one Label Studio task shows (FURINA section 4.4, appendices K-M).
+
+Two kinds: ``dimension`` (one task per item: which dimension does the reply test) and ``pairwise`` (one task
+per item and model under test: the model's reply against the base's, in a random order recorded in the
+task, scored 1-5). Every task carries ``rpbench_key`` = item|model|kind, which makes a second push of the same
+items add nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from rpbench import prompts
+from rpbench.storage.schemas import GENERATIONS, JUDGMENTS
+from rpbench.storage.tables import read_records
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import Character, Item
+from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
+from rpbench.tasks.modes.furina.evaluation.bench import Bench, bench_files, load_bench
+from rpbench.tasks.modes.furina.evaluation.run import BASE
+
+Kind = Literal["dimension", "pairwise"]
+KINDS: tuple[str, ...] = ("dimension", "pairwise")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What an evaluation folder holds that annotators need: its benchmark and the replies of every model."""
+
+    folder: Path
+    bench: Bench
+    replies: dict[tuple[str, str], str]  # (model, item_id) -> text, ok generations only
+    models: list[str]  # models under test (not the base), in the order evaluated
+
+
+def load_evaluation(folder: str | Path) -> Evaluation:
+    """The evaluation in ``folder`` and the benchmark it was run on; one clear line when it is not one."""
+    root = Path(folder)
+    manifest = root / "manifest.json"
+    if not manifest.is_file():
+        raise InputError(f"{root}: not an evaluation folder (no manifest.json; run rpbench eval first)")
+    for table in (GENERATIONS, JUDGMENTS):
+        if not (root / table.filename).is_file():
+            raise InputError(f"{root}: no {table.filename}: an evaluation without judgments cannot be validated "
+                             f"(run rpbench eval to the end)")
+    try:
+        settings = json.loads(manifest.read_text(encoding="utf-8"))["evaluation_settings"]
+        bench_dir = Path(settings["bench"])
+    except (ValueError, KeyError, TypeError):
+        raise InputError(f"{manifest}: field 'evaluation_settings.bench': missing (not an rpbench eval "
+                         f"manifest?)") from None
+    if not bench_dir.is_absolute() and not bench_dir.is_dir():
+        bench_dir = root / bench_dir
+    bench = load_bench(**bench_files(bench_dir))
+    replies = {(g.model, g.item_id): g.text for g in read_records(root / GENERATIONS.filename, GENERATIONS)
+               if g.status == "ok" and g.text}
+    judged = read_records(root / JUDGMENTS.filename, JUDGMENTS)
+    if not judged:
+        raise InputError(f"{root / JUDGMENTS.filename}: no judgments in it: nothing to validate")
+    models = list(dict.fromkeys(j.model for j in judged if j.model != BASE))
+    return Evaluation(root, bench, replies, models)
+
+
+def stratified_sample(items: list[Item], limit: int | None, seed: int) -> list[Item]:
+    """Up to ``limit`` items, spread evenly over (dimension, language) strata, the same for the same seed.
+
+    Strata take turns (each shuffled with the seed), so a small limit still reaches every dimension and
+    language before any gets a second item.
+    """
+    rng = random.Random(seed)
+    strata: dict[tuple[str, str], list[Item]] = defaultdict(list)
+    for item in sorted(items, key=lambda it: it.item_id):
+        strata[(item.dimension, item.language)].append(item)
+    queues = []
+    for key in sorted(strata):
+        members = strata[key][:]
+        rng.shuffle(members)
+        queues.append(members)
+    out: list[Item] = []
+    while any(queues) and (limit is None or len(out) < limit):
+        for queue in queues:
+            if queue and (limit is None or len(out) < limit):
+                out.append(queue.pop(0))
+    return out
+
+
+def profile_text(character: Character) -> str:
+    """The character's whole profile as annotators read it (hidden attributes too: they judge the reply)."""
+    return "\n".join(f"{a.key}: {a.value}" for a in character.attributes)
+
+
+def dimension_text(dim: str, language: str) -> tuple[str, str]:
+    """A dimension's name and its whole definition, from the prompt the judge reads."""
+    text = prompts.render("furina/dims/definition", language, dim=dim).text
+    name, _, rest = text.partition("\n")
+    return name.strip(), rest.strip()
+
+
+def dimension_choices(language: str) -> list[tuple[str, str, str]]:
+    """(code, label, hint) for each dimension: its name, and the first paragraph of its definition."""
+    out = []
+    for dim in DIMENSIONS:
+        name, definition = dimension_text(dim, language)
+        out.append((dim, name, definition.splitlines()[0]))
+    return out
+
+
+def task_key(item_id: str, model: str, kind: str) -> str:
+    return f"{item_id}|{model}|{kind}"
+
+
+def _context(item: Item, bench: Bench) -> dict[str, Any]:
+    scene = bench.scenes[item.scene_id]
+    return {"item_id": item.item_id, "character": item.character, "language": item.language,
+            "dimension": item.dimension, "profile": profile_text(bench.characters[item.character]),
+            "background": f"{scene.background}\n\n{scene.situation}",
+            "history": [{"speaker": line.speaker, "text": line.text} for line in item.history]}
+
+
+def annotation_tasks(evaluation: Evaluation, kind: str, limit: int | None, seed: int) -> list[dict[str, Any]]:
+    """The task data for a sample of the evaluation's items (see the module's docstring)."""
+    if kind not in KINDS:
+        raise InputError(f"--task: unknown task '{kind}' (known: {', '.join(KINDS)})")
+    items = stratified_sample(evaluation.bench.items, limit, seed)
+    tasks: list[dict[str, Any]] = []
+    if kind == "dimension":
+        for item in items:
+            tasks.append({**_context(item, evaluation.bench), "model": "", "task": kind,
+                          "response": item.test_utterance, "rpbench_key": task_key(item.item_id, "", kind)})
+        return tasks
+    for item in items:
+        base = evaluation.replies.get((BASE, item.item_id))
+        for model in evaluation.models:
+            reply = evaluation.replies.get((model, item.item_id))
+            if base is None or reply is None:
+                continue  # a failed generation has no reply to show; it is counted as failed in the eval
+            # The order shown, drawn per task from the seed and the task's key (the same on every push).
+            test_first = random.Random(f"{seed}|{task_key(item.item_id, model, kind)}").random() < 0.5
+            name, criteria = dimension_text(item.dimension, item.language)
+            tasks.append({**_context(item, evaluation.bench), "model": model, "task": kind,
+                          "dimension_name": name, "criteria": criteria,
+                          "response_a": reply if test_first else base, "response_b": base if test_first else reply,
+                          "shown_first": "test" if test_first else "base",
+                          "rpbench_key": task_key(item.item_id, model, kind)})
+    return tasks
+
+
+def labeling_config(kind: str, language: str) -> str:
+    """The project's Label Studio labeling config for ``kind``, in ``language`` (en or zh)."""
+    if kind not in KINDS:
+        raise InputError(f"--task: unknown task '{kind}' (known: {', '.join(KINDS)})")
+    return prompts.render(f"annotation/{kind}", language, dimensions=dimension_choices(language)).text
