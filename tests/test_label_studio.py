@@ -226,6 +226,51 @@ def test_dimension_projects_in_chinese_and_bad_input_in_one_line(label_studio, e
         assert token not in proc.stderr + proc.stdout
 
 
+def test_pingpong_conversations_rated_in_label_studio_feed_the_agreement_command(label_studio, annotators,
+                                                                               tmp_path, _server):
+    from rpbench.samples import sample_path
+    from tests.helpers import any_mode_responder
+
+    _server.reset()
+    _server.responder = any_mode_responder
+    models = tmp_path / "models.toml"
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{_server.base_url}"\napi_key_env = '
+                      '"RPBENCH_LS_KEY"\nstructured = "json_schema"\ntimeout = 5\n')
+    run = tmp_path / "pingpong"
+    made = subprocess.run([*CLI, "pingpong", "run", "--settings", str(sample_path("pingpong", "settings.yaml")),
+                           "--player", "player", "--player", "interrogator", "--judge", "pingpong-judge",
+                           "--max-turns", "2", "--character", "Captain Mirela Voss", "--out", str(run),
+                           "--models", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "50"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, "RPBENCH_LS_KEY": "sk-ls", "PREFECT_HOME": str(tmp_path / "prefect")})
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+    pushed = _rpbench("annotate", "push", "--eval", str(run), "--task", "pingpong", "--url", label_studio,
+                      "--project", "rp-pingpong")
+    assert pushed.returncode == 0 and "pushed 6 new tasks" in pushed.stdout  # 2 players x 3 situations, pushed.stdout + pushed.stderr
+    admin = _client(label_studio, ADMIN_TOKEN)
+    (project,) = [p for p in admin.projects.list() if p.title == "rp-pingpong"]
+    tasks = sorted(admin.tasks.list(project=project.id, fields="all"), key=lambda t: t.id)
+    assert {t.data["model"] for t in tasks} == {"player", "interrogator"}
+    rng = random.Random(5)
+    for email in ANNOTATORS:
+        client = _client(label_studio, annotators[email])
+        for k, task in enumerate(tasks):
+            marks = {c: str(1 + (k + rng.randint(0, 1)) % 5) for c in ("in_character", "entertaining", "fluency")}
+            marks["fluency"] = "unsure" if k == 0 else marks["fluency"]  # left unrated, never guessed
+            client.annotations.create(id=task.id, lead_time=3.0, result=[
+                {"from_name": c, "to_name": "history", "type": "choices", "value": {"choices": [v]}}
+                for c, v in marks.items()])
+    out = tmp_path / "ratings.jsonl"
+    pulled = _rpbench("annotate", "pull", "--url", label_studio, "--project", "rp-pingpong", "--out", str(out))
+    assert pulled.returncode == 0 and "12 annotations" in pulled.stdout, pulled.stdout + pulled.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sum(r["fluency"] is None for r in rows) == 2 and all(r["in_character"] for r in rows)
+    agreed = subprocess.run([*CLI, "pingpong", "agreement", "--annotations", str(out), "--run", str(run)],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert agreed.returncode == 0, agreed.stderr
+    assert "Krippendorff" in agreed.stdout
+
+
 def test_an_annotator_sees_the_profile_and_both_replies_in_the_browser(label_studio, annotators, evaluation):
     from tests.test_prefect_server import _browser, _until
 

@@ -22,9 +22,11 @@ PROJECT = typer.Option("--project", help="The Label Studio project, by name.")
 
 @app.command("push")
 def push(
-    eval_dir: Annotated[Path, typer.Option("--eval", help="An evaluation folder (rpbench eval --out).")],
+    eval_dir: Annotated[Path, typer.Option("--eval", help="An evaluation folder (rpbench eval --out), or for "
+                                                          "--task pingpong a PingPong run (pingpong run --out).")],
     task: Annotated[str, typer.Option("--task", help="dimension: which dimension an item tests; pairwise: the "
-                                                     "model's reply against the base's, scored 1-5.")],
+                                                     "model's reply against the base's, scored 1-5; pingpong: "
+                                                     "a conversation rated on PingPong's three criteria.")],
     url: Annotated[str, URL],
     project: Annotated[str, PROJECT],
     per_item: Annotated[int, typer.Option("--per-item", min=1, help="Annotators who see each task (Label "
@@ -41,11 +43,16 @@ def push(
     Pushing the same items again adds nothing: each task is keyed by item, model and task kind."""
     from rpbench.tasks.annotation.items import annotation_tasks, labeling_config, load_evaluation
     from rpbench.tasks.annotation.label_studio import LabelStudioProjects
+    from rpbench.tasks.annotation.results import FIELDS
 
     if language not in ("auto", "en", "zh"):
         raise InputError(f"--language: unknown language '{language}' (known: auto, en, zh)")
-    evaluation = load_evaluation(eval_dir)
-    tasks = annotation_tasks(evaluation, task, limit, seed)
+    if task == "pingpong":
+        from rpbench.tasks.annotation.pingpong import pingpong_tasks
+
+        tasks = pingpong_tasks(eval_dir, limit, seed)
+    else:
+        tasks = annotation_tasks(load_evaluation(eval_dir), task, limit, seed)
     if not tasks:
         raise InputError(f"{eval_dir}: no item has replies to show (every generation failed?)")
     if language == "auto":
@@ -56,7 +63,7 @@ def push(
         project_id = server.create_project(project, labeling_config(task, language),
                                            f"rpbench {task} validation of {eval_dir}", per_item)
         typer.echo(f"created project '{project}' (id {project_id}, {task}, {language}, {per_item} per task)")
-    elif f'name="{"dimension" if task == "dimension" else "score"}"' not in server.label_config(project_id):
+    elif f'name="{FIELDS.get(task, task)}"' not in server.label_config(project_id):
         raise InputError(f"--project: '{project}' is not a {task} project (push its own task kind, or name "
                          f"another project)")
     there = {str((t.get("data") or {}).get("rpbench_key")) for t in server.tasks(project_id)}
@@ -74,7 +81,8 @@ def pull(
                                                     "--annotations.")],
 ) -> None:
     """Pull a project's annotations back as rows `rpbench validate` reads (pairwise scores un-randomised: 1 =
-    the reply under test much better); skipped and unsure answers are counted, not scored."""
+    the reply under test much better), or `rpbench pingpong agreement` for a pingpong project; skipped and
+    unsure answers are counted, not scored."""
     from rpbench.tasks.annotation.label_studio import LabelStudioProjects
     from rpbench.tasks.annotation.results import read_back
 

@@ -25,8 +25,8 @@ from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
 from rpbench.tasks.modes.furina.evaluation.bench import Bench, bench_files, load_bench
 from rpbench.tasks.modes.furina.evaluation.run import BASE
 
-Kind = Literal["dimension", "pairwise"]
-KINDS: tuple[str, ...] = ("dimension", "pairwise")
+Kind = Literal["dimension", "pairwise", "pingpong"]
+KINDS: tuple[str, ...] = ("dimension", "pairwise", "pingpong")
 
 
 @dataclass(frozen=True)
@@ -125,8 +125,8 @@ def _context(item: Item, bench: Bench) -> dict[str, Any]:
 
 def annotation_tasks(evaluation: Evaluation, kind: str, limit: int | None, seed: int) -> list[dict[str, Any]]:
     """The task data for a sample of the evaluation's items (see the module's docstring)."""
-    if kind not in KINDS:
-        raise InputError(f"--task: unknown task '{kind}' (known: {', '.join(KINDS)})")
+    if kind not in ("dimension", "pairwise"):
+        raise InputError(f"--task: unknown task '{kind}' for a FURINA evaluation (known: dimension, pairwise)")
     items = stratified_sample(evaluation.bench.items, limit, seed)
     tasks: list[dict[str, Any]] = []
     if kind == "dimension":
@@ -155,4 +155,8 @@ def labeling_config(kind: str, language: str) -> str:
     """The project's Label Studio labeling config for ``kind``, in ``language`` (en or zh)."""
     if kind not in KINDS:
         raise InputError(f"--task: unknown task '{kind}' (known: {', '.join(KINDS)})")
+    if kind == "pingpong":
+        from rpbench.tasks.annotation.pingpong import pingpong_config
+
+        return pingpong_config(language)
     return prompts.render(f"annotation/{kind}", language, dimensions=dimension_choices(language)).text

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-FIELDS = {"dimension": "dimension", "pairwise": "score"}  # the choice each task kind asks for
+FIELDS = {"dimension": "dimension", "pairwise": "score", "pingpong": "in_character"}  # the choice each asks for
+PINGPONG = ("in_character", "entertaining", "fluency")
 
 
 @dataclass
@@ -53,6 +54,12 @@ def _annotator(annotation: Mapping[str, Any], users: Mapping[int, str]) -> str:
     return users.get(int(who), str(who)) if who is not None else "unknown"
 
 
+def _where(task: Mapping[str, Any], ann: Mapping[str, Any], when: str) -> dict[str, Any]:
+    """When and where an answer was given: kept with every pulled row."""
+    return {"annotated_at": when, "lead_time_s": ann.get("lead_time"), "label_studio_task": task.get("id"),
+            "label_studio_annotation": ann.get("id")}
+
+
 def read_back(tasks: Sequence[Mapping[str, Any]], users: Mapping[int, str]) -> PullResult:
     """Rows from Label Studio tasks (``data`` and ``annotations`` as the API returns them)."""
     out = PullResult()
@@ -69,15 +76,20 @@ def read_back(tasks: Sequence[Mapping[str, Any]], users: Mapping[int, str]) -> P
             row: dict[str, Any] = {}
             if ann.get("was_cancelled"):
                 status = "skipped"  # counted below, once the latest annotation of this annotator is known
+            elif kind == "pingpong":
+                ratings = {c: _choice(ann.get("result") or [], c) for c in PINGPONG}
+                rated = {c: int(v) for c, v in ratings.items() if v not in (None, "unsure")}
+                status = "ok" if rated else "unsure"  # a criterion left unsure stays blank, never guessed
+                row = {"model": data.get("model"), "conversation_id": data.get("conversation_id"),
+                       "annotator": annotator, **{c: rated.get(c) for c in PINGPONG},
+                       "comment": _text(ann.get("result") or [], "comment"), **_where(task, ann, when)}
             else:
                 raw = _choice(ann.get("result") or [], FIELDS[kind])
                 status = "unsure" if raw in (None, "unsure") else "ok"
                 if status == "ok":
                     row = {"item_id": data["item_id"], "model": data.get("model") or None, "task": kind,
                            "annotator": annotator, "language": data.get("language"),
-                           "annotated_at": when, "lead_time_s": ann.get("lead_time"),
-                           "label_studio_task": task.get("id"), "label_studio_annotation": ann.get("id"),
-                           "explanation": _text(ann.get("result") or [], "explanation")}
+                           "explanation": _text(ann.get("result") or [], "explanation"), **_where(task, ann, when)}
                     if kind == "dimension":
                         row |= {"dimension": raw, "score": None}
                     else:

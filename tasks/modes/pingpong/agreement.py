@@ -24,6 +24,8 @@ from rpbench.tasks.stats import krippendorff_alpha, spearman
 from rpbench.tasks.stats.agreement import means, paired_values
 
 AVERAGE = "average"
+# What `rpbench annotate pull` adds to each row (when and where it was answered in Label Studio): read past.
+PULLED = ("annotated_at", "lead_time_s", "label_studio_task", "label_studio_annotation")
 FINAL = "final"
 Unit = tuple[str, str]  # (model, conversation_id)
 
@@ -36,7 +38,7 @@ def load_ratings(path: str | Path) -> dict[str, dict[str, dict[Unit, float]]]:
         for field in ("model", "conversation_id", "annotator"):
             if not str(row.get(field) or "").strip():
                 raise InputError(f"{path}: record {i}: field '{field}': missing")
-        unknown = sorted(set(row) - {"model", "conversation_id", "annotator", *CRITERIA, "comment"})
+        unknown = sorted(set(row) - {"model", "conversation_id", "annotator", *CRITERIA, "comment", *PULLED})
         if unknown:
             raise InputError(f"{path}: record {i}: unknown field '{unknown[0]}' (known: model, conversation_id, "
                              f"annotator, {', '.join(CRITERIA)}, comment)")

@@ -1,0 +1,63 @@
+"""PingPong's human check (its section 4.1) as Label Studio tasks: one task per model and conversation, the
+character card and the whole conversation, rated 1-5 on in-character, entertaining and fluency. Pulled
+rows are what ``rpbench pingpong agreement`` reads."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from rpbench import prompts
+from rpbench.storage.tables import read_records
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.modes.pingpong.records import CRITERIA
+from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATIONS
+
+LABELS = {
+    "en": {"in_character": "In character: does the model stay true to the card's persona, voice and knowledge?",
+           "entertaining": "Entertaining: is it engaging, vivid and fun to talk to?",
+           "fluency": "Fluency: is the language natural and correct?"},
+    "zh": {"in_character": "贴合角色：模型是否始终符合角色卡的人设、口吻和见识？",
+           "entertaining": "有趣程度：对话是否生动、吸引人、让人愿意聊下去？",
+           "fluency": "语言流畅：语言是否自然、通顺、没有错误？"},
+}
+
+
+def pingpong_tasks(run: str | Path, limit: int | None, seed: int) -> list[dict[str, Any]]:
+    """Task data for a seeded sample of a PingPong run's finished conversations (``limit`` per language)."""
+    root = Path(run)
+    for table in (CONVERSATIONS, CARDS):
+        if not (root / table.filename).is_file():
+            raise InputError(f"{root}: no {table.filename} (a folder written by rpbench pingpong run?)")
+    cards = {(c.language, c.name): c for c in read_records(root / CARDS.filename, CARDS)}
+    turns: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for t in read_records(root / CONVERSATIONS.filename, CONVERSATIONS):
+        turns[(t.model, t.conversation_id)].append(t)
+    finished = {k: sorted(v, key=lambda t: t.turn) for k, v in turns.items() if all(t.status == "ok" for t in v)}
+    by_language: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for key in sorted(finished):
+        by_language[finished[key][0].language].append(key)
+    rng = random.Random(seed)
+    out = []
+    for language in sorted(by_language):
+        keys = by_language[language]
+        rng.shuffle(keys)
+        for model, conversation in keys[:limit] if limit else keys:
+            first = finished[(model, conversation)][0]
+            card = cards.get((first.language, first.character))
+            history = []
+            for t in finished[(model, conversation)]:
+                history += [{"speaker": "User", "text": t.user or ""},
+                            {"speaker": first.character, "text": t.player or ""}]
+            out.append({"model": model, "conversation_id": conversation, "language": language, "task": "pingpong",
+                        "character": first.character, "situation_id": first.situation_id,
+                        "profile": card.system_prompt if card else first.character, "history": history,
+                        "rpbench_key": f"{conversation}|{model}|pingpong"})
+    return out
+
+
+def pingpong_config(language: str) -> str:
+    labels = LABELS["zh" if language == "zh" else "en"]
+    return prompts.render("annotation/pingpong", language, criteria=[(c, labels[c]) for c in CRITERIA]).text
