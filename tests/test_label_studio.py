@@ -24,14 +24,6 @@ ADMIN_TOKEN = "5f0c1b9e2d7a4c3b8e6f1a0d9c8b7a6f5e4d3c2b"
 ANNOTATORS = {"ann1@rpbench.test": "ann1-pass-8492", "ann2@rpbench.test": "ann2-pass-5173"}
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def label_studio(tmp_path_factory):
     """A Label Studio server (URL) with an admin whose legacy token is ADMIN_TOKEN."""
@@ -41,7 +33,9 @@ def label_studio(tmp_path_factory):
     if not ls.installed(folder):
         pytest.skip(f"Label Studio is not installed in {folder} (python -m rpbench.deployments.label_studio setup)")
     data = tmp_path_factory.mktemp("label-studio-data")
-    port = _free_port()
+    from rpbench.deployments.cluster import free_port
+
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = (data / "server.log").open("ab")
     env = ls.server_env(data, LABEL_STUDIO_USERNAME=ADMIN, LABEL_STUDIO_PASSWORD="admin-pass-3391",
@@ -193,8 +187,19 @@ def test_push_annotate_pull_validate(label_studio, annotators, evaluation, tmp_p
     assert "ann1@rpbench.test/ann2@rpbench.test" in validated.stdout
 
 
+def _pairs_project(url: str, evaluation: Path):
+    """The pairwise project the first test makes (pushed here when a test runs alone)."""
+    admin = _client(url, ADMIN_TOKEN)
+    if not [p for p in admin.projects.list() if p.title == "rp-pairs"]:
+        assert _rpbench("annotate", "push", "--eval", str(evaluation), "--task", "pairwise", "--url", url,
+                        "--project", "rp-pairs").returncode == 0
+    (project,) = [p for p in admin.projects.list() if p.title == "rp-pairs"]
+    return project
+
+
 def test_dimension_projects_in_chinese_and_bad_input_in_one_line(label_studio, evaluation, tmp_path):
     url = label_studio
+    _pairs_project(url, evaluation)  # the project of the other kind, for the refusal below
     made = _rpbench("annotate", "push", "--eval", str(evaluation), "--task", "dimension", "--url", url,
                     "--project", "rp-dims", "--language", "zh", "--limit", "2")
     assert made.returncode == 0 and "pushed 2 new tasks" in made.stdout, made.stderr
@@ -276,10 +281,7 @@ def test_an_annotator_sees_the_profile_and_both_replies_in_the_browser(label_stu
 
     url = label_studio
     admin = _client(url, ADMIN_TOKEN)
-    if not [p for p in admin.projects.list() if p.title == "rp-pairs"]:
-        assert _rpbench("annotate", "push", "--eval", str(evaluation), "--task", "pairwise", "--url", url,
-                        "--project", "rp-pairs").returncode == 0
-    (project,) = [p for p in admin.projects.list() if p.title == "rp-pairs"]
+    project = _pairs_project(url, evaluation)
     task = sorted(admin.tasks.list(project=project.id, fields="all"), key=lambda t: t.id)[0]
     browser = _browser()
     try:

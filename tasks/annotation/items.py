@@ -14,7 +14,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from rpbench import prompts
 from rpbench.storage.schemas import GENERATIONS, JUDGMENTS
@@ -25,7 +25,6 @@ from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
 from rpbench.tasks.modes.furina.evaluation.bench import Bench, bench_files, load_bench
 from rpbench.tasks.modes.furina.evaluation.run import BASE
 
-Kind = Literal["dimension", "pairwise", "pingpong"]
 KINDS: tuple[str, ...] = ("dimension", "pairwise", "pingpong")
 
 

@@ -20,11 +20,9 @@ TOKEN_ENV = "LABEL_STUDIO_API_KEY"
 @contextmanager
 def _said_plainly(url: str, doing: str) -> Iterator[None]:
     """The SDK's errors (HTTP status and body, connection failures) as one line naming the server."""
-    try:
-        import httpx
-        from label_studio_sdk.core.api_error import ApiError
-    except ImportError:  # pragma: no cover - checked in connect()
-        raise
+    import httpx
+    from label_studio_sdk.core.api_error import ApiError
+
     try:
         yield
     except ApiError as exc:
