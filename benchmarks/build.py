@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RPBENCH_BENCH_KEY", "sk-bench")
 
-from rpbench.tasks.llm import Gateway  # noqa: E402
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
+from rpbench.tasks.llm.gateway import Gateway  # noqa: E402
 from rpbench.tasks.modes.furina.builder.build import build_benchmark  # noqa: E402
 from rpbench.tasks.modes.furina.builder.simulate import BuildConfig  # noqa: E402
 from tests.helpers import schema_responder  # noqa: E402

@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RPBENCH_BENCH_KEY", "sk-bench")
 
-from rpbench.tasks.core.records import Item  # noqa: E402
-from rpbench.tasks.llm import Gateway  # noqa: E402
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
+from rpbench.tasks.llm.gateway import Gateway  # noqa: E402
+from rpbench.tasks.modes.furina.domain import Item  # noqa: E402
 from rpbench.tasks.modes.furina.evaluation.run import Bench, EvalConfig, evaluate  # noqa: E402
 from tests.helpers import schema_responder  # noqa: E402
 from tests.loopback import LoopbackServer  # noqa: E402

@@ -35,8 +35,10 @@ os.environ.setdefault("RPBENCH_TEST_API_KEY", "sk-bench")
 
 import aiohttp  # noqa: E402
 
-from rpbench.tasks.llm import CallCache, Gateway, Request, load_models_config  # noqa: E402
+from rpbench.tasks.llm import Request, load_models_config  # noqa: E402
+from rpbench.tasks.llm.cache import CallCache  # noqa: E402
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
+from rpbench.tasks.llm.gateway import Gateway  # noqa: E402
 
 
 def say(key: str, value: object) -> None:

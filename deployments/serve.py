@@ -1,13 +1,10 @@
 """Serve rpbench's flows as Prefect deployments, with example schedules.
 
-Every flow of every registered benchmark mode, and LoRA training, is served on demand. Two examples are
-scheduled: a nightly re-evaluation of the configured models against a stored benchmark (NIGHTLY_EVAL,
-03:00 UTC) and a weekly refresh of the pool from the books dropped into a folder (WEEKLY_POOL, Mondays 02:00
-UTC: a folder stands for the books in it when the run starts, and books already in the pool are cached
-stages, so only new books cost calls). Edit them for your folders and models, or override any field when
-triggering a run. Start with ``rpbench deploy`` (or ``python -m rpbench.deployments.serve``) with
-PREFECT_API_URL pointing at a Prefect server (``prefect server start``); trigger a run from the UI, with
-``rpbench trigger FLOW/DEPLOYMENT --param key=value``, or from code (``rpbench.deployments.trigger``).
+Every flow of every registered benchmark mode, and LoRA training, is served on demand, and every example
+schedule a mode offers (its ``schedules`` hook: FURINA's nightly evaluation and weekly pool refresh) is served
+with its own parameters; override any field when triggering a run. Start with ``rpbench deploy`` (or
+``python -m rpbench.deployments.serve``) with PREFECT_API_URL pointing at a Prefect server (``prefect server
+start``); trigger a run from the UI, with ``rpbench trigger FLOW/DEPLOYMENT --param key=value``, or from code (``rpbench.deployments.trigger``).
 
 ``rpbench deploy --pool NAME`` registers the same deployments in a process work pool instead of serving them:
 Prefect workers (``prefect worker start --pool NAME``, on any machine with rpbench installed) then run them,
@@ -29,16 +26,7 @@ from prefect.schedules import Cron
 from prefect.utilities.asyncutils import run_coro_as_sync
 
 from rpbench.flows.kit.registry import modes
-from rpbench.flows.modes.furina.evaluate import evaluate
-from rpbench.flows.modes.furina.pool import build_pool
-from rpbench.flows.modes.furina.settings import EvalSettings
 from rpbench.flows.training.flows import train_lora_flow
-
-NIGHTLY_EVAL = EvalSettings(bench="runs/bench", models=["local-greedy"], out="runs/eval-nightly")
-# Raw parameters, not PoolSettings(...).model_dump(): that would list today's books, and the schedule must read
-# the folder afresh at each run.
-WEEKLY_POOL: dict[str, Any] = {"books": ["books/inbox"], "out": "runs/pool"}
-
 
 # What a work pool's workers need to run a flow the way this process would: the runner choice (see
 # flows/kit/runners.py). Keys never travel this way: each worker reads its own environment.
@@ -47,15 +35,20 @@ RUNNER_ENV = ("RPBENCH_RUNNER", "RPBENCH_DASK_ADDRESS", "RPBENCH_DASK_WORKERS")
 
 def deployments(**options: Any) -> list[Any]:
     """Every deployment; ``options`` go to each ``to_deployment`` (an entrypoint type, job variables)."""
-    out = [flow.to_deployment(name="on-demand", tags=["rpbench", mode.name], **options)
-           for mode in modes().values() for flow in mode.flows().values()]
+    out = []
+    for mode in modes().values():
+        flows = mode.load_flows()
+        out += [flow.to_deployment(name="on-demand", tags=["rpbench", mode.name], **options)
+                for flow in flows.values()]
+        for plan in mode.load_schedules():
+            if plan.flow not in flows:
+                raise ValueError(f"mode {mode.name}: schedule {plan.name} names flow '{plan.flow}', which it does "
+                                 f"not have (it has: {', '.join(flows)})")
+            out.append(flows[plan.flow].to_deployment(
+                name=plan.name, description=plan.description, tags=["rpbench", mode.name, "scheduled"],
+                parameters={"settings": dict(plan.parameters())},
+                schedules=[Cron(plan.cron, timezone="UTC")], **options))
     out.append(train_lora_flow.to_deployment(name="on-demand", tags=["rpbench", "training"], **options))
-    out.append(evaluate.to_deployment(name="nightly-eval", tags=["rpbench", "furina", "scheduled"],
-                                      parameters={"settings": NIGHTLY_EVAL.model_dump()},
-                                      schedules=[Cron("0 3 * * *", timezone="UTC")], **options))
-    out.append(build_pool.to_deployment(name="weekly-pool-refresh", tags=["rpbench", "furina", "scheduled"],
-                                        parameters={"settings": WEEKLY_POOL},
-                                        schedules=[Cron("0 2 * * 1", timezone="UTC")], **options))
     return out
 
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from rpbench.storage.arrow import arrow_schema
-from rpbench.tasks.core.records import CallRecord, Character, Failure, Generation, Item, Judgment, Scene
+from rpbench.tasks.core.records import CallRecord, Failure
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -39,10 +39,3 @@ class TableSpec(Generic[R]):
 CALLS = TableSpec("calls", 2, CallRecord)
 # Work that produced no usable result, per stage: counted in reports, never turned into a default.
 FAILURES = TableSpec("failures", 1, Failure)
-# One self-contained scene per row: its characters and dialogue are nested lists.
-SCENES = TableSpec("scenes", 2, Scene)
-# Test characters, as synthesis writes them before they become a characters file.
-CHARACTERS = TableSpec("characters", 1, Character)
-ITEMS = TableSpec("items", 2, Item)
-GENERATIONS = TableSpec("generations", 2, Generation)
-JUDGMENTS = TableSpec("judgments", 2, Judgment)

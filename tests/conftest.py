@@ -13,7 +13,8 @@ setup_environment(prefect_home=Path(__file__).resolve().parent.parent / ".prefec
 
 import pytest  # noqa: E402
 
-from rpbench.tasks.llm import CallCache, Gateway  # noqa: E402
+from rpbench.tasks.llm.cache import CallCache  # noqa: E402
+from rpbench.tasks.llm.gateway import Gateway  # noqa: E402
 from tests.helpers import TEST_KEY_ENV, loopback_config  # noqa: E402
 from tests.loopback import LoopbackServer  # noqa: E402
 

@@ -8,7 +8,7 @@ import pytest
 
 
 def _items(n: int):
-    from rpbench.tasks.core.records import Item
+    from rpbench.tasks.modes.furina.domain import Item
 
     dims = ["CR", "FR", "RR", "CA", "PA"]
     return [Item(item_id=f"i{k:03d}", character="Zero", character_type="synthesized", language="zh" if k % 3 else "en",
@@ -17,7 +17,7 @@ def _items(n: int):
 
 
 def test_the_sample_is_seeded_and_reaches_every_stratum_first():
-    from rpbench.tasks.annotation.items import stratified_sample
+    from rpbench.tasks.modes.furina.annotation import stratified_sample
 
     items = _items(60)
     first = stratified_sample(items, 10, seed=1)
@@ -31,7 +31,7 @@ def test_the_sample_is_seeded_and_reaches_every_stratum_first():
 @pytest.mark.parametrize("kind", ["dimension", "pairwise"])
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_labeling_configs_are_xml_with_unsure_and_every_dimension(kind, language):
-    from rpbench.tasks.annotation.items import labeling_config
+    from rpbench.tasks.modes.furina.annotation import labeling_config
 
     config = labeling_config(kind, language)
     dom = xml.dom.minidom.parseString(config)  # a definition with quotes or ampersands must not break it
@@ -57,6 +57,7 @@ def _said(who: int, choice: str | None, when: str, cancelled: bool = False) -> d
 
 def test_answers_read_back_unrandomised_with_skips_unsure_and_duplicates_counted():
     from rpbench.tasks.annotation.results import read_back
+    from rpbench.tasks.modes.furina.annotation import PAIRWISE
 
     users = {1: "a@x", 2: "b@x"}
     tasks = [
@@ -66,7 +67,7 @@ def test_answers_read_back_unrandomised_with_skips_unsure_and_duplicates_counted
               _said(2, None, "2026-01-01T11:05", cancelled=True)),
         {"id": 9, "data": {"text": "not ours"}, "annotations": [_said(1, "3", "2026-01-01T12:00")]},
     ]
-    got = read_back(tasks, users)
+    got = read_back(tasks, users, {"pairwise": PAIRWISE})
     assert [(r["item_id"], r["annotator"], r["score"], r["score_as_shown"]) for r in got.rows] == [
         ("i1", "a@x", 2, 2), ("i2", "a@x", 2, 4)]
     assert (got.skipped, got.unsure, got.foreign) == (1, 1, 1)

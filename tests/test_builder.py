@@ -7,13 +7,13 @@ from collections import Counter
 
 import pytest
 
-from rpbench.tasks.core.records import Character, Scene
 from rpbench.tasks.llm import ModelsConfig, NoReply, Reply
 from rpbench.tasks.modes.furina.builder.build import build_benchmark, build_stats
 from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, covered, dwrs_choose, dwrs_probabilities, dwrs_weights
 from rpbench.tasks.modes.furina.builder.rules import rule_flags
 from rpbench.tasks.modes.furina.builder.simulate import BuildConfig, Dialogue, simulate
 from rpbench.tasks.modes.furina.builder.turns import DialogueGrade, SelectionVerdict
+from rpbench.tasks.modes.furina.domain import Character, Scene
 
 # -- DWRS ----------------------------------------------------------------------------------------
 

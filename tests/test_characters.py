@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from rpbench import prompts
-from rpbench.storage.characters import load_characters
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.core.records import Character
+from rpbench.tasks.modes.furina.character_files import load_characters
 from rpbench.tasks.modes.furina.characters.profile import full_profile, public_profile, public_profiles
+from rpbench.tasks.modes.furina.domain import Character
 from tests.helpers import CLI
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rpbench.storage.schemas import ITEMS, SCENES
 from rpbench.storage.tables import read_rows
 from rpbench.tasks.modes.furina.evaluation.scoring import MAX_F, item_score
+from rpbench.tasks.modes.furina.tables import ITEMS, SCENES
 from tests.helpers import CLI
 
 pytestmark = pytest.mark.local_model

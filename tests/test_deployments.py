@@ -4,19 +4,21 @@ from __future__ import annotations
 
 
 def test_deployments_declare_every_flow_and_a_nightly_schedule():
-    from rpbench.deployments.serve import NIGHTLY_EVAL, deployments
+    from rpbench.deployments.serve import deployments
     from rpbench.flows.kit.registry import modes
+    from rpbench.flows.modes.furina.settings import EvalSettings
 
     deps = {(d.flow_name, d.name): d for d in deployments()}
     for mode in modes().values():
-        for flow in mode.flows().values():
+        for flow in mode.load_flows().values():
             assert (flow.name, "on-demand") in deps
     assert ("rpbench-train-lora", "on-demand") in deps
     weekly = deps[("rpbench-build-pool", "weekly-pool-refresh")]
     assert weekly.schedules[0].schedule.cron == "0 2 * * 1"
     assert weekly.parameters == {"settings": {"books": ["books/inbox"], "out": "runs/pool"}}
     nightly = deps[("rpbench-evaluate", "nightly-eval")]
-    assert nightly.parameters == {"settings": NIGHTLY_EVAL.model_dump()}
+    assert nightly.parameters == {"settings": EvalSettings(bench="runs/bench", models=["local-greedy"],
+                                                           out="runs/eval-nightly").model_dump()}
     assert nightly.schedules[0].schedule.cron == "0 3 * * *"
     # The parameters are the flow's own settings model: Prefect validates them against it.
     from prefect.utilities.callables import parameter_schema

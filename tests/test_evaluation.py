@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 from scipy import stats
 
-from rpbench.tasks.core.records import Character, Item
 from rpbench.tasks.llm import NoReply, Reply
+from rpbench.tasks.modes.furina.domain import Character, Item
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.run import Bench, CheckVerdict, EvalConfig, JudgeVerdict, evaluate
 from rpbench.tasks.modes.furina.evaluation.scoring import (

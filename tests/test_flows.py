@@ -18,12 +18,12 @@ from prefect.testing.utilities import prefect_test_harness
 from rpbench.flows.kit.stage import slug
 from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings, PoolSettings
 from rpbench.samples import sample_path
-from rpbench.storage.characters import write_characters
-from rpbench.storage.scenes import write_scenes
-from rpbench.storage.schemas import CALLS, ITEMS, JUDGMENTS, SCENES
+from rpbench.storage.schemas import CALLS
 from rpbench.storage.tables import read_records, read_rows, write_records
-from rpbench.tasks.core.records import Item
-from rpbench.tasks.modes.furina.tables import ITEM_SCORES
+from rpbench.tasks.modes.furina.character_files import write_characters
+from rpbench.tasks.modes.furina.domain import Item
+from rpbench.tasks.modes.furina.scene_files import write_scenes
+from rpbench.tasks.modes.furina.tables import ITEM_SCORES, ITEMS, JUDGMENTS, SCENES
 from tests.helpers import TEST_KEY_ENV, schema_responder
 from tests.test_builder import SCENE, TEST
 

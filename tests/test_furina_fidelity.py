@@ -11,7 +11,6 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from rpbench.tasks.core.records import Character, Generation, Item, Scene
 from rpbench.tasks.llm.structured import with_reasoning_cap
 from rpbench.tasks.modes.furina.builder.build import (
     build_benchmark,
@@ -23,6 +22,7 @@ from rpbench.tasks.modes.furina.builder.build import (
 from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, dwrs_choose
 from rpbench.tasks.modes.furina.builder.simulate import BuildConfig, Dialogue, simulate, spoken_part, turn_records
 from rpbench.tasks.modes.furina.builder.turns import dimension_text
+from rpbench.tasks.modes.furina.domain import Character, Generation, Item, Scene
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.explorer import item_browser
 from rpbench.tasks.modes.furina.evaluation.run import Bench, EvalConfig, JudgeVerdict, evaluate, judge_request, score
@@ -175,7 +175,7 @@ def test_a_failed_answer_counts_zero_in_the_headline_and_is_listed():
     base = [Generation(item_id=i.item_id, model="base", text="base reply", status="ok") for i in items]
     answers = [Generation(item_id="i1", model="m", text="(smiles) fine", status="ok"),
                Generation(item_id="i2", model="m", text=None, status="failed", error="empty reply")]
-    from rpbench.tasks.core.records import Judgment
+    from rpbench.tasks.modes.furina.domain import Judgment
     judgments = [Judgment(item_id="i1", model="m", order=o, sigma=s, rationale="r", status="ok")
                  for o, s in ((1, 1), (2, 5))]
     rows, failures = score(bench, base, answers, judgments, [], "m")
@@ -300,7 +300,7 @@ def test_the_report_says_its_intervals_resample_dialogues():
 
 
 def test_the_item_browser_shows_scene_history_both_replies_and_judgments():
-    from rpbench.tasks.core.records import Judgment
+    from rpbench.tasks.modes.furina.domain import Judgment
 
     items = [_item("i1", "Zero", "synthesized", "CR"), _item("i2", "Zero", "synthesized", "PA")]
     bench = Bench(items, {"Zero": TEST}, {"s1": SCENE})

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rpbench.tasks.core.records import Item
+from rpbench.tasks.modes.furina.domain import Item
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.run import Bench, EvalConfig, evaluate
 from rpbench.tasks.reports.report import build_report

@@ -94,9 +94,9 @@ def _stray_prefect(prefect_home: Path) -> list[int]:
 
 
 def _scenario(mode: str, work: Path) -> list[SmokeStep]:
-    smoke = modes()[mode].smoke
-    assert smoke is not None, f"mode {mode} registers no smoke scenario, so nothing can harden it"
-    return list(smoke(work))
+    steps = modes()[mode].smoke_steps(work)
+    assert steps, f"mode {mode} registers no smoke scenario, so nothing can harden it"
+    return steps
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from rpbench.tasks.llm import Gateway, load_models_config
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.gateway import Gateway
 from rpbench.tasks.llm.llamacpp_engine import LlamaCppEngine
 from rpbench.tasks.llm.local_engine import GenRequest
 from rpbench.tasks.llm.local_models import EMBEDDED_SPEC, find_embedded_gguf

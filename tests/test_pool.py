@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rpbench.storage.scenes import load_scene_file, read_scenes
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.core.records import Scene
 from rpbench.tasks.llm import NoReply, Reply
+from rpbench.tasks.modes.furina.domain import Scene
 from rpbench.tasks.modes.furina.pool.boundaries import apply_boundaries, locate
 from rpbench.tasks.modes.furina.pool.build import PoolConfig, build_book
 from rpbench.tasks.modes.furina.pool.chapters import find_headings
@@ -22,6 +21,7 @@ from rpbench.tasks.modes.furina.pool.filters import FilterConfig
 from rpbench.tasks.modes.furina.pool.ingest import clean_text, read_book
 from rpbench.tasks.modes.furina.pool.models import AliasMap, BoundaryVerdict, ExtractedScene
 from rpbench.tasks.modes.furina.pool.names import alias_mapping
+from rpbench.tasks.modes.furina.scene_files import load_scene_file, read_scenes
 from tests.helpers import CLI
 
 ROOT = Path(__file__).resolve().parent.parent

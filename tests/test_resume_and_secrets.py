@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 
 from rpbench.tasks.core.secrets import install_log_redaction, scrub
-from rpbench.tasks.llm import CallCache, Gateway, Request
+from rpbench.tasks.llm import Request
+from rpbench.tasks.llm.cache import CallCache
+from rpbench.tasks.llm.gateway import Gateway
 from tests.helpers import TEST_KEY_ENV, loopback_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +31,8 @@ CHILD = textwrap.dedent(
     sys.path.insert(0, sys.argv[3])
     from tests.test_resume_and_secrets import _requests
     from tests.helpers import loopback_config
-    from rpbench.tasks.llm import CallCache, Gateway
+    from rpbench.tasks.llm.cache import CallCache
+    from rpbench.tasks.llm.gateway import Gateway
     from tests.loopback import LoopbackServer
 
     server = LoopbackServer(port=int(sys.argv[1]))

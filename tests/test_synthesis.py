@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from rpbench.storage.characters import load_characters, write_characters
-from rpbench.storage.scenes import load_scene_file, write_scene_file
 from rpbench.tasks.llm import Reply
+from rpbench.tasks.modes.furina.character_files import load_characters, write_characters
 from rpbench.tasks.modes.furina.characters.synthesis import (
     Cast,
     DialogueDraft,
@@ -18,6 +17,7 @@ from rpbench.tasks.modes.furina.characters.synthesis import (
     Worldview,
     synthesize,
 )
+from rpbench.tasks.modes.furina.scene_files import load_scene_file, write_scene_file
 
 
 def profile(name: str, persona: str = "A quiet cartographer of drowned streets.") -> dict:

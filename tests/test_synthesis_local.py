@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rpbench.storage.characters import load_characters
+from rpbench.tasks.modes.furina.character_files import load_characters
 from tests.helpers import CLI
 
 pytestmark = pytest.mark.local_model

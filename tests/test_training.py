@@ -15,14 +15,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rpbench.storage.characters import write_characters
-from rpbench.storage.scenes import write_scenes
-from rpbench.storage.schemas import SCENES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm.hf_weights import transformers_folder
 from rpbench.tasks.llm.local_models import EMBEDDED, local_model, weights_path
-from rpbench.tasks.modes.furina.tables import DIALOGUES
+from rpbench.tasks.modes.furina.character_files import write_characters
+from rpbench.tasks.modes.furina.scene_files import write_scenes
+from rpbench.tasks.modes.furina.tables import DIALOGUES, SCENES
 from rpbench.tasks.training.data import hold_out, mix, parse_mix, preference_pairs
 from rpbench.tasks.training.recipe import LoraOptions, Recipe
 from rpbench.tasks.training.records import ChatTurn, SftSample
@@ -189,7 +188,8 @@ def test_a_killed_run_resumes_from_its_checkpoint(trained):
 
 async def test_the_saved_adapter_loads_back_and_answers_through_the_gateway(trained):
     from rpbench.flows.kit.registry import builtin_roles
-    from rpbench.tasks.llm import Gateway, load_models_config
+    from rpbench.tasks.llm import load_models_config
+    from rpbench.tasks.llm.gateway import Gateway
     from rpbench.tasks.llm.names import resolve
 
     out, _ = trained

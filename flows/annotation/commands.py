@@ -9,12 +9,18 @@ from typing import Annotated
 
 import typer
 
-from rpbench.storage.tables import atomic_write_bytes
 from rpbench.tasks.core.errors import InputError
 
 app = typer.Typer(help="Human validation of the judge through Label Studio: push items as tasks, pull the "
                        "annotations back for `rpbench validate`. The token comes from LABEL_STUDIO_API_KEY.",
                   no_args_is_help=True)
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    from rpbench.storage.tables import atomic_write_bytes
+
+    atomic_write_bytes(path, data)
+
 
 URL = typer.Option("--url", help="The Label Studio server, e.g. http://localhost:8080.")
 PROJECT = typer.Option("--project", help="The Label Studio project, by name.")
@@ -22,11 +28,14 @@ PROJECT = typer.Option("--project", help="The Label Studio project, by name.")
 
 @app.command("push")
 def push(
-    eval_dir: Annotated[Path, typer.Option("--eval", help="An evaluation folder (rpbench eval --out), or for "
-                                                          "--task pingpong a PingPong run (pingpong run --out).")],
-    task: Annotated[str, typer.Option("--task", help="dimension: which dimension an item tests; pairwise: the "
-                                                     "model's reply against the base's, scored 1-5; pingpong: "
-                                                     "a conversation rated on PingPong's three criteria.")],
+    eval_dir: Annotated[Path, typer.Option("--eval", help="The run folder the tasks come from (an evaluation, "
+                                                          "rpbench eval --out, for dimension and pairwise; a "
+                                                          "PingPong run for pingpong).")],
+    task: Annotated[str, typer.Option("--task", help="The kind of task, one a benchmark mode offers: "
+                                                     "dimension (which dimension an item tests), pairwise (the "
+                                                     "model's reply against the base's, 1-5), pingpong (a "
+                                                     "conversation on PingPong's three criteria); `rpbench "
+                                                     "modes` lists them.")],
     url: Annotated[str, URL],
     project: Annotated[str, PROJECT],
     per_item: Annotated[int, typer.Option("--per-item", min=1, help="Annotators who see each task (Label "
@@ -41,18 +50,17 @@ def push(
     """Push a sample of an evaluation's items to a Label Studio project (made if missing) as annotation tasks.
 
     Pushing the same items again adds nothing: each task is keyed by item, model and task kind."""
-    from rpbench.tasks.annotation.items import annotation_tasks, labeling_config, load_evaluation
+    from rpbench.flows.kit.registry import annotation_kinds, load_ref
     from rpbench.tasks.annotation.label_studio import LabelStudioProjects
-    from rpbench.tasks.annotation.results import FIELDS
+    from rpbench.tasks.core.errors import unknown_name
 
     if language not in ("auto", "en", "zh"):
         raise InputError(f"--language: unknown language '{language}' (known: auto, en, zh)")
-    if task == "pingpong":
-        from rpbench.tasks.annotation.pingpong import pingpong_tasks
-
-        tasks = pingpong_tasks(eval_dir, limit, seed)
-    else:
-        tasks = annotation_tasks(load_evaluation(eval_dir), task, limit, seed)
+    offered = annotation_kinds()
+    if task not in offered:
+        raise unknown_name("task kind", task, offered, "--task")
+    kind = load_ref(offered[task][1])
+    tasks = kind.tasks(eval_dir, limit, seed)
     if not tasks:
         raise InputError(f"{eval_dir}: no item has replies to show (every generation failed?)")
     if language == "auto":
@@ -60,10 +68,10 @@ def push(
     server = LabelStudioProjects(url)
     project_id = server.project_id(project)
     if project_id is None:
-        project_id = server.create_project(project, labeling_config(task, language),
+        project_id = server.create_project(project, kind.config(language),
                                            f"rpbench {task} validation of {eval_dir}", per_item)
         typer.echo(f"created project '{project}' (id {project_id}, {task}, {language}, {per_item} per task)")
-    elif f'name="{FIELDS.get(task, task)}"' not in server.label_config(project_id):
+    elif f'name="{kind.field}"' not in server.label_config(project_id):
         raise InputError(f"--project: '{project}' is not a {task} project (push its own task kind, or name "
                          f"another project)")
     there = {str((t.get("data") or {}).get("rpbench_key")) for t in server.tasks(project_id)}
@@ -83,6 +91,7 @@ def pull(
     """Pull a project's annotations back as rows `rpbench validate` reads (pairwise scores un-randomised: 1 =
     the reply under test much better), or `rpbench pingpong agreement` for a pingpong project; skipped and
     unsure answers are counted, not scored."""
+    from rpbench.flows.kit.registry import annotation_kinds, load_ref
     from rpbench.tasks.annotation.label_studio import LabelStudioProjects
     from rpbench.tasks.annotation.results import read_back
 
@@ -90,10 +99,11 @@ def pull(
         raise InputError(f"--out: {out}: write annotations as .jsonl")
     server = LabelStudioProjects(url)
     project_id = server.require_project(project)
-    result = read_back(server.tasks(project_id), server.users())
+    kinds = {name: load_ref(ref) for name, (_mode, ref) in annotation_kinds().items()}
+    result = read_back(server.tasks(project_id), server.users(), kinds)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.rows).encode())
+    _atomic_write_bytes(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.rows).encode())
     summary = out.with_name(out.name + ".summary.json")
-    atomic_write_bytes(summary, json.dumps(result.summary(), ensure_ascii=False, indent=1).encode())
+    _atomic_write_bytes(summary, json.dumps(result.summary(), ensure_ascii=False, indent=1).encode())
     typer.echo(f"{len(result.rows)} annotations to {out}; skipped {result.skipped}, unsure {result.unsure}, "
                f"duplicates {len(result.duplicates)} (the latest kept; listed in {summary.name})")

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from rpbench.flows.kit.commands import settings_command
 from rpbench.flows.kit.environment import setup_environment
-from rpbench.flows.kit.registry import modes
+from rpbench.flows.kit.registry import BenchmarkMode, modes
 from rpbench.flows.kit.settings import RunSettings
 from rpbench.flows.training.commands import add_commands as training_commands
 from rpbench.tasks.core.errors import InputError
@@ -53,7 +55,7 @@ def prepare(s: RunSettings) -> None:
     from rpbench.tasks.llm import load_models_config
     from rpbench.tasks.llm.gguf_requantize import requantized
     from rpbench.tasks.llm.local_models import EMBEDDED, local_model, register_local_models, weights_path
-    from rpbench.tasks.modes.furina.pool.tokens import tokenizer
+    from rpbench.tasks.llm.tokens import tokenizer
 
     config = load_models_config(s.models_file)
     register_local_models(config.local_models)
@@ -116,7 +118,7 @@ def deploy(
 def show_modes() -> None:
     """List the benchmark modes there are, their roles and their metrics."""
     for mode in modes().values():
-        metrics = ", ".join(m.name for m in mode.report.scoring.metrics)
+        metrics = ", ".join(m.name for m in mode.load_report().scoring.metrics)
         typer.echo(f"{mode.name}: {mode.description}\n  roles: {', '.join(mode.roles)}\n  metrics: {metrics}")
 
 
@@ -141,11 +143,62 @@ def choose_runner(
     chosen_runner()  # an unknown runner is one line now, not when the first flow starts
 
 
+class _Placeholder(TyperCommand):
+    """A mode's command as `rpbench --help` lists it: its name and one line, with nothing of the mode loaded."""
+
+    def __init__(self, name: str, help: str, mode: BenchmarkMode) -> None:
+        super().__init__(name=name, help=help)
+        self.mode = mode
+
+
+class ModesGroup(TyperGroup):
+    """The top-level command group: a mode's commands load when one of them is run (or asked for help)."""
+
+    def add_modes(self) -> None:
+        for mode in modes().values():
+            if mode.commands is None:
+                continue
+            if mode.top_commands:
+                for name, line in mode.top_commands.items():
+                    self._claim(name, _Placeholder(name, line, mode))
+            else:
+                self._claim(mode.name, _Placeholder(mode.name, mode.description, mode))
+
+    def _claim(self, name: str, command: TyperCommand) -> None:
+        held = self.commands.get(name)
+        if held is not None:
+            owner = held.mode.name if isinstance(held, _Placeholder) else "rpbench"
+            raise ValueError(f"command '{name}' is claimed twice (by {owner} and by the mode it is added for)")
+        self.commands[name] = command
+
+    def _load(self, mode: BenchmarkMode) -> None:
+        if mode.top_commands:
+            app = typer.Typer()
+            mode.add_commands(app)
+            loaded = typer.main.get_group(app).commands
+            if set(loaded) != set(mode.top_commands):
+                raise ValueError(f"mode {mode.name} adds commands {sorted(loaded)} but its spec names "
+                                 f"{sorted(mode.top_commands)}")
+            self.commands.update(loaded)
+        else:
+            sub = typer.Typer(help=mode.description, no_args_is_help=True)
+            mode.add_commands(sub)
+            group = typer.main.get_group(sub)
+            group.name = mode.name
+            self.commands[mode.name] = group
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        held = self.commands.get(args[0]) if args else None
+        if isinstance(held, _Placeholder):
+            self._load(held.mode)
+        return super().resolve_command(ctx, args)
+
+
 def make_app() -> typer.Typer:
     app = typer.Typer(
         help="Build and run role-playing benchmarks for language models (FURINA-Builder and friends), on Prefect.",
         no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-        callback=choose_runner,
+        callback=choose_runner, cls=ModesGroup,
     )
     app.command("models")(settings_command(RunSettings, show_models))
     app.command("modes")(show_modes)
@@ -156,26 +209,28 @@ def make_app() -> typer.Typer:
     from rpbench.flows.annotation.commands import app as annotate
 
     app.add_typer(annotate, name="annotate")
-    for mode in modes().values():
-        if mode.commands is None:
-            continue
-        if mode.commands_at_top:
-            mode.commands(app)
-        else:
-            sub = typer.Typer(help=mode.description, no_args_is_help=True)
-            mode.commands(sub)
-            app.add_typer(sub, name=mode.name)
     return app
 
 
-def main() -> None:
-    """Entry point: input errors become one line and exit status 2, never a traceback."""
+def make_cli() -> ModesGroup:
+    """The whole command line as a click group, the modes' commands as placeholders until used."""
+    group = typer.main.get_group(make_app())
+    assert isinstance(group, ModesGroup)
+    group.add_modes()
+    return group
+
+
+def run_cli(args: Sequence[str]) -> int:
+    """Run one command and return its exit status: 0, 2 for bad input (one line, no traceback), the
+    command's own status otherwise. Tests call this in-process; ``main`` calls it and exits."""
     from typer.exceptions import TyperException
 
     code = 0
-    setup_environment()
     try:
-        make_app()(standalone_mode=False)
+        returned = make_cli().main(list(args), prog_name="rpbench", standalone_mode=False)
+        # In this mode click hands back a command's ``typer.Exit(code)`` as its return value.
+        if isinstance(returned, int):
+            code = returned
     except InputError as exc:
         typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
         code = 2
@@ -188,6 +243,13 @@ def main() -> None:
     except TyperException as exc:  # usage errors (typer's own click): its message and usage, status 2
         exc.show()  # type: ignore[attr-defined]
         code = getattr(exc, "exit_code", 2)
+    return code
+
+
+def main() -> None:
+    """Entry point: run the command and exit with its status."""
+    setup_environment()
+    code = run_cli(sys.argv[1:])
     sys.stdout.flush()
     sys.stderr.flush()
     # Prefect's background services may print flush errors at interpreter exit; our work is written, so leave now.

@@ -1,33 +1,57 @@
-"""Benchmark modes as plug-ins: a small declaration and a registry that fails loudly on an unknown name.
+"""Benchmark modes as light plug-ins: a small spec per mode, a registry that fails loudly.
 
-A mode owns its stages, prompts, record types and tables, its default roles,
-its metrics and its report sections; shared code (gateway, storage,
-statistics, leaderboard, reports, CLI scaffolding) reads them from here.
+A mode's spec says what a user sees before anything runs (its name, its roles,
+its commands' one-line help) and where everything else lives, as
+``"package.module:attribute"`` references that are imported on first use: its
+flows, its commands, its report and tables, and the optional hooks shared code
+calls (annotation kinds, training data, example schedules). So `rpbench --help`
+imports no mode, and `rpbench roleinteract run` imports RoleInteract only.
+Shared code loops over the registered modes and never names one.
+
 Modes register through the ``rpbench.modes`` entry point group (one line in a
-package's pyproject.toml) or by calling ``register`` (tests, notebooks).
+package's pyproject.toml, pointing at a spec) or by calling ``register`` (tests,
+notebooks). A reference may also be the object itself.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rpbench.storage.schemas import TableSpec
 from rpbench.tasks.core.errors import unknown_name
-from rpbench.tasks.reports.spec import ReportSpec
+
+if TYPE_CHECKING:
+    from rpbench.storage.schemas import TableSpec
+    from rpbench.tasks.reports.spec import ReportSpec
 
 ENTRY_POINTS = "rpbench.modes"
+# "package.module:attribute", or the object itself.
+Ref = Any
+
+
+def load_ref(ref: Ref) -> Any:
+    """The object a reference names (a reference that is not a string is the object)."""
+    if not isinstance(ref, str):
+        return ref
+    module, _, attr = ref.partition(":")
+    if not module or not attr:
+        raise ValueError(f"'{ref}' is not a 'package.module:attribute' reference")
+    found: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        found = getattr(found, part)
+    return found
 
 
 @dataclass(frozen=True)
 class SmokeStep:
     """One command of a mode's smoke scenario: ``rpbench *args``, writing its tables into ``out``.
 
-    ``uses_models``: the command calls models, so a harness adds ``--models`` and ``--cache`` to it.
+    ``uses_models``: the command calls models, so a harness adds ``--models-file`` and ``--cache`` to it.
     """
 
     name: str
@@ -37,24 +61,67 @@ class SmokeStep:
 
 
 @dataclass(frozen=True)
+class Schedule:
+    """An example schedule a mode offers for `rpbench deploy`: one of its flows, a cron line, parameters."""
+
+    flow: str  # the mode's short name of the flow
+    name: str  # the deployment's name
+    cron: str
+    description: str
+    # The settings the scheduled runs use (built when deployments are made, so sample paths resolve then).
+    parameters: Callable[[], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
 class BenchmarkMode:
+    """A mode's spec. Everything but the first three fields is a reference, loaded when it is used."""
+
     name: str
     description: str
     # Built-in roles and what each does; a models file that leaves one out binds it to [default].
     roles: Mapping[str, str]
-    # Its item-level table, and how that becomes model scores, a leaderboard and a report.
-    item_table: TableSpec[Any]
-    report: ReportSpec
-    # Its flows by short name, loaded on demand (deployments serve them).
-    flows: Callable[[], Mapping[str, Any]] = dict
-    # Adds its commands to a Typer app: `rpbench <name> ...`, or at the top level when ``commands_at_top``.
-    commands: Callable[[Any], None] | None = None
-    commands_at_top: bool = False
-    tables: Sequence[TableSpec[Any]] = ()
-    # Its flows end to end on shipped samples, as commands in order, small enough for a test: given a work
-    # folder, the steps. The hardening tests (kills and resumes, injected faults, the secrets scan) run
-    # this for every registered mode against a loopback server; a mode without one fails those tests.
-    smoke: Callable[[Path], Sequence[SmokeStep]] | None = None
+    # Its item-level table (a TableSpec), and how that becomes model scores, a leaderboard and a report.
+    item_table: Ref
+    report: Ref
+    # Its other tables (TableSpecs), for documentation and checks.
+    tables: Sequence[Ref] = ()
+    # Its flows by short name (deployments serve them).
+    flows: Mapping[str, Ref] = field(default_factory=dict)
+    # A function adding its commands to a Typer app: `rpbench <name> ...`, or, for the commands named in
+    # ``top_commands`` (name -> one-line help), at the top level.
+    commands: Ref | None = None
+    top_commands: Mapping[str, str] = field(default_factory=dict)
+    # Its flows end to end on shipped samples, small enough for a test: a function of a work folder giving
+    # SmokeSteps. The hardening tests (kills and resumes, injected faults, the secrets scan) run it for every
+    # registered mode against a loopback server; a mode without one fails those tests.
+    smoke: Ref | None = None
+    # Optional hooks. Annotation: kind -> an AnnotationKind (tasks.annotation.kinds) that turns a run folder
+    # into Label Studio tasks. Training data: a function (path, TrainingRequest) -> samples, or None when the
+    # path is not this mode's. Schedules: a function giving Schedules for `rpbench deploy`.
+    annotation: Mapping[str, Ref] = field(default_factory=dict)
+    training_data: Ref | None = None
+    schedules: Ref | None = None
+
+    def load_report(self) -> ReportSpec:
+        return load_ref(self.report)
+
+    def load_item_table(self) -> TableSpec[Any]:
+        return load_ref(self.item_table)
+
+    def load_flows(self) -> dict[str, Any]:
+        return {short: load_ref(ref) for short, ref in self.flows.items()}
+
+    def smoke_steps(self, work: Path) -> list[SmokeStep]:
+        if self.smoke is None:
+            return []
+        return list(load_ref(self.smoke)(work))
+
+    def load_schedules(self) -> list[Schedule]:
+        return list(load_ref(self.schedules)()) if self.schedules is not None else []
+
+    def add_commands(self, app: Any) -> None:
+        if self.commands is not None:
+            load_ref(self.commands)(app)
 
 
 _modes: dict[str, BenchmarkMode] = {}
@@ -63,17 +130,33 @@ _lock = threading.Lock()
 
 
 def register(mode: BenchmarkMode) -> BenchmarkMode:
-    """Add a mode (a second mode of the same name replaces the first, so a re-imported module is harmless)."""
+    """Add a mode. A second, different mode of the same name, or a role another mode already declares, is an
+    error: one would silently shadow the other. Registering the same spec again is harmless."""
     with _lock:
+        held = _modes.get(mode.name)
+        if held is not None and held != mode:
+            raise ValueError(f"two benchmark modes are called '{mode.name}'")
+        for other in _modes.values():
+            shared = sorted(set(other.roles) & set(mode.roles)) if other.name != mode.name else []
+            if shared:
+                raise ValueError(f"mode '{mode.name}' declares role '{shared[0]}', which mode '{other.name}' "
+                                 "declares already: a role name belongs to one mode")
         _modes[mode.name] = mode
     return mode
 
 
+def unregister(name: str) -> None:
+    """Remove a mode (tests that register a toy mode clean up after themselves)."""
+    with _lock:
+        _modes.pop(name, None)
+
+
 def _discover() -> None:
     global _discovered
-    if _discovered:
-        return
-    _discovered = True
+    with _lock:
+        if _discovered:
+            return
+        _discovered = True
     for ep in entry_points(group=ENTRY_POINTS):
         mode = ep.load()
         if not isinstance(mode, BenchmarkMode):
@@ -98,3 +181,15 @@ def get_mode(name: str) -> BenchmarkMode:
 def builtin_roles() -> set[str]:
     """Every role some registered mode declares: a models file may leave these out."""
     return {role for mode in modes().values() for role in mode.roles}
+
+
+def annotation_kinds() -> dict[str, tuple[BenchmarkMode, Ref]]:
+    """Every annotation kind the registered modes offer, with the mode offering it."""
+    kinds: dict[str, tuple[BenchmarkMode, Ref]] = {}
+    for mode in modes().values():
+        for kind, ref in mode.annotation.items():
+            if kind in kinds:
+                raise ValueError(f"annotation kind '{kind}' is offered by modes '{kinds[kind][0].name}' and "
+                                 f"'{mode.name}'")
+            kinds[kind] = (mode, ref)
+    return kinds

@@ -35,8 +35,8 @@ async def report_stage(run: StageRun, mode: str, items: list[str], failures: lis
                        resamples: int, seed: int, out: str) -> StageResult:
     """Any registered mode's report from its item tables (one per model, say) and failure tables."""
     found = get_mode(mode)
-    rows = [r for p in items for r in read_records(p, found.item_table)]
+    rows = [r for p in items for r in read_records(p, found.load_item_table())]
     failed = [f for p in failures for f in read_records(p, FAILURES)]
-    run.write(found.item_table, rows, final=True)
-    report = await publish_report(run, found.name, found.report, rows, failed, n_items, resamples, seed)
+    run.write(found.load_item_table(), rows, final=True)
+    report = await publish_report(run, found.name, found.load_report(), rows, failed, n_items, resamples, seed)
     return run.result(leaderboard=report.board, **report.analysis.summary)

@@ -17,11 +17,12 @@ endpoint by the gateway in each process, and across processes by the shared limi
 from __future__ import annotations
 
 import os
-from typing import Any
-
-from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from typing import TYPE_CHECKING, Any
 
 from rpbench.tasks.core.errors import InputError, unknown_name
+
+if TYPE_CHECKING:
+    from prefect.task_runners import TaskRunner
 
 RUNNERS = {"threads": "stage shards in threads of the flow's process (default)",
            "dask": "stage shards on Dask workers: a local cluster, or the scheduler at RPBENCH_DASK_ADDRESS"}
@@ -66,6 +67,8 @@ def dask_runner(threads_per_worker: int) -> TaskRunner[Any]:
 
 def stage_runner(workers: int) -> TaskRunner[Any]:
     """A flow's task runner: ``workers`` threads, or Dask workers with as many threads between them."""
+    from prefect.task_runners import ThreadPoolTaskRunner  # checking the choice needs no Prefect; this does
+
     if chosen_runner() == "dask":
         return dask_runner(threads_per_worker=max(1, workers // dask_workers()))
     return ThreadPoolTaskRunner(max_workers=workers)

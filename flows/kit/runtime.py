@@ -12,7 +12,9 @@ from pathlib import Path
 
 from rpbench.flows.kit.shared_limits import install_shared_limits
 from rpbench.tasks.core.secrets import install_log_redaction
-from rpbench.tasks.llm import CallCache, Gateway, load_models_config
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.cache import CallCache
+from rpbench.tasks.llm.gateway import Gateway
 
 DEFAULT_CACHE = Path(".rpbench") / "calls.sqlite"
 

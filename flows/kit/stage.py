@@ -38,7 +38,8 @@ from rpbench.flows.kit.runtime import shared_gateway
 from rpbench.flows.kit.ui import publish_table
 from rpbench.storage.schemas import CALLS, TableSpec
 from rpbench.storage.tables import write_records
-from rpbench.tasks.llm import Gateway, load_models_config
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.gateway import Gateway
 from rpbench.tasks.llm.ledger import Ledger, read_journal
 from rpbench.tasks.llm.local_engine import local_activity
 from rpbench.tasks.llm.local_models import local_name
@@ -71,15 +72,23 @@ class StageResult(BaseModel):
         return [p for p in paths if not Path(p).exists()]
 
 
+# Prompt templates a stage may render: "group/name" (every language) or "group/" (everything under it), or a
+# function giving them (for a shared stage whose templates are those of whichever modes are registered).
+Templates = Sequence[str] | Callable[[], Sequence[str]]
+
+
 @dataclass(frozen=True)
 class StageSpec:
     name: str
-    templates: tuple[str, ...] = ()  # "group/name" (every language) or "group/" (everything under it)
+    templates: Templates = ()
     roles: Roles = ()  # model roles it calls, or a function of its parameters giving them
     inputs: tuple[str, ...] = ()  # parameters that hold paths (or lists of paths) whose content counts
 
     def role_names(self, params: Mapping[str, Any]) -> list[str]:
         return sorted(set(self.roles(params) if callable(self.roles) else self.roles))
+
+    def template_names(self) -> tuple[str, ...]:
+        return tuple(self.templates() if callable(self.templates) else self.templates)
 
 
 # -- the cache key --------------------------------------------------------------------------------
@@ -166,7 +175,7 @@ def stage_key(spec: StageSpec, fn: Callable[..., Any]) -> Callable[[TaskRunConte
             "params": {k: canonical(v) for k, v in sorted(params.items())
                        if k not in spec.inputs and k not in _NOT_HASHED},
             "inputs": {k: _input_digest(params.get(k)) for k in spec.inputs},
-            "templates": prompts.templates_digest(spec.templates),
+            "templates": prompts.templates_digest(spec.template_names()),
             "roles": role_identities(params, spec.role_names(params)),
         }
         return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
@@ -252,7 +261,7 @@ class StageRun:
         if records or self._gateways:
             write_records(self.calls_table, records, CALLS)
             calls = str(self.calls_table)
-        undeclared = sorted(p for p in self.templates if not prompts.covered_by(p, self.spec.templates))
+        undeclared = sorted(p for p in self.templates if not prompts.covered_by(p, self.spec.template_names()))
         if undeclared:
             # Not a user error: a stage that renders a template it does not declare would miss edits to it.
             raise RuntimeError(f"stage {self.spec.name} rendered undeclared templates {undeclared}")
@@ -284,14 +293,14 @@ def _cell(value: Any, limit: int = 120) -> Any:
 StageFn = Callable[..., Awaitable[StageResult]]
 
 
-def stage(name: str, *, templates: Sequence[str] = (), roles: Roles = (),
+def stage(name: str, *, templates: Templates = (), roles: Roles = (),
           inputs: Sequence[str] = ()) -> Callable[[StageFn], Task[..., Awaitable[StageResult]]]:
     """Make ``async fn(run: StageRun, **params) -> StageResult`` a cached Prefect task named ``name``.
 
     Its parameters must include ``out`` (the run folder); ``shard`` names the part of the work a call does;
     ``models_file`` and ``cache`` say which models and call cache to use.
     """
-    spec = StageSpec(name, tuple(templates), roles, tuple(inputs))
+    spec = StageSpec(name, templates if callable(templates) else tuple(templates), roles, tuple(inputs))
 
     def decorate(fn: StageFn) -> Task[..., Awaitable[StageResult]]:
         signature = inspect.signature(fn)

@@ -16,10 +16,12 @@ def train(s: TrainSettings) -> None:
     accepted replies with the loss on the reply only; dpo prefers what the builder's judge preferred. The
     adapter registers as local/<base>+adapter=<folder>, usable wherever a model is named. A killed run resumes
     from its last checkpoint."""
-    from rpbench.flows.kit.run import run_flow
-    from rpbench.flows.training.flows import check_train, train_lora_flow
+    from rpbench.flows.training.checks import check_train
 
-    check_train(s)  # bad input fails here, before the flow starts
+    check_train(s)  # bad input fails here, before Prefect, torch or the gateway is even imported
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.training.flows import train_lora_flow
+
     manifest = run_flow(train_lora_flow, settings=s)
     t = manifest.get("training", {})
     typer.echo(f"data: {t['data']['rows']} rows ({', '.join(f'{k} {v}' for k, v in t['by_kind'].items())}), "

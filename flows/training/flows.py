@@ -1,5 +1,5 @@
-"""The train-lora flow: data -> train -> register, then (optionally) the FURINA evaluation of the base model and
-the adapter side by side.
+"""The train-lora flow: data -> train -> register, then (optionally) an evaluation of the base model and the
+adapter side by side, by the mode whose benchmark --eval-bench names.
 
 Training is one stage: trl's trainer checkpoints inside it (``OUT/checkpoints/<run key>``), so a killed run
 resumes from its last checkpoint, and a finished one is cached like any stage (same data and recipe: nothing
@@ -12,47 +12,30 @@ import asyncio
 import hashlib
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from prefect import flow
 
+from rpbench.flows.kit.registry import load_ref
 from rpbench.flows.kit.run import Stages, finish_run
 from rpbench.flows.kit.stage import StageResult, StageRun, file_digest, stage
 from rpbench.flows.kit.ui import publish_markdown
-from rpbench.flows.modes.furina.evaluate import evaluate
-from rpbench.flows.modes.furina.settings import EvalSettings
+from rpbench.flows.training.checks import check_train, evaluator, training_sources
 from rpbench.flows.training.settings import TrainSettings
 from rpbench.storage.tables import atomic_write_bytes, read_records
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.hf_weights import transformers_folder
 from rpbench.tasks.llm.local_models import (
     ADAPTER_MARK,
-    EMBEDDED,
     local_model,
-    local_name,
-    register_local_models,
-    split_adapter,
     weights_path,
 )
-from rpbench.tasks.modes.rolellm.profiles import discover_profiles, profile_files
-from rpbench.tasks.modes.rolellm.rolebench import data_files
-from rpbench.tasks.training.data import (
-    BENCH_FILES,
-    bench_samples,
-    hold_out,
-    is_bench,
-    main_language,
-    mix,
-    parse_mix,
-    preference_pairs,
-    rolebench_samples,
-)
+from rpbench.tasks.training.data import hold_out, main_language, mix, parse_mix
 from rpbench.tasks.training.recipe import LoraOptions, recipe
 from rpbench.tasks.training.records import PreferencePair, SftSample
 from rpbench.tasks.training.report import loss_plot, report_markdown
+from rpbench.tasks.training.sources import TrainingRequest
 from rpbench.tasks.training.tables import LOSSES, PAIRS, SAMPLES
 from rpbench.tasks.training.trainer import device, dpo_rows, sft_rows, train
 
@@ -60,72 +43,35 @@ log = logging.getLogger("rpbench.training")
 ADAPTER = "adapter"
 
 
-@dataclass(frozen=True)
-class Inputs:
-    rolebench: list[str]  # RoleBench-layout files
-    profiles: list[str]
-    benches: list[str]  # benchmark folders
-    bench_files: list[str]  # their files (so that a changed benchmark counts as a change)
-    base: str  # the base model's local name
+def _source_templates() -> list[str]:
+    return [t for src in training_sources().values() for t in src.templates]
 
 
-def base_name(s: TrainSettings) -> str:
-    """The base's local model name; anything else is an input error."""
-    config = load_models_config(s.models_file)
-    register_local_models(config.local_models)
-    name = local_name(s.base)
-    if name is None:
-        raise InputError(f"--base: '{s.base}' is not a local model (local/<name>): training needs the weights")
-    if split_adapter(name)[1] is not None:
-        raise InputError(f"--base: '{s.base}' already has an adapter; train on its base model")
-    known = [EMBEDDED, *config.local_models]
-    if name not in known:
-        raise InputError(f"--base: unknown local model '{name}' (known: {', '.join(known)})")
-    return name
-
-
-def check_train(s: TrainSettings) -> Inputs:
-    """Every input error before anything runs: the data paths, the profiles, the mix, the preset, the base."""
-    recipe(s.preset, s.max_steps)
-    parse_mix(s.mix)
-    benches = [d for d in s.data if is_bench(d)]
-    others = [d for d in s.data if d not in benches]
-    if s.objective == "dpo" and others:
-        raise InputError(f"--data: {others[0]}: preference pairs come from benchmark folders (rpbench build), "
-                         "not RoleBench files")
-    rolebench = data_files(others, s.parts) if others else []
-    profiles: list[str] = []
-    if rolebench:
-        profiles = profile_files(s.profiles) if s.profiles else discover_profiles(others)
-        if not profiles:
-            raise InputError("--profiles: none given, and no profiles-*/desc.json beside the RoleBench data (the "
-                             "role descriptions make the system prompt each sample is trained with)")
-    files = [str(Path(b) / f) for b in benches for f in (*BENCH_FILES, "manifest.json") if (Path(b) / f).is_file()]
-    return Inputs(rolebench, profiles, benches, files, base_name(s))
-
-
-@stage("train-data", templates=("rolellm/system", "rolellm/question", "furina/builder/test_turn", "furina/dims/"),
-       inputs=("rolebench", "profiles", "bench_files"))
-async def training_data(run: StageRun, rolebench: list[str], profiles: list[str], benches: list[str],
-                        bench_files: list[str], objective: str, mix_weights: dict[str, float], heldout: float,
+@stage("train-data", templates=_source_templates, inputs=("files",))
+async def training_data(run: StageRun, sources: dict[str, list[str]], files: list[str], parts: list[str],
+                        profiles: list[str], objective: str, mix_weights: dict[str, float], heldout: float,
                         seed: int, out: str) -> StageResult:
+    request = TrainingRequest(tuple(parts), tuple(profiles), objective)
+    offered = training_sources()
     if objective == "dpo":
         pairs: list[PreferencePair] = []
         ties = 0
-        for b in benches:
-            got, tied = preference_pairs(b)
+        for name, paths in sources.items():
+            make = offered[name].pairs
+            assert make is not None  # checked before the flow started
+            got, tied = make(paths)
             pairs, ties = pairs + got, ties + tied
         if not pairs:
-            raise InputError(f"--data: no preference pairs in {', '.join(benches)} (every judged turn was a tie, "
-                             "or the benchmarks have no judged test turns)")
+            raise InputError(f"--data: no preference pairs in {', '.join(p for ps in sources.values() for p in ps)} "
+                             "(every judged turn was a tie, or the benchmarks have no judged test turns)")
         pairs = hold_out(pairs, heldout, seed)
         run.write(PAIRS, pairs, final=True)
         return run.result(rows=len(pairs), ties_dropped=ties, heldout=sum(p.split == "heldout" for p in pairs),
                           chosen={side: sum(p.chosen_side == side for p in pairs) for side in ("source", "base")},
                           language=main_language(pairs), by_kind={"pairs": len(pairs)})
-    samples: list[SftSample] = rolebench_samples(rolebench, ["train"], profiles) if rolebench else []
-    for b in benches:
-        samples += bench_samples(b)
+    samples: list[SftSample] = []
+    for name, paths in sources.items():
+        samples += offered[name].samples(paths, request)
     if not samples:
         raise InputError("--data: no training samples in the data given")
     before = len(samples)
@@ -200,8 +146,8 @@ def train_lora_flow(settings: TrainSettings) -> dict:
     registered as a local model; with --eval-bench, the base and the adapter evaluated side by side."""
     s, stages = settings, Stages()
     got = check_train(s)
-    data = stages.run(training_data, rolebench=got.rolebench, profiles=got.profiles, benches=got.benches,
-                      bench_files=got.bench_files, objective=s.objective, mix_weights=parse_mix(s.mix),
+    data = stages.run(training_data, sources=got.sources, files=got.files, parts=list(got.request.parts),
+                      profiles=list(got.request.profiles), objective=s.objective, mix_weights=parse_mix(s.mix),
                       heldout=s.heldout, seed=s.seed, out=s.out)
     rows = data.path("pairs" if s.objective == "dpo" else "samples")
     lora = {"rank": s.lora_rank, "alpha": s.lora_alpha, "dropout": s.lora_dropout, "targets": list(s.targets)}
@@ -222,8 +168,7 @@ def train_lora_flow(settings: TrainSettings) -> dict:
     manifest = finish_run(s.out, stages, s.models_file, "train-lora", training=training,
                           training_settings=s.model_dump(exclude={"models_file", "cache"}))
     if s.eval_bench:
-        models = [s.base, registered.summary["model"]]
-        manifest["evaluation"] = evaluate(EvalSettings(bench=s.eval_bench, models=models,
-                                                       out=str(Path(s.out) / "eval"), models_file=s.models_file,
-                                                       cache=s.cache)).get("evaluation", {})
+        evaluate = load_ref(evaluator(s.eval_bench, got.request))
+        manifest["evaluation"] = evaluate(s.eval_bench, [s.base, registered.summary["model"]],
+                                          str(Path(s.out) / "eval"), s.models_file, s.cache)
     return manifest

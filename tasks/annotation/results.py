@@ -1,10 +1,8 @@
-"""Label Studio annotations back to rows that ``rpbench validate`` reads (item_id, annotator, dimension or
-score, model), with what happened around them: who, when, how long, in which order the replies were shown.
+"""Label Studio annotations back to rows (each kind reads its own answers), with what happened around them:
+who, when, how long.
 
-Pairwise scores are un-randomised: annotators score reply A against reply B (1 = A much better); when the
-base's reply was shown first the score is mirrored (6 - score), so every row reads 1 = the reply under test
-much better, as the judge's first order does. Skipped tasks and "unsure" answers are counted, never scored;
-an annotator who annotated a task twice keeps the latest, and the duplicate is reported.
+Skipped tasks and "unsure" answers are counted, never scored; an annotator who annotated a task twice keeps
+the latest, and the duplicate is reported. Tasks rpbench did not push are left alone and counted.
 """
 
 from __future__ import annotations
@@ -13,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-FIELDS = {"dimension": "dimension", "pairwise": "score", "pingpong": "in_character"}  # the choice each asks for
-PINGPONG = ("in_character", "entertaining", "fluency")
+from rpbench.tasks.annotation.kinds import AnnotationKind
 
 
 @dataclass
@@ -31,22 +28,6 @@ class PullResult:
                 "foreign_tasks": self.foreign}
 
 
-def _choice(result: Sequence[Mapping[str, Any]], name: str) -> str | None:
-    for region in result:
-        if region.get("from_name") == name:
-            choices = (region.get("value") or {}).get("choices") or []
-            return str(choices[0]) if choices else None
-    return None
-
-
-def _text(result: Sequence[Mapping[str, Any]], name: str) -> str | None:
-    for region in result:
-        if region.get("from_name") == name:
-            texts = (region.get("value") or {}).get("text") or []
-            return " ".join(str(t) for t in texts).strip() or None
-    return None
-
-
 def _annotator(annotation: Mapping[str, Any], users: Mapping[int, str]) -> str:
     who = annotation.get("completed_by")
     if isinstance(who, Mapping):
@@ -60,49 +41,34 @@ def _where(task: Mapping[str, Any], ann: Mapping[str, Any], when: str) -> dict[s
             "label_studio_annotation": ann.get("id")}
 
 
-def read_back(tasks: Sequence[Mapping[str, Any]], users: Mapping[int, str]) -> PullResult:
-    """Rows from Label Studio tasks (``data`` and ``annotations`` as the API returns them)."""
+def read_back(tasks: Sequence[Mapping[str, Any]], users: Mapping[int, str],
+              kinds: Mapping[str, AnnotationKind]) -> PullResult:
+    """Rows from Label Studio tasks (``data`` and ``annotations`` as the API returns them); ``kinds`` reads
+    each task's answers by the kind its data names."""
     out = PullResult()
     latest: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
     for task in tasks:
         data = task.get("data") or {}
-        key, kind = data.get("rpbench_key"), data.get("task")
-        if not key or kind not in FIELDS:
+        key, kind = data.get("rpbench_key"), kinds.get(str(data.get("task")))
+        if not key or kind is None:
             out.foreign += 1
             continue
         for ann in task.get("annotations") or []:
             annotator = _annotator(ann, users)
             when = str(ann.get("updated_at") or ann.get("created_at") or "")
-            row: dict[str, Any] = {}
             if ann.get("was_cancelled"):
-                status = "skipped"  # counted below, once the latest annotation of this annotator is known
-            elif kind == "pingpong":
-                ratings = {c: _choice(ann.get("result") or [], c) for c in PINGPONG}
-                rated = {c: int(v) for c, v in ratings.items() if v not in (None, "unsure")}
-                status = "ok" if rated else "unsure"  # a criterion left unsure stays blank, never guessed
-                row = {"model": data.get("model"), "conversation_id": data.get("conversation_id"),
-                       "annotator": annotator, **{c: rated.get(c) for c in PINGPONG},
-                       "comment": _text(ann.get("result") or [], "comment"), **_where(task, ann, when)}
+                said: dict[str, Any] = {"status": "skipped"}  # counted once this annotator's latest is known
             else:
-                raw = _choice(ann.get("result") or [], FIELDS[kind])
-                status = "unsure" if raw in (None, "unsure") else "ok"
-                if status == "ok":
-                    row = {"item_id": data["item_id"], "model": data.get("model") or None, "task": kind,
-                           "annotator": annotator, "language": data.get("language"),
-                           "explanation": _text(ann.get("result") or [], "explanation"), **_where(task, ann, when)}
-                    if kind == "dimension":
-                        row |= {"dimension": raw, "score": None}
-                    else:
-                        shown_first, as_shown = data.get("shown_first"), int(str(raw))
-                        row |= {"dimension": None, "score": as_shown if shown_first == "test" else 6 - as_shown,
-                                "score_as_shown": as_shown, "shown_first": shown_first}
+                status, row = kind.read(data, ann.get("result") or [])
+                said = {"annotator": annotator, **row, **_where(task, ann, when)} if status == "ok" \
+                    else {"status": status}
             slot = (key, annotator)
             if slot in latest:
                 older_when = latest[slot][0]
                 out.duplicates.append(f"{key} by {annotator}")
                 if older_when > when:
                     continue
-            latest[slot] = (when, row if status == "ok" else {"status": status})
+            latest[slot] = (when, said)
     for _slot, (_when, row) in sorted(latest.items()):
         if row.get("status") == "skipped":
             out.skipped += 1

@@ -21,8 +21,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import aiohttp
 import litellm
@@ -40,6 +39,7 @@ from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
 from rpbench.tasks.llm.local_models import model_fingerprint
 from rpbench.tasks.llm.local_provider import register_local_provider
 from rpbench.tasks.llm.process_pool import ProcessPool
+from rpbench.tasks.llm.requests import CallResult, Message, NoReply, Parser, Reply, Request
 from rpbench.tasks.llm.structured import (
     json_schema,
     parse_reply,
@@ -50,62 +50,8 @@ from rpbench.tasks.llm.structured import (
 from rpbench.tasks.llm.transient import is_transient
 
 T = TypeVar("T")
+
 M = TypeVar("M", bound=BaseModel)
-Message = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Reply(Generic[T]):
-    """A usable reply: its text and, when a schema was asked for, the validated object."""
-
-    role: str
-    model: str
-    text: str
-    parsed: T
-    attempts: int
-    cached: bool
-    raw_replies: tuple[str, ...] = ()
-    ok: Literal[True] = True
-    status: Literal["ok"] = "ok"
-    error: None = None
-
-
-@dataclass(frozen=True)
-class NoReply:
-    """No usable reply: the error, and the last raw text if the model answered at all. Never a default."""
-
-    role: str
-    model: str
-    text: str | None
-    error: str
-    attempts: int
-    cached: bool = False
-    raw_replies: tuple[str, ...] = ()
-    ok: Literal[False] = False
-    status: Literal["failed"] = "failed"
-    parsed: None = None
-
-
-# ``if result.ok:`` narrows a CallResult to the Reply, whose ``parsed`` is then the schema's type.
-CallResult = Reply[T] | NoReply
-
-
-# Reads a free-text reply (the option letters in it, say); raises ValueError, saying what is missing, when the
-# reply holds nothing it can use. The gateway then asks again, as it does for a reply that breaks a schema.
-Parser = Callable[[str], Any]
-
-
-@dataclass(frozen=True)
-class Request(Generic[T]):
-    """One call for ``Gateway.run_all``; ``schema`` None asks for free text (a ``Request[None]``), which
-    ``parse`` (if given) reads into ``parsed``."""
-
-    role: str
-    messages: list[Message]
-    schema: type[BaseModel] | None = None
-    sample_index: int = 0
-    tag: str | None = None
-    parse: Parser | None = None
 
 
 @functools.lru_cache(maxsize=256)
@@ -290,6 +236,9 @@ class Gateway:
                 self._in_flight.pop(record.cache_key, None)
 
     # -- public ---------------------------------------------------------------------------------
+    def model_of(self, role: str) -> str:
+        return self.config.for_role(role).model
+
     @overload
     async def complete(self, role: str, messages: list[Message], *, schema: type[M],
                        sample_index: int = 0, tag: str | None = None, parse: None = None) -> CallResult[M]: ...

@@ -16,10 +16,12 @@ from rpbench.tasks.reports.render import fmt
 def run(s: DmtSettings) -> None:
     """Each model plays every seed's role in a dialogue the generator steers by topic and intent, round by round,
     until the purpose is served or --max-rounds; every round is labelled good/bad per metric; DMT-Scores."""
-    from rpbench.flows.kit.run import run_flow
-    from rpbench.flows.modes.dmt.flows import check_run, dmt
+    from rpbench.flows.modes.dmt.checks import check_run
 
-    check_run(s)  # bad input fails here, before the flow starts
+    check_run(s)  # bad input fails here, before Prefect or the gateway is even imported
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.dmt.flows import dmt
+
     manifest = run_flow(dmt, settings=s)
     d = manifest.get("dmt", {})
     typer.echo(f"dialogues per model: {d.get('dialogues')}; short dialogues: policy '{d.get('policy')}'")

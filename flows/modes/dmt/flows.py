@@ -6,41 +6,24 @@ from collections import Counter
 
 from prefect import flow
 
-from rpbench.flows.kit.registry import builtin_roles
 from rpbench.flows.kit.report import publish_report
 from rpbench.flows.kit.run import Stages, finish_run
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.modes.dmt.checks import check_run, select
 from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
-from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Failure
-from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.dmt.analysis import REPORT, dialogue_scores
 from rpbench.tasks.modes.dmt.catalog import allocated
 from rpbench.tasks.modes.dmt.dialogue import GENERATOR, DialogueConfig, run_all
 from rpbench.tasks.modes.dmt.judging import JUDGE, label_all
-from rpbench.tasks.modes.dmt.records import Seed
 from rpbench.tasks.modes.dmt.scoring import Policy
 from rpbench.tasks.modes.dmt.seeds import load_seeds
 from rpbench.tasks.modes.dmt.tables import DIALOGUE_SCORES, ENDS, LABELS, ROUNDS, SEEDS, STEPS
 
 WORKERS = 4
-
-
-def select(seeds: list[Seed], only: list[str], formats: list[str], path: str) -> list[tuple[Seed, str]]:
-    """The (seed, format) dialogues a run covers; an id that matches nothing is an input error."""
-    known = {s.id for s in seeds}
-    for sid in only:
-        if sid not in known:
-            raise InputError(f"--seed-id in {path}: unknown seed '{sid}' (known: {', '.join(sorted(known))})")
-    picked: list[tuple[Seed, str]] = [(s, f) for s in seeds if not only or s.id in only
-                                      for f in s.formats if not formats or f in formats]
-    if not picked:
-        raise InputError(f"{path}: no seed has the formats asked for ({', '.join(formats)})")
-    return picked
 
 
 @stage("dmt-dialogues", templates=("dmt/",), roles=lambda p: [p["role"], GENERATOR], inputs=("seeds_file",))
@@ -105,14 +88,6 @@ async def report(run: StageRun, rounds: list[str], steps: list[str], ends: list[
     made = await publish_report(run, "dmt", REPORT, rows, failed, n_dialogues, resamples, seed,
                                 {"policy": policy, "ends": {m: dict(c) for m, c in end_counts.items()}})
     return run.result(leaderboard=made.board, **made.analysis.summary)
-
-
-def check_run(s: DmtSettings) -> tuple[dict[str, str], int]:
-    """Models resolved to roles and the seeds read: every input error before any call."""
-    picked = select(load_seeds(s.seeds), s.only_seeds, list(s.formats), s.seeds)
-    roles = resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="dmt-player",
-                        option="--model")
-    return roles, len(picked)
 
 
 @flow(name="rpbench-dmt", log_prints=True, task_runner=stage_runner(WORKERS))

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep
-from rpbench.flows.modes.dmt.commands import add_commands
 from rpbench.samples import sample_path
-from rpbench.tasks.modes.dmt.analysis import REPORT
 from rpbench.tasks.modes.dmt.roles import ROLES
-from rpbench.tasks.modes.dmt.tables import DIALOGUE_SCORES, LABELS, ROUNDS
 
-
-def _flows() -> dict[str, Any]:
-    from rpbench.flows.modes.dmt.flows import dmt
-
-    return {"dmt": dmt}
+FLOWS = "rpbench.flows.modes.dmt.flows"
+TABLES = "rpbench.tasks.modes.dmt.tables"
 
 
 def _smoke(work: Path) -> list[SmokeStep]:
@@ -33,10 +26,10 @@ DMT = BenchmarkMode(
     description="DMT-RoleBench: a generator steers multi-turn dialogues by topic and intent; each round is "
                 "labelled good/bad on the metrics of the role type; strict and lenient DMT-Scores by rounds.",
     roles=ROLES,
-    item_table=DIALOGUE_SCORES,
-    report=REPORT,
-    flows=_flows,
-    commands=add_commands,
-    tables=(ROUNDS, LABELS, DIALOGUE_SCORES),
+    item_table=f"{TABLES}:DIALOGUE_SCORES",
+    report="rpbench.tasks.modes.dmt.analysis:REPORT",
+    flows={"dmt": f"{FLOWS}:dmt"},
+    commands="rpbench.flows.modes.dmt.commands:add_commands",
+    tables=(f"{TABLES}:ROUNDS", f"{TABLES}:LABELS", f"{TABLES}:DIALOGUE_SCORES",),
     smoke=_smoke,
 )

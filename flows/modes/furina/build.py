@@ -18,15 +18,10 @@ from rpbench.flows.kit.run import Stages, finish_run
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.ui import publish_table
+from rpbench.flows.modes.furina.checks import check
 from rpbench.flows.modes.furina.settings import BuildSettings
-from rpbench.storage.characters import load_characters, write_characters
-from rpbench.storage.scenes import read_scenes
-from rpbench.storage.schemas import ITEMS, SCENES
 from rpbench.storage.tables import read_records, write_table
-from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.core.records import Character
 from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.furina.builder.build import (
     build_stats,
     finish_build,
@@ -42,8 +37,10 @@ from rpbench.tasks.modes.furina.builder.build import (
 from rpbench.tasks.modes.furina.builder.chart import items_per_dimension_chart
 from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, covered
 from rpbench.tasks.modes.furina.builder.simulate import BuildConfig, turn_records
-from rpbench.tasks.modes.furina.roles import ROLES
-from rpbench.tasks.modes.furina.tables import BUILD_STATS, DIALOGUES, GRADES, SOURCE_MODELS
+from rpbench.tasks.modes.furina.character_files import write_characters
+from rpbench.tasks.modes.furina.domain import Character
+from rpbench.tasks.modes.furina.scene_files import read_scenes
+from rpbench.tasks.modes.furina.tables import BUILD_STATS, DIALOGUES, GRADES, ITEMS, SCENES, SOURCE_MODELS
 
 WORKERS = 4  # character shards at once; LLM calls are bounded by the gateway whatever this is
 SIMULATION_TEMPLATES = ("furina/builder/director", "furina/builder/scene_turn", "furina/builder/test_turn",
@@ -111,29 +108,6 @@ async def items(run: StageRun, characters: list[Character], pool: str, dialogues
                         f"Kept items per dimension (tau={config.tau}); uncovered = budget spent")
     return run.result(dialogues=len({t.dialogue_id for t in result.turns}), items=len(result.items),
                       budget_exhausted=result.budget_exhausted)
-
-
-def selected_characters(s: BuildSettings) -> list[Character]:
-    """The characters to build for; a name in ``--only`` that is not in the file is an input error."""
-    characters = load_characters(s.characters)
-    unknown = sorted(set(s.only) - {c.name for c in characters})
-    if unknown:
-        raise InputError(f"{s.characters}: no character named {', '.join(unknown)}")
-    return [c for c in characters if not s.only or c.name in s.only]
-
-
-def check(s: BuildSettings) -> tuple[list[Character], tuple[str, ...]]:
-    """Everything a build needs, checked before any work: characters, the pool, the source names."""
-    characters = selected_characters(s)
-    scenes_path = Path(s.pool) / SCENES.filename
-    if not scenes_path.is_file():
-        raise InputError(f"{s.pool}: no scenes.parquet (build a pool first: rpbench pool build)")
-    scenes = read_scenes(scenes_path)
-    config = s.build(("source",))
-    for c in characters:
-        scene_queue(c, scenes, config)  # every character has a scene to play in
-    roles = resolve_all(load_models_config(s.models_file), s.sources, ROLES, like="source", option="--source")
-    return characters, tuple(roles[name] for name in s.sources)
 
 
 @flow(name="rpbench-build-benchmark", log_prints=True, task_runner=stage_runner(WORKERS))

@@ -15,13 +15,10 @@ from rpbench.flows.kit.run import Stages, finish_run
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
 from rpbench.flows.modes.furina.settings import SynthesisSettings
 from rpbench.samples import sample_path
-from rpbench.storage.characters import load_characters, write_characters
-from rpbench.storage.scenes import read_scenes, write_scene_file
-from rpbench.storage.schemas import CHARACTERS, SCENES
 from rpbench.storage.tables import read_records
-from rpbench.tasks.core.records import Scene
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.furina.character_files import load_characters, write_characters
 from rpbench.tasks.modes.furina.characters.profile import full_profile
 from rpbench.tasks.modes.furina.characters.synthesis import (
     OriginalityIndex,
@@ -29,7 +26,10 @@ from rpbench.tasks.modes.furina.characters.synthesis import (
     SynthesisFailed,
     synthesize,
 )
+from rpbench.tasks.modes.furina.domain import Scene
 from rpbench.tasks.modes.furina.roles import ROLES
+from rpbench.tasks.modes.furina.scene_files import read_scenes, write_scene_file
+from rpbench.tasks.modes.furina.tables import CHARACTERS, SCENES
 
 
 def starter_files() -> list[str]:

@@ -49,13 +49,15 @@ def pool_chunk(s: ChunkSettings) -> None:
 
 def pool_build(s: PoolSettings) -> None:
     """Chunk the books, extract scenes with the `extractor` role, assemble profiles; write the pool."""
-    from rpbench.flows.kit.run import run_flow
-    from rpbench.flows.modes.furina.pool import book_shards, build_pool
+    from rpbench.flows.modes.furina.checks import book_shards
     from rpbench.tasks.modes.furina.pool.ingest import read_book
 
     book_shards(s.books)
-    for path in s.books:  # fail on a bad book before any LLM call
+    for path in s.books:  # fail on a bad book before Prefect or the gateway is even imported
         read_book(path, s.language)
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.furina.pool import build_pool
+
     manifest = run_flow(build_pool, settings=s)
     pool = manifest.get("pool", {})
     typer.echo(f"pool: {pool.get('scenes', 0)} scenes kept, {pool.get('dropped', 0)} dropped "
@@ -71,10 +73,10 @@ def pool_add(
     new_pool: Annotated[bool, typer.Option("--new", help="Start a new pool in --pool if it holds none.")] = False,
 ) -> None:
     """Validate your own scenes and append them to a pool (or start one with --new)."""
-    from rpbench.storage.scenes import load_scene_file, read_scenes, write_scenes
-    from rpbench.storage.schemas import SCENES
     from rpbench.storage.user_files import check_output_folder
     from rpbench.tasks.modes.furina.pool.custom import merge_scenes
+    from rpbench.tasks.modes.furina.scene_files import load_scene_file, read_scenes, write_scenes
+    from rpbench.tasks.modes.furina.tables import SCENES
 
     try:
         check_output_folder(str(pool))
@@ -100,7 +102,7 @@ def characters_check(
     files: Annotated[list[Path], typer.Argument(help="Character files (JSON or YAML; one character or a list).")],
 ) -> None:
     """Validate character files and print a summary; errors name the file, the character and the field."""
-    from rpbench.storage.characters import load_characters
+    from rpbench.tasks.modes.furina.character_files import load_characters
 
     for path in files:
         characters = load_characters(path)
@@ -115,11 +117,11 @@ def characters_synthesize(s: SynthesisSettings) -> None:
     """Synthesize original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
     from rpbench.flows.kit.run import run_flow
     from rpbench.flows.modes.furina.characters import synthesize_characters
-    from rpbench.storage.scenes import read_scenes
-    from rpbench.storage.schemas import SCENES
     from rpbench.tasks.llm import load_models_config
     from rpbench.tasks.llm.names import resolve_all
     from rpbench.tasks.modes.furina.roles import ROLES
+    from rpbench.tasks.modes.furina.scene_files import read_scenes
+    from rpbench.tasks.modes.furina.tables import SCENES
 
     resolve_all(load_models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer", option="--seed-role")
     if s.pool:
@@ -135,10 +137,12 @@ def characters_synthesize(s: SynthesisSettings) -> None:
 # -- benchmark --------------------------------------------------------------------------------------
 def build(s: BuildSettings) -> None:
     """Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark items."""
-    from rpbench.flows.kit.run import run_flow
-    from rpbench.flows.modes.furina.build import build_benchmark, check
+    from rpbench.flows.modes.furina.checks import check
 
-    check(s)  # bad input fails here, before the flow starts and before any LLM call
+    check(s)  # bad input fails here, before Prefect or the gateway is even imported
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.furina.build import build_benchmark
+
     manifest = run_flow(build_benchmark, settings=s)
     b = manifest.get("build", {})
     typer.echo(f"{b.get('dialogues', 0)} dialogues, {b.get('items', 0)} items; tau={b.get('tau')}")
@@ -168,13 +172,14 @@ def export(
 # -- evaluation -------------------------------------------------------------------------------------
 def evaluate(s: EvalSettings) -> None:
     """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
-    from rpbench.flows.kit.run import run_flow
-    from rpbench.flows.modes.furina.evaluate import check_models
-    from rpbench.flows.modes.furina.evaluate import evaluate as evaluate_flow
+    from rpbench.flows.modes.furina.checks import check_models
     from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench
 
-    check_models(s)  # bad input fails here, before the flow starts
+    check_models(s)  # bad input fails here, before Prefect or the gateway is even imported
     load_bench(**bench_files(s.bench))
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.furina.evaluate import evaluate as evaluate_flow
+
     manifest = run_flow(evaluate_flow, settings=s)
     e = manifest.get("evaluation", {})
     for r in e.get("leaderboard", []):

@@ -9,24 +9,24 @@ follows them, never the answers.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prefect import flow
 
 from rpbench.flows.kit.report import publish_report
 from rpbench.flows.kit.run import Stages, finish_run
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.modes.furina.checks import check_models
 from rpbench.flows.modes.furina.settings import EvalSettings
-from rpbench.storage.schemas import FAILURES, GENERATIONS, JUDGMENTS
+from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
-from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench, shows_scene_extras
 from rpbench.tasks.modes.furina.evaluation.explorer import item_browser
 from rpbench.tasks.modes.furina.evaluation.run import BASE, EvalConfig, answer, check, judge, score
-from rpbench.tasks.modes.furina.roles import ROLES
-from rpbench.tasks.modes.furina.tables import CHECKS, ITEM_SCORES
+from rpbench.tasks.modes.furina.tables import CHECKS, GENERATIONS, ITEM_SCORES, JUDGMENTS
 from rpbench.tasks.reports.report import failure_counts
 
 WORKERS = 4  # model shards at once; LLM calls are bounded by the gateway whatever this is
@@ -102,13 +102,6 @@ async def report(run: StageRun, items: str, characters: str, scenes: str, genera
     return run.result(leaderboard=made.board, **made.analysis.summary)
 
 
-def check_models(s: EvalSettings) -> dict[str, str]:
-    """Model name -> role; a name that is neither a role nor a model string is an input error."""
-    if BASE in s.models:
-        raise InputError(f"--model: '{BASE}' is the reference every model is compared with, not a model under test")
-    return resolve_all(load_models_config(s.models_file), s.models, ROLES, like="test", option="--model")
-
-
 @flow(name="rpbench-evaluate", log_prints=True, task_runner=stage_runner(WORKERS))
 def evaluate(settings: EvalSettings) -> dict:
     """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
@@ -142,3 +135,10 @@ def evaluate(settings: EvalSettings) -> dict:
                "failures": failures, "report": done.path("report_html")}
     return finish_run(s.out, stages, s.models_file, "evaluate", evaluation=summary,
                       evaluation_settings=s.model_dump(exclude={"models_file", "cache"}))
+
+
+def evaluate_side_by_side(bench: str, models: list[str], out: str, models_file: str | None,
+                          cache: str | None) -> dict[str, Any]:
+    """FURINA's evaluation of ``models`` on a built benchmark (training's --eval-bench hook): its summary."""
+    manifest = evaluate(EvalSettings(bench=bench, models=models, out=out, models_file=models_file, cache=cache))
+    return dict(manifest.get("evaluation", {}))

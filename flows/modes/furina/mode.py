@@ -1,32 +1,18 @@
-"""FURINA as a benchmark mode: its roles, metrics, report additions, flows and commands.
+"""FURINA as a benchmark mode: its spec (roles, commands' help, where its flows, report and hooks live).
 
-Registered through the ``rpbench.modes`` entry point in pyproject.toml. Its
-flows load on demand, so `rpbench --help` does not import the pipeline.
+Registered through the ``rpbench.modes`` entry point in pyproject.toml. This
+module imports nothing heavy: everything it names loads when it is used.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep
-from rpbench.flows.modes.furina.commands import add_commands
 from rpbench.samples import sample_path
-from rpbench.storage.schemas import ITEMS, SCENES
-from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.roles import ROLES
-from rpbench.tasks.modes.furina.tables import ITEM_SCORES
 
-
-def _flows() -> dict[str, Any]:
-    from rpbench.flows.modes.furina.build import build_benchmark
-    from rpbench.flows.modes.furina.characters import synthesize_characters
-    from rpbench.flows.modes.furina.demo import demo
-    from rpbench.flows.modes.furina.evaluate import evaluate
-    from rpbench.flows.modes.furina.pool import build_pool
-
-    return {"build-pool": build_pool, "synthesize-characters": synthesize_characters,
-            "build-benchmark": build_benchmark, "evaluate": evaluate, "demo": demo}
+HERE = "rpbench.flows.modes.furina"
 
 
 def _smoke(work: Path) -> list[SmokeStep]:
@@ -54,11 +40,33 @@ FURINA = BenchmarkMode(
     description="FURINA-Builder and FURINA-Bench: books to a scene pool, director-driven simulation with DWRS, "
                 "source-vs-base selection, both-order judging, hallucination checks.",
     roles=ROLES,
-    item_table=ITEM_SCORES,
-    report=REPORT,
-    flows=_flows,
-    commands=add_commands,
-    commands_at_top=True,
-    tables=(SCENES, ITEMS, ITEM_SCORES),
+    item_table="rpbench.tasks.modes.furina.tables:ITEM_SCORES",
+    report="rpbench.tasks.modes.furina.evaluation.analysis:REPORT",
+    tables=("rpbench.tasks.modes.furina.tables:SCENES", "rpbench.tasks.modes.furina.tables:ITEMS",
+            "rpbench.tasks.modes.furina.tables:ITEM_SCORES"),
+    flows={"build-pool": f"{HERE}.pool:build_pool",
+           "synthesize-characters": f"{HERE}.characters:synthesize_characters",
+           "build-benchmark": f"{HERE}.build:build_benchmark",
+           "evaluate": f"{HERE}.evaluate:evaluate",
+           "demo": f"{HERE}.demo:demo"},
+    # FURINA's commands sit at the top level of `rpbench` (they predate the other modes).
+    commands=f"{HERE}.commands:add_commands",
+    top_commands={
+        "pool": "Turn books into a pool of ready scenes; inspect chunking; add your own scenes.",
+        "characters": "Test characters: check files of profiles; synthesize original ones.",
+        "build": "Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark "
+                 "items.",
+        "export": "Write a shareable dataset (items) with a dataset card (schema, counts, models, config).",
+        "eval": "Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role "
+                "`checker`).",
+        "validate": "Compare the judge with human annotators: dimension accuracy, Pearson r per dimension, "
+                    "agreement.",
+        "demo": "The whole pipeline on the embedded local model (no keys, no network): pool, benchmark, "
+                "evaluation.",
+    },
     smoke=_smoke,
+    annotation={"dimension": "rpbench.tasks.modes.furina.annotation:DIMENSION",
+                "pairwise": "rpbench.tasks.modes.furina.annotation:PAIRWISE"},
+    training_data="rpbench.tasks.modes.furina.training:BENCHMARKS",
+    schedules=f"{HERE}.schedules:schedules",
 )

@@ -7,18 +7,14 @@ dropped_scenes, pool_stats.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from prefect import flow
 
 from rpbench.flows.kit.run import Stages, finish_run
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
+from rpbench.flows.modes.furina.checks import book_shards
 from rpbench.flows.modes.furina.settings import PoolSettings
-from rpbench.storage.scenes import read_scenes
-from rpbench.storage.schemas import SCENES
 from rpbench.storage.tables import read_records
-from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.furina.pool.build import (
     assemble_scenes,
     chunk_book,
@@ -29,7 +25,8 @@ from rpbench.tasks.modes.furina.pool.build import (
 from rpbench.tasks.modes.furina.pool.chunking import ChunkingConfig
 from rpbench.tasks.modes.furina.pool.filters import FilterConfig, pool_stats
 from rpbench.tasks.modes.furina.pool.ingest import Book, read_book, rejoin
-from rpbench.tasks.modes.furina.tables import BOOKS, CHUNKS, DROPPED_SCENES, EXTRACTIONS, POOL_STATS, RAW_SCENES
+from rpbench.tasks.modes.furina.scene_files import read_scenes
+from rpbench.tasks.modes.furina.tables import BOOKS, CHUNKS, DROPPED_SCENES, EXTRACTIONS, POOL_STATS, RAW_SCENES, SCENES
 
 WORKERS = 4  # book shards at once; LLM calls are bounded by the gateway whatever this is
 
@@ -113,15 +110,6 @@ async def merge(run: StageRun, books: list[str], chunks: list[str], scenes: list
     run.write(SCENES, scene_rows, final=True)
     run.write(DROPPED_SCENES, dropped_rows, final=True)
     return run.result(scenes=len(scene_rows), dropped=len(dropped_rows), chunks=len(chunk_rows))
-
-
-def book_shards(books: list[str]) -> list[str]:
-    """A shard name per book (its file name's stem); two books of the same name are an input error."""
-    names = [Path(b).name.split(".")[0] for b in books]
-    for name in names:
-        if names.count(name) > 1:
-            raise InputError(f"two books are named '{name}': give them different file names")
-    return names
 
 
 @flow(name="rpbench-build-pool", log_prints=True, task_runner=stage_runner(WORKERS))

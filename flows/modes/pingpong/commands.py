@@ -28,10 +28,12 @@ def _print_board(manifest: dict[str, Any]) -> None:
 def run(s: PingPongSettings) -> None:
     """Players chat with an emulated user over every card and situation of the settings file; each judge
     scores every player turn (in character, entertaining, fluency, refusal); a leaderboard by LN score."""
-    from rpbench.flows.kit.run import run_flow
-    from rpbench.flows.modes.pingpong.flows import check_run, pingpong
+    from rpbench.flows.modes.pingpong.checks import check_run
 
-    check_run(s)  # bad input fails here, before the flow starts
+    check_run(s)  # bad input fails here, before Prefect or the gateway is even imported
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.pingpong.flows import pingpong
+
     _print_board(run_flow(pingpong, settings=s))
 
 

@@ -14,43 +14,24 @@ from typing import Any
 
 from prefect import flow
 
-from rpbench.flows.kit.registry import builtin_roles
 from rpbench.flows.kit.report import publish_report
 from rpbench.flows.kit.run import Stages, finish_run
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.modes.pingpong.checks import _judge_roles, check_run, select
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings, Scoring
 from rpbench.storage.schemas import CALLS, FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import CallRecord, Failure
-from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.pingpong.analysis import REPORT, conversation_scores, per_judge, with_length_factors
-from rpbench.tasks.modes.pingpong.cards import Settings, load_settings
+from rpbench.tasks.modes.pingpong.cards import load_settings
 from rpbench.tasks.modes.pingpong.conversation import ConversationConfig, converse_all, tester_judgments
 from rpbench.tasks.modes.pingpong.judging import judge_all
-from rpbench.tasks.modes.pingpong.records import Card, Situation
 from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATION_SCORES, CONVERSATIONS, TURN_JUDGMENTS
 
 WORKERS = 4
 TESTER = "tester"
-
-
-def select(settings: Settings, characters: list[str], situations: list[str], max_turns: int | None,
-           path: str) -> list[tuple[Card, Situation]]:
-    """The grid a run covers; a name that matches nothing is an input error."""
-    grid = settings.conversations()
-    for given, known, what in ((characters, {c.name for c, _ in grid}, "character"),
-                               (situations, {s.situation_id for _, s in grid}, "situation")):
-        for name in given:
-            if name not in known:
-                raise InputError(f"--{what} in {path}: unknown {what} '{name}' (known: {', '.join(sorted(known))})")
-    grid = [(c, s) for c, s in grid if (not characters or c.name in characters)
-            and (not situations or s.situation_id in situations)]
-    if max_turns is not None:
-        grid = [(c, s.model_copy(update={"num_turns": min(s.num_turns, max_turns)})) for c, s in grid]
-    return grid
 
 
 def _conversation_roles(p: Mapping[str, Any]) -> list[str]:
@@ -120,23 +101,6 @@ async def report(run: StageRun, conversations: list[str], cards: list[str], judg
                                  "scale": scale})
     return run.result(leaderboard=made.board, conversations=n, scored=len(rows),
                       refusals=sum(r.refusal for r in rows))
-
-
-def _judge_roles(s: Scoring, judges: list[str]) -> dict[str, str]:
-    roles = resolve_all(load_models_config(s.models_file), judges, builtin_roles(), like="pingpong-judge",
-                        option="--judge")
-    unknown = sorted(set(s.judge_weight_map()) - set(roles))
-    if unknown:
-        raise InputError(f"--judge-weight: '{unknown[0]}' is not one of the judges ({', '.join(roles)})")
-    return roles
-
-
-def check_run(s: PingPongSettings) -> tuple[dict[str, str], dict[str, str]]:
-    """Players and judges resolved to roles, the settings file read: every input error before any call."""
-    select(load_settings(s.settings), s.characters, s.situations, s.max_turns, s.settings)
-    players = resolve_all(load_models_config(s.models_file), s.players, builtin_roles(), like="player",
-                          option="--player")
-    return players, ({} if s.version == "v1" else _judge_roles(s, s.judges))
 
 
 def _finish(s: Scoring, stages: Stages, out: str, flow_name: str, done: StageResult, judges: list[str],

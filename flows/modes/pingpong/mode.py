@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep
-from rpbench.flows.modes.pingpong.commands import add_commands
 from rpbench.samples import sample_path
-from rpbench.tasks.modes.pingpong.analysis import REPORT
 from rpbench.tasks.modes.pingpong.roles import ROLES
-from rpbench.tasks.modes.pingpong.tables import CONVERSATION_SCORES, CONVERSATIONS, TURN_JUDGMENTS
 
-
-def _flows() -> dict[str, Any]:
-    from rpbench.flows.modes.pingpong.flows import pingpong, rejudge
-
-    return {"pingpong": pingpong, "pingpong-rejudge": rejudge}
+FLOWS = "rpbench.flows.modes.pingpong.flows"
+TABLES = "rpbench.tasks.modes.pingpong.tables"
 
 
 def _smoke(work: Path) -> list[SmokeStep]:
@@ -38,10 +31,11 @@ PINGPONG = BenchmarkMode(
     description="PingPong: an emulated user talks to each player over character cards and situations; several "
                 "judges score every turn (in character, entertaining, fluency, refusals); length-normalised.",
     roles=ROLES,
-    item_table=CONVERSATION_SCORES,
-    report=REPORT,
-    flows=_flows,
-    commands=add_commands,
-    tables=(CONVERSATIONS, TURN_JUDGMENTS, CONVERSATION_SCORES),
+    item_table=f"{TABLES}:CONVERSATION_SCORES",
+    report="rpbench.tasks.modes.pingpong.analysis:REPORT",
+    flows={"pingpong": f"{FLOWS}:pingpong", "pingpong-rejudge": f"{FLOWS}:rejudge"},
+    commands="rpbench.flows.modes.pingpong.commands:add_commands",
+    tables=(f"{TABLES}:CONVERSATIONS", f"{TABLES}:TURN_JUDGMENTS", f"{TABLES}:CONVERSATION_SCORES",),
     smoke=_smoke,
+    annotation={"pingpong": "rpbench.tasks.modes.pingpong.annotation:CONVERSATION"},
 )

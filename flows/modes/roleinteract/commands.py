@@ -12,10 +12,12 @@ from rpbench.tasks.reports.render import fmt
 def run(s: RoleInteractSettings) -> None:
     """Each model answers RoleInteract's questions in role (single and multiple choice, and memory questions
     answered in words); the paper's nine-column table with its unweighted average, and the analyses."""
-    from rpbench.flows.kit.run import run_flow
-    from rpbench.flows.modes.roleinteract.flows import check_run, roleinteract
+    from rpbench.flows.modes.roleinteract.checks import check_run
 
-    check_run(s)  # bad input fails here, before the flow starts
+    check_run(s)  # bad input fails here, before Prefect or the gateway is even imported
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.roleinteract.flows import roleinteract
+
     manifest = run_flow(roleinteract, settings=s)
     r = manifest.get("roleinteract", {})
     for model, cols in r.get("table", {}).items():

@@ -4,43 +4,19 @@ from __future__ import annotations
 
 from prefect import flow
 
-from rpbench.flows.kit.registry import builtin_roles
 from rpbench.flows.kit.report import publish_report
 from rpbench.flows.kit.run import Stages, finish_run
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.modes.roleinteract.checks import check_run, select
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
-from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.roleinteract.analysis import REPORT, Policy, data_stats, item_scores
 from rpbench.tasks.modes.roleinteract.answering import answer_all
-from rpbench.tasks.modes.roleinteract.loader import load_files
-from rpbench.tasks.modes.roleinteract.records import Item
 from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEM_SCORES, ITEMS
 
 WORKERS = 4
-
-
-def select(data: list[str], columns: list[str], languages: list[str], limit: int | None
-           ) -> tuple[list[Item], dict[str, int]]:
-    """The items a run covers (file order), and the bytes of each file read as Windows-1252."""
-    items, repaired = load_files(data)
-    picked = [i for i in items if (not columns or i.column in columns) and (not languages or i.language in languages)]
-    if limit is not None:
-        seen: dict[tuple[str, str], int] = {}
-        kept = []
-        for i in picked:
-            n = seen.get((i.column, i.language), 0)
-            if n < limit:
-                kept.append(i)
-            seen[(i.column, i.language)] = n + 1
-        picked = kept
-    if not picked:
-        raise InputError(f"--data: no item matches the columns and languages asked for ({', '.join(data)})")
-    return picked, repaired
 
 
 @stage("roleinteract-answers", templates=("roleinteract/",), roles=lambda p: [p["role"]], inputs=("data",))
@@ -69,13 +45,6 @@ async def report(run: StageRun, data: list[str], columns: list[str], languages: 
     done = await publish_report(run, "roleinteract", REPORT, rows, failures, len(items), resamples, seed,
                                 {"policy": policy, "repaired_bytes": repaired, "data": data_stats(items)})
     return run.result(leaderboard=done.board, **done.analysis.summary)
-
-
-def check_run(s: RoleInteractSettings) -> dict[str, str]:
-    """Models resolved to roles and the data read: every input error before any call."""
-    select(s.data, s.columns, s.languages, s.limit)
-    return resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="roleinteract-player",
-                       option="--model")
 
 
 @flow(name="rpbench-roleinteract", log_prints=True, task_runner=stage_runner(WORKERS))

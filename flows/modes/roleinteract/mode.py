@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep
-from rpbench.flows.modes.roleinteract.commands import add_commands
 from rpbench.samples import sample_path
-from rpbench.tasks.modes.roleinteract.analysis import REPORT
 from rpbench.tasks.modes.roleinteract.roles import ROLES
-from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEM_SCORES, ITEMS
 
-
-def _flows() -> dict[str, Any]:
-    from rpbench.flows.modes.roleinteract.flows import roleinteract
-
-    return {"roleinteract": roleinteract}
+FLOWS = "rpbench.flows.modes.roleinteract.flows"
+TABLES = "rpbench.tasks.modes.roleinteract.tables"
 
 
 def _smoke(work: Path) -> list[SmokeStep]:
@@ -33,10 +26,10 @@ ROLEINTERACT = BenchmarkMode(
     description="RoleInteract: multiple-choice and memory questions on a role's style, knowledge, emotional "
                 "perception, memory and social preference in groups; the nine-column table and its average.",
     roles=ROLES,
-    item_table=ITEM_SCORES,
-    report=REPORT,
-    flows=_flows,
-    commands=add_commands,
-    tables=(ITEMS, ANSWERS, ITEM_SCORES),
+    item_table=f"{TABLES}:ITEM_SCORES",
+    report="rpbench.tasks.modes.roleinteract.analysis:REPORT",
+    flows={"roleinteract": f"{FLOWS}:roleinteract"},
+    commands="rpbench.flows.modes.roleinteract.commands:add_commands",
+    tables=(f"{TABLES}:ITEMS", f"{TABLES}:ANSWERS", f"{TABLES}:ITEM_SCORES",),
     smoke=_smoke,
 )

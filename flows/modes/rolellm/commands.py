@@ -19,10 +19,12 @@ def evaluate(s: EvalSettings) -> None:
     """Models answer RoleBench questions in role (RoleGPT prompting: zsp, fsp or fsd with BM25-retrieved
     examples from the role's script); Rouge-L against the references per split (CUS, RAW, SPE, avg); with
     --judge, a ranking judge and win rates against a reference system."""
-    from rpbench.flows.kit.run import run_flow
-    from rpbench.flows.modes.rolellm.flows import check_eval, rolellm_eval
+    from rpbench.flows.modes.rolellm.checks import check_eval
 
-    check_eval(s)  # bad input fails here, before the flow starts
+    check_eval(s)  # bad input fails here, before Prefect or the gateway is even imported
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.rolellm.flows import rolellm_eval
+
     manifest = run_flow(rolellm_eval, settings=s)
     r = manifest.get("rolellm", {})
     for split, models in r.get("by_split", {}).items():
@@ -42,10 +44,11 @@ def context_instruct(s: ContextInstructSettings) -> None:
     (completeness) and description (factualness); only High confidence kept, cleaned, de-duplicated with
     BM25; written in RoleBench's layout with instruction- and role-generalisation splits."""
     from rpbench.flows.kit.run import run_flow
-    from rpbench.flows.modes.rolellm.flows import check_roles
-    from rpbench.flows.modes.rolellm.flows import context_instruct as flow
+    from rpbench.flows.modes.rolellm.checks import check_roles
 
     _, _, dropped = check_roles(s)
+    from rpbench.flows.modes.rolellm.flows import context_instruct as flow
+
     if dropped:
         typer.echo(f"left out (fewer than {s.min_turns} turns of their own): {', '.join(dropped)}")
     manifest = run_flow(flow, settings=s)
@@ -63,10 +66,12 @@ def general(s: GeneralSettings) -> None:
     """RoleBench-general: short general instructions (BM25 de-duplicated) answered six times by every role in
     role (RoleGPT prompting): five answers are references, the sixth the RoleGPT baseline; the original answers
     are the RAW references. Written in RoleBench's layout with both splits."""
-    from rpbench.flows.kit.run import run_flow
-    from rpbench.flows.modes.rolellm.flows import check_general, rolebench_general
+    from rpbench.flows.modes.rolellm.checks import check_general
 
     check_general(s)
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.modes.rolellm.flows import rolebench_general
+
     manifest = run_flow(rolebench_general, settings=s)
     g = manifest.get("general", {})
     typer.echo(f"instructions: {g.get('instructions')}; answers: "

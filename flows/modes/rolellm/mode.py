@@ -3,27 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep
-from rpbench.flows.modes.rolellm.commands import add_commands
 from rpbench.samples import sample_path
-from rpbench.tasks.modes.rolellm.analysis import REPORT
 from rpbench.tasks.modes.rolellm.roles import ROLES
-from rpbench.tasks.modes.rolellm.tables import ANSWERS, QUESTIONS, RANKINGS, ROW_SCORES, TRIPLETS
 
-
-def _flows() -> dict[str, Any]:
-    from rpbench.flows.modes.rolellm.flows import (
-        context_instruct,
-        role_profile,
-        role_selection,
-        rolebench_general,
-        rolellm_eval,
-    )
-
-    return {"rolellm-eval": rolellm_eval, "rolellm-context-instruct": context_instruct,
-            "rolellm-general": rolebench_general, "rolellm-profile": role_profile, "rolellm-select": role_selection}
+FLOWS = "rpbench.flows.modes.rolellm.flows"
+TABLES = "rpbench.tasks.modes.rolellm.tables"
 
 
 def _smoke(work: Path) -> list[SmokeStep]:
@@ -47,10 +33,14 @@ ROLELLM = BenchmarkMode(
                 "examples), scored by Rouge-L (CUS, RAW, SPE) and a ranking judge; Context-Instruct makes "
                 "role-specific questions from a role's own script.",
     roles=ROLES,
-    item_table=ROW_SCORES,
-    report=REPORT,
-    flows=_flows,
-    commands=add_commands,
-    tables=(QUESTIONS, ANSWERS, ROW_SCORES, RANKINGS, TRIPLETS),
+    item_table=f"{TABLES}:ROW_SCORES",
+    report="rpbench.tasks.modes.rolellm.analysis:REPORT",
+    flows={"rolellm-eval": f"{FLOWS}:rolellm_eval", "rolellm-context-instruct": f"{FLOWS}:context_instruct",
+           "rolellm-general": f"{FLOWS}:rolebench_general", "rolellm-profile": f"{FLOWS}:role_profile",
+           "rolellm-select": f"{FLOWS}:role_selection"},
+    commands="rpbench.flows.modes.rolellm.commands:add_commands",
+    tables=(f"{TABLES}:QUESTIONS", f"{TABLES}:ANSWERS", f"{TABLES}:ROW_SCORES", f"{TABLES}:RANKINGS",
+            f"{TABLES}:TRIPLETS",),
     smoke=_smoke,
+    training_data="rpbench.tasks.modes.rolellm.training:ROLEBENCH",
 )

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from rpbench import prompts
-from rpbench.tasks.llm import Gateway
+from rpbench.tasks.llm import Model
 from rpbench.tasks.llm.gather import OnDone, gather_counted
 from rpbench.tasks.llm.messages import Message, merge_system
 from rpbench.tasks.llm.structured import REASONING
@@ -71,7 +71,7 @@ def tested_messages(system: str, rounds: Sequence[Round], query: str, merge: boo
     return merge_system(msgs) if merge else msgs
 
 
-async def run_dialogue(gateway: Gateway, seed: Seed, prompt_format: str, role: str, model: str,
+async def run_dialogue(gateway: Model, seed: Seed, prompt_format: str, role: str, model: str,
                        cfg: DialogueConfig) -> Dialogue:
     did = dialogue_id(seed, prompt_format)
     system = system_prompt(seed, prompt_format)
@@ -133,7 +133,7 @@ async def run_dialogue(gateway: Gateway, seed: Seed, prompt_format: str, role: s
     return end("max rounds")
 
 
-async def run_all(gateway: Gateway, dialogues: Sequence[tuple[Seed, str]], role: str, model: str,
+async def run_all(gateway: Model, dialogues: Sequence[tuple[Seed, str]], role: str, model: str,
                   cfg: DialogueConfig, on_done: OnDone = None) -> list[Dialogue]:
     """Every (seed, format) dialogue side by side, each one's rounds in order; results in input order."""
     return await gather_counted([run_dialogue(gateway, s, f, role, model, cfg) for s, f in dialogues], on_done)

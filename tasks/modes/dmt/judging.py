@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from rpbench import prompts
-from rpbench.tasks.llm import Gateway, Request
+from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.structured import REASONING
 from rpbench.tasks.modes.dmt.catalog import allocated, metric_text
 from rpbench.tasks.modes.dmt.records import Label, Round, Seed
@@ -37,7 +37,7 @@ def judge_request(seed: Seed, rounds: Sequence[Round], r: Round, metric: str, ta
     return Request(JUDGE, [{"role": "user", "content": text}], schema=BinaryVerdict, tag=tag)
 
 
-async def label_all(gateway: Gateway, seeds: dict[str, Seed], rounds: Sequence[Round], model: str,
+async def label_all(gateway: Model, seeds: dict[str, Seed], rounds: Sequence[Round], model: str,
                     on_done: OnDone = None) -> list[Label]:
     by_dialogue: dict[str, list[Round]] = {}
     for r in rounds:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pydantic import Field, create_model
 
-from rpbench.tasks.core.records import Line, Record, Status
+from rpbench.tasks.core.records import Record, Status
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
+from rpbench.tasks.modes.furina.domain import Line
 from rpbench.tasks.modes.furina.pool.models import ExtractedCharacter, ExtractedScene
 
 

@@ -1,8 +1,10 @@
-"""The tables only FURINA writes (shared ones, such as scenes and items, are in ``rpbench.storage.schemas``)."""
+"""FURINA's tables: scenes, characters, items, generations and judgments, and those of its pool, builder and
+evaluation (the tables every mode writes, calls and failures, are in ``rpbench.storage.schemas``)."""
 
 from __future__ import annotations
 
 from rpbench.storage.schemas import TableSpec
+from rpbench.tasks.modes.furina.domain import Character, Generation, Item, Judgment, Scene
 from rpbench.tasks.modes.furina.records import (
     BookRecord,
     BuildStats,
@@ -17,6 +19,14 @@ from rpbench.tasks.modes.furina.records import (
     RawScene,
     SourceModelCount,
 )
+
+# One self-contained scene per row: its characters and dialogue are nested lists.
+SCENES = TableSpec("scenes", 2, Scene)
+# Test characters, as synthesis writes them before they become a characters file.
+CHARACTERS = TableSpec("characters", 1, Character)
+ITEMS = TableSpec("items", 2, Item)
+GENERATIONS = TableSpec("generations", 2, Generation)
+JUDGMENTS = TableSpec("judgments", 2, Judgment)
 
 # -- the character-scene pool
 BOOKS = TableSpec("books", 2, BookRecord)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from rpbench import prompts
 from rpbench.tasks.core.languages import language_name
-from rpbench.tasks.llm import Gateway
+from rpbench.tasks.llm import Model
 from rpbench.tasks.llm.gather import OnDone, gather_counted
 from rpbench.tasks.llm.messages import Message, merge_system
 from rpbench.tasks.llm.structured import REASONING
@@ -91,13 +91,13 @@ def _turn(card: Card, situation: Situation, model: str, k: int, user: str | None
                 status="failed" if error else "ok", error=error, **extra)
 
 
-async def _player_reply(gateway: Gateway, role: str, card: Card, turns: list[Turn], user: str, merge: bool,
+async def _player_reply(gateway: Model, role: str, card: Card, turns: list[Turn], user: str, merge: bool,
                         tag: str) -> tuple[str | None, str | None]:
     reply = await gateway.complete(role, player_messages(card, turns, user, merge), tag=tag)
     return (reply.text, None) if reply.ok else (None, f"player: {reply.error}")
 
 
-async def converse_v2(gateway: Gateway, card: Card, situation: Situation, role: str, model: str,
+async def converse_v2(gateway: Model, card: Card, situation: Situation, role: str, model: str,
                       cfg: ConversationConfig) -> list[Turn]:
     turns: list[Turn] = []
     cid = conversation_id(card, situation)
@@ -119,7 +119,7 @@ async def converse_v2(gateway: Gateway, card: Card, situation: Situation, role: 
     return turns
 
 
-async def converse_v1(gateway: Gateway, card: Card, situation: Situation, role: str, model: str,
+async def converse_v1(gateway: Model, card: Card, situation: Situation, role: str, model: str,
                       cfg: ConversationConfig) -> list[Turn]:
     """The combined tester: each call grades the previous reply and writes the next message."""
     turns: list[Turn] = []
@@ -156,7 +156,7 @@ async def converse_v1(gateway: Gateway, card: Card, situation: Situation, role: 
     return turns
 
 
-async def converse_all(gateway: Gateway, grid: Sequence[tuple[Card, Situation]], role: str, model: str,
+async def converse_all(gateway: Model, grid: Sequence[tuple[Card, Situation]], role: str, model: str,
                        cfg: ConversationConfig, on_done: OnDone = None) -> list[Turn]:
     """Every conversation of the grid, side by side (each one's turns in order), rows in grid order."""
     run = converse_v1 if cfg.version == "v1" else converse_v2

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, create_model
 from rpbench import prompts
 from rpbench.tasks.core.languages import language_name
 from rpbench.tasks.core.records import Failure
-from rpbench.tasks.llm import Gateway, Request
+from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
 from rpbench.tasks.llm.structured import REASONING
 from rpbench.tasks.modes.pingpong.conversation import EXPLANATION_CAP, card_prompt
@@ -70,7 +70,7 @@ def complete_conversations(turns: Sequence[Turn]) -> dict[str, list[Turn]]:
     return {cid: sorted(ts, key=lambda t: t.turn) for cid, ts in by.items() if all(t.status == "ok" for t in ts)}
 
 
-async def judge_all(gateway: Gateway, cards: dict[tuple[str, str], Card], turns: Sequence[Turn], model: str,
+async def judge_all(gateway: Model, cards: dict[tuple[str, str], Card], turns: Sequence[Turn], model: str,
                     judge: str, judge_role: str, on_done: OnDone = None) -> tuple[list[TurnJudgment], list[Failure]]:
     """``judge`` (bound to ``judge_role``) on every complete conversation of ``model``."""
     convos = complete_conversations([t for t in turns if t.model == model])

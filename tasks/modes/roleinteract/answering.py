@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rpbench import prompts
-from rpbench.tasks.llm import Gateway, Request
+from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
 from rpbench.tasks.modes.roleinteract.letters import option_letters
 from rpbench.tasks.modes.roleinteract.loader import readable
@@ -67,7 +67,7 @@ def request(item: Item, role: str, model: str) -> Request[Any]:
                    parse=letter_reader(item) if item.choices else None)
 
 
-async def answer_all(gateway: Gateway, items: Sequence[Item], role: str, model: str,
+async def answer_all(gateway: Model, items: Sequence[Item], role: str, model: str,
                      on_done: OnDone = None) -> list[Answer]:
     """``model`` (bound to ``role``) on every item; answers in item order."""
     results = await gateway.run_all([request(i, role, model) for i in items], on_done=on_done)

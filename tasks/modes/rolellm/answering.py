@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm import Gateway, Request
+from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
 from rpbench.tasks.modes.rolellm.records import BenchRow, Mode, RoleAnswer, RoleProfile
 from rpbench.tasks.modes.rolellm.rolegpt import Retriever, messages
@@ -23,7 +23,7 @@ def requests(rows: Sequence[BenchRow], profiles: Mapping[str, RoleProfile], retr
                     tag=f"rolellm:{r.row_id}:{model}:{mode}") for r in rows]
 
 
-async def answer_all(gateway: Gateway, rows: Sequence[BenchRow], profiles: Mapping[str, RoleProfile], role: str,
+async def answer_all(gateway: Model, rows: Sequence[BenchRow], profiles: Mapping[str, RoleProfile], role: str,
                      model: str, mode: Mode, k: int, on_done: OnDone = None) -> list[RoleAnswer]:
     results = await gateway.run_all(requests(rows, profiles, Retriever(profiles), role, model, mode, k),
                                     on_done=on_done)

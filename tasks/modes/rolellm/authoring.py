@@ -10,7 +10,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, Field
 
 from rpbench import prompts
-from rpbench.tasks.llm import Gateway, Request
+from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
 from rpbench.tasks.llm.structured import REASONING
 from rpbench.tasks.modes.rolellm.records import ScriptChoice
@@ -38,7 +38,7 @@ class AuthoringFailed(Exception):
     """A step gave no usable reply after its retries."""
 
 
-async def select_roles(gateway: Gateway, scripts: Sequence[tuple[str, str | None]], language: str = "en",
+async def select_roles(gateway: Model, scripts: Sequence[tuple[str, str | None]], language: str = "en",
                        on_done: OnDone = None) -> list[ScriptChoice]:
     """For each (script, character or None): the main character and how distinct its speech is."""
     asks: list[Request[_Choice]] = [Request(GENERATOR, [{"role": "user", "content": prompts.render(
@@ -52,7 +52,7 @@ async def select_roles(gateway: Gateway, scripts: Sequence[tuple[str, str | None
     return out
 
 
-async def _ask(gateway: Gateway, template: str, language: str, schema: type[M], tag: str,
+async def _ask(gateway: Model, template: str, language: str, schema: type[M], tag: str,
                **variables: object) -> M:
     res = await gateway.complete(GENERATOR, [{"role": "user", "content": prompts.render(
         f"rolellm/{template}", language, **variables).text}], schema=schema, tag=tag)
@@ -61,7 +61,7 @@ async def _ask(gateway: Gateway, template: str, language: str, schema: type[M], 
     return res.parsed
 
 
-async def describe(gateway: Gateway, name: str, script: str, language: str, excerpt: str = ""
+async def describe(gateway: Model, name: str, script: str, language: str, excerpt: str = ""
                    ) -> tuple[str, list[str]]:
     """A role's description in the second person, and its catchphrases (possibly none)."""
     third = await _ask(gateway, "describe", language, _Text, f"rolellm:describe:{name}", name=name, script=script,

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, create_model
 
 from rpbench import prompts
 from rpbench.tasks.core.records import Failure
-from rpbench.tasks.llm import Gateway, Request
+from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
 from rpbench.tasks.llm.structured import REASONING
 from rpbench.tasks.modes.rolellm.cleaning import unclean
@@ -91,7 +91,7 @@ def _collect(profile: RoleProfile, asks: Sequence[Ask], results: Sequence[Any]) 
     return made, failed
 
 
-async def generate(gateway: Gateway, profile: RoleProfile, segments: Sequence[str], plan: Plan,
+async def generate(gateway: Model, profile: RoleProfile, segments: Sequence[str], plan: Plan,
                    on_done: OnDone = None) -> tuple[list[Triplet], list[Failure]]:
     """Every candidate triplet of a role: from each segment, from the description, then top-up batches."""
     asks = [_ask(profile, "from_script", plan.per_segment, "script_based", k, 0, excerpt=s)

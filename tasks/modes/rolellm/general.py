@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm import Gateway, Request
+from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
 from rpbench.tasks.modes.rolellm.cleaning import unclean
 from rpbench.tasks.modes.rolellm.records import GeneralResponse, Mode, RoleProfile
@@ -79,7 +79,7 @@ def select_instructions(found: Sequence[Instruction], duplicate_share: float = 0
     return [short[j] for j in kept]
 
 
-async def respond_all(gateway: Gateway, profile: RoleProfile, instructions: Sequence[Instruction], mode: Mode,
+async def respond_all(gateway: Model, profile: RoleProfile, instructions: Sequence[Instruction], mode: Mode,
                       k: int, on_done: OnDone = None) -> list[GeneralResponse]:
     """Six answers in role to each instruction of the role's language: five references (cleaned), a baseline."""
     mine = [i for i in instructions if i.language == profile.language]

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model, model_validator
 
 from rpbench import prompts
-from rpbench.tasks.llm import Gateway, Request
+from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
 from rpbench.tasks.llm.structured import REASONING
 from rpbench.tasks.modes.rolellm.records import BenchRow, Ranking, RoleProfile
@@ -69,7 +69,7 @@ def request(row: BenchRow, profile: RoleProfile, answers: Mapping[str, str], jud
                           tag=f"rolellm:rank:{row.row_id}:{judge}")
 
 
-async def rank_all(gateway: Gateway, rows: Sequence[BenchRow], profiles: Mapping[str, RoleProfile],
+async def rank_all(gateway: Model, rows: Sequence[BenchRow], profiles: Mapping[str, RoleProfile],
                    answers: Mapping[str, Mapping[str, str]], judge_role: str, judge: str,
                    on_done: OnDone = None) -> list[Ranking]:
     """``answers``: row id -> system -> answer; rows with fewer than two answers are not ranked."""

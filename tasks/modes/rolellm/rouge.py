@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Literal
-
-from rouge_score import rouge_scorer
+from typing import TYPE_CHECKING, Literal
 
 from rpbench.tasks.stats.similarity import tokens
 
@@ -25,8 +23,15 @@ class _CharTokenizer:
         return tokens(text)
 
 
+if TYPE_CHECKING:
+    from rouge_score.rouge_scorer import RougeScorer
+
+
 @functools.cache
-def _scorer(language: str) -> rouge_scorer.RougeScorer:
+def _scorer(language: str) -> RougeScorer:
+    # rouge-score brings nltk and scipy (about a second): loaded when the first answer is scored.
+    from rouge_score import rouge_scorer
+
     if language == "zh":
         return rouge_scorer.RougeScorer(["rougeL"], tokenizer=_CharTokenizer())
     return rouge_scorer.RougeScorer(["rougeL"])

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.core.records import Character, Item, Line, Scene
-from rpbench.tasks.llm import Gateway
+from rpbench.tasks.llm import Model
 from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, covered
 from rpbench.tasks.modes.furina.builder.rules import rule_flags
 from rpbench.tasks.modes.furina.builder.simulate import (
@@ -33,6 +32,7 @@ from rpbench.tasks.modes.furina.builder.simulate import (
     spoken_part,
     turn_records,
 )
+from rpbench.tasks.modes.furina.domain import Character, Item, Line, Scene
 from rpbench.tasks.modes.furina.records import DialogueTurn, Grade
 
 OnDone = Callable[[int, int], Any] | None
@@ -65,7 +65,7 @@ def plan_wave(character: Character, queue: Sequence[Scene], cfg: BuildConfig, st
             for k in range(started, started + min(cfg.wave_size, budget_left))]
 
 
-async def simulate_wave(gateway: Gateway, wave: list[Dialogue], selected: dict[str, int], cfg: BuildConfig,
+async def simulate_wave(gateway: Model, wave: list[Dialogue], selected: dict[str, int], cfg: BuildConfig,
                         on_done: OnDone = None) -> list[Dialogue]:
     """Every dialogue of a wave at once, each from the same snapshot of the character's DWRS selection counts
     and with its own seeded generator."""
@@ -83,7 +83,7 @@ async def simulate_wave(gateway: Gateway, wave: list[Dialogue], selected: dict[s
     return list(await asyncio.gather(*(one(d) for d in wave)))
 
 
-async def grade_wave(gateway: Gateway, turns: Sequence[DialogueTurn], scenes: dict[str, Scene],
+async def grade_wave(gateway: Model, turns: Sequence[DialogueTurn], scenes: dict[str, Scene],
                      on_done: OnDone = None) -> list[Grade]:
     """Grade every dialogue in ``turns`` (in order of first appearance)."""
     by_dialogue: dict[str, list[DialogueTurn]] = {}
@@ -156,7 +156,7 @@ class BuildResult:
     failures: dict[str, int]
 
 
-async def build_benchmark(gateway: Gateway, characters: list[Character], scenes: list[Scene], cfg: BuildConfig,
+async def build_benchmark(gateway: Model, characters: list[Character], scenes: list[Scene], cfg: BuildConfig,
                           on_dialogue: OnDone = None) -> BuildResult:
     """The whole build in memory: characters side by side, each in waves until covered or out of budget."""
     turns: list[DialogueTurn] = []
@@ -188,7 +188,7 @@ async def build_benchmark(gateway: Gateway, characters: list[Character], scenes:
 
     await asyncio.gather(*(one_character(c) for c in characters))
     return finish_build(turns, grades, characters, scenes, cfg, coverage, dict(failures),
-                        {role: gateway.config.for_role(role).model for role in cfg.sources})
+                        {role: gateway.model_of(role) for role in cfg.sources})
 
 
 def finish_build(turns: list[DialogueTurn], grades: list[Grade], characters: list[Character], scenes: list[Scene],

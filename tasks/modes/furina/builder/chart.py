@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rpbench.tasks.core.records import Item
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
+from rpbench.tasks.modes.furina.domain import Item
 
 
 def items_per_dimension_chart(items: list[Item], path: str | Path, title: str = "Items per dimension") -> Path:

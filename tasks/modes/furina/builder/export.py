@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from rpbench.storage.runs import RunDir
-from rpbench.storage.schemas import ITEMS
 from rpbench.storage.tables import atomic_write_bytes, read_rows, read_table, write_table
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
+from rpbench.tasks.modes.furina.tables import ITEMS
 
 
 def dataset_card(items: list[dict[str, Any]], manifest: dict[str, Any], fmt: str) -> str:

@@ -12,8 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from rpbench.tasks.core.records import Character, Line, Scene, SceneCharacter
-from rpbench.tasks.llm import CallResult, Gateway, Request
+from rpbench.tasks.llm import CallResult, Model, Request
 from rpbench.tasks.modes.furina.builder.dwrs import DIMENSIONS, dwrs_choose
 from rpbench.tasks.modes.furina.builder.turns import (
     END,
@@ -24,6 +23,7 @@ from rpbench.tasks.modes.furina.builder.turns import (
     test_turn_messages,
 )
 from rpbench.tasks.modes.furina.config import BuildConfig
+from rpbench.tasks.modes.furina.domain import Character, Line, Scene, SceneCharacter
 from rpbench.tasks.modes.furina.records import DialogueTurn, Grade
 
 
@@ -88,7 +88,7 @@ def is_item(turn: Turn | DialogueTurn, cfg: BuildConfig) -> bool:
     return bool(turn.is_test and turn.sigma is not None and turn.sigma < cfg.item_sigma_below and turn.dimension)
 
 
-async def _next_speaker(gateway: Gateway, d: Dialogue, roster: list[str], r: int, since_test: int,
+async def _next_speaker(gateway: Model, d: Dialogue, roster: list[str], r: int, since_test: int,
                         cfg: BuildConfig, tag: str) -> tuple[str | None, str]:
     """Who speaks in round ``r`` and how it was decided; None when the director ends the scene."""
     test = d.character.name
@@ -107,7 +107,7 @@ async def _next_speaker(gateway: Gateway, d: Dialogue, roster: list[str], r: int
     return fallback_speaker(roster, d.turns, test), "fallback"
 
 
-async def simulate(gateway: Gateway, d: Dialogue, selected: dict[str, int], cfg: BuildConfig,
+async def simulate(gateway: Model, d: Dialogue, selected: dict[str, int], cfg: BuildConfig,
                    rng: random.Random) -> Dialogue:
     """Run one dialogue.
 
@@ -156,7 +156,7 @@ async def simulate(gateway: Gateway, d: Dialogue, selected: dict[str, int], cfg:
     return d
 
 
-async def _test_turn(gateway: Gateway, d: Dialogue, scene_chars: list[SceneCharacter], target: str,
+async def _test_turn(gateway: Model, d: Dialogue, scene_chars: list[SceneCharacter], target: str,
                      cfg: BuildConfig, tag: str) -> Turn | None:
     lang = d.scene.language
     messages = test_turn_messages(d.scene, d.character, scene_chars, d.history(), target, lang,
@@ -190,7 +190,7 @@ async def _test_turn(gateway: Gateway, d: Dialogue, scene_chars: list[SceneChara
                 dimension=v.dimension, rationale=v.reasoning, judge_status="ok", **common)
 
 
-async def grade(gateway: Gateway, dialogue_id: str, character: str, scene: Scene, history: list[Line]) -> Grade:
+async def grade(gateway: Model, dialogue_id: str, character: str, scene: Scene, history: list[Line]) -> Grade:
     """The judge's grade of a finished dialogue (poor, moderate, high); a failed call is recorded, ungraded."""
     res = await gateway.run(grade_request(scene, history, scene.language, f"{dialogue_id}:grade"))
     if res.ok:

@@ -16,11 +16,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from rpbench import prompts
-from rpbench.tasks.core.records import Character, Line, Scene, SceneCharacter
 from rpbench.tasks.llm import Request
 from rpbench.tasks.llm.structured import REASONING
 from rpbench.tasks.modes.furina.characters.profile import full_profile, public_profiles
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS, Dimension
+from rpbench.tasks.modes.furina.domain import Character, Line, Scene, SceneCharacter
 
 END = "END"
 REASONING_CAP = 8000  # characters of free-text reasoning a structured reply may hold, unless a role says less

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rpbench.tasks.core.records import Attribute, Character, SceneCharacter
+from rpbench.tasks.modes.furina.domain import Attribute, Character, SceneCharacter
 
 KEY_LABELS = {
     "en": {"name": "Name", "nickname": "Nickname", "gender": "Gender", "age": "Age", "appearance": "Appearance",

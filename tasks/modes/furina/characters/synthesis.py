@@ -19,9 +19,9 @@ from pydantic import BaseModel, Field, create_model, model_validator
 from rapidfuzz import fuzz
 
 from rpbench import prompts
-from rpbench.tasks.core.records import Attribute, Character, Line, Scene, SceneCharacter
-from rpbench.tasks.llm import Gateway, Request
+from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.modes.furina.config import SynthesisConfig
+from rpbench.tasks.modes.furina.domain import Attribute, Character, Line, Scene, SceneCharacter
 from rpbench.tasks.modes.furina.profiles import (
     PRIVATE_BY_DEFAULT,
     Age,
@@ -159,7 +159,7 @@ def profile_text(p: ProfileDraft) -> str:
 
 
 # -- steps ---------------------------------------------------------------------------------------
-async def _ask(gateway: Gateway, role: str, template: str, language: str, schema: type[T], tag: str,
+async def _ask(gateway: Model, role: str, template: str, language: str, schema: type[T], tag: str,
                sample_index: int = 0, **variables: Any) -> T:
     text = prompts.render(template, language, **variables).text
     request: Request[T] = Request(role, [{"role": "user", "content": text}], schema=schema,
@@ -170,7 +170,7 @@ async def _ask(gateway: Gateway, role: str, template: str, language: str, schema
     return result.parsed
 
 
-async def _refined(gateway: Gateway, cfg: SynthesisConfig, report: SynthesisReport, step: str, draft: T,
+async def _refined(gateway: Model, cfg: SynthesisConfig, report: SynthesisReport, step: str, draft: T,
                    context: str, checks: str, tag: str) -> T:
     """Review the draft against the checks; revise until it passes or the rounds run out."""
     for round_ in range(cfg.max_refine):
@@ -186,7 +186,7 @@ async def _refined(gateway: Gateway, cfg: SynthesisConfig, report: SynthesisRepo
     return draft
 
 
-async def synthesize(gateway: Gateway, cfg: SynthesisConfig, index: OriginalityIndex, run_id: str = "s0",
+async def synthesize(gateway: Model, cfg: SynthesisConfig, index: OriginalityIndex, run_id: str = "s0",
                      on_step: Callable[[str], None] | None = None,
                      ) -> tuple[list[Character], Scene, SynthesisReport]:
     """One world with ``cfg.n_characters`` characters, a scene and its dialogue; ``on_step`` hears of each step done."""

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rpbench.storage.characters import load_characters
-from rpbench.storage.scenes import read_scenes
-from rpbench.storage.schemas import ITEMS, SCENES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.modes.furina.character_files import load_characters
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
 from rpbench.tasks.modes.furina.evaluation.run import Bench
+from rpbench.tasks.modes.furina.scene_files import read_scenes
+from rpbench.tasks.modes.furina.tables import ITEMS, SCENES
 
 CHARACTERS_FILE = "characters.yaml"
 

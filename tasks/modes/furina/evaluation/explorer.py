@@ -9,7 +9,7 @@ from typing import Any
 
 from jinja2 import Environment, StrictUndefined
 
-from rpbench.tasks.core.records import Generation, Judgment
+from rpbench.tasks.modes.furina.domain import Generation, Judgment
 from rpbench.tasks.modes.furina.evaluation.run import BASE, Bench
 from rpbench.tasks.modes.furina.evaluation.scoring import win_share
 from rpbench.tasks.modes.furina.records import ItemScore

@@ -18,11 +18,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from rpbench import prompts
-from rpbench.tasks.core.records import Character, Failure, Generation, Item, Judgment, Scene, SceneCharacter
-from rpbench.tasks.llm import CallResult, Gateway, Request
+from rpbench.tasks.core.records import Failure
+from rpbench.tasks.llm import CallResult, Model, Request
 from rpbench.tasks.llm.structured import REASONING
 from rpbench.tasks.modes.furina.builder.turns import REASONING_CAP, dimension_text, test_turn_messages, test_view
 from rpbench.tasks.modes.furina.config import EvalConfig
+from rpbench.tasks.modes.furina.domain import Character, Generation, Item, Judgment, Scene, SceneCharacter
 from rpbench.tasks.modes.furina.evaluation.scoring import DEFAULT_F, hallucinated, item_score, markup_count
 from rpbench.tasks.modes.furina.records import Check, ItemScore
 
@@ -80,7 +81,7 @@ def check_request(item: Item, rationale: str, order: int, tag: str) -> Request[C
     return Request("checker", [{"role": "user", "content": text}], schema=CheckVerdict, tag=tag)
 
 
-async def answer(gateway: Gateway, bench: Bench, role: str, name: str, cfg: EvalConfig,
+async def answer(gateway: Model, bench: Bench, role: str, name: str, cfg: EvalConfig,
                  on_done: OnDone = None) -> list[Generation]:
     """Every item answered by the model bound to ``role``, recorded under ``name`` (``base`` for the base)."""
     requests: list[Request[None]] = [
@@ -97,7 +98,7 @@ def _generation(item_id: str, model: str, res: CallResult[None]) -> Generation:
     return Generation(item_id=item_id, model=model, text=None, status="failed", error=error)
 
 
-async def judge(gateway: Gateway, bench: Bench, base: Sequence[Generation], answers: Sequence[Generation],
+async def judge(gateway: Model, bench: Bench, base: Sequence[Generation], answers: Sequence[Generation],
                 name: str, on_done: OnDone = None, extras: bool = False) -> list[Judgment]:
     """Both orders (test reply as A, then base as A) for every item where both answers exist."""
     base_of = {g.item_id: g for g in base}
@@ -122,7 +123,7 @@ async def judge(gateway: Gateway, bench: Bench, base: Sequence[Generation], answ
     ]
 
 
-async def check(gateway: Gateway, bench: Bench, judgments: Sequence[Judgment], name: str,
+async def check(gateway: Model, bench: Bench, judgments: Sequence[Judgment], name: str,
                 on_done: OnDone = None) -> list[Check]:
     """The checker reads the rationale of each parsed judgment of a checked item, in both orders."""
     items = {it.item_id: it for it in bench.items}
@@ -192,7 +193,7 @@ class EvalTables:
     failures: list[Failure]
 
 
-async def evaluate(gateway: Gateway, bench: Bench, models: Mapping[str, str], cfg: EvalConfig) -> EvalTables:
+async def evaluate(gateway: Model, bench: Bench, models: Mapping[str, str], cfg: EvalConfig) -> EvalTables:
     """Every stage for every model in memory (name -> role), for tests and benchmarks."""
     base = await answer(gateway, bench, BASE, BASE, cfg)
     tables = EvalTables(list(base), [], [], [], [])

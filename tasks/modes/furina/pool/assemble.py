@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 
 from rpbench import prompts
-from rpbench.tasks.core.records import Scene
 from rpbench.tasks.llm import CallResult, Request
+from rpbench.tasks.modes.furina.domain import Scene
 from rpbench.tasks.modes.furina.pool.ingest import Book
 from rpbench.tasks.modes.furina.pool.models import Fragment, fragment_schema, sketch_to_character
 from rpbench.tasks.modes.furina.records import RawScene

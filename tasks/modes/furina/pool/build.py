@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rpbench.tasks.core.records import Scene
-from rpbench.tasks.llm import Gateway
+from rpbench.tasks.llm import Model
 from rpbench.tasks.modes.furina.config import PoolConfig
+from rpbench.tasks.modes.furina.domain import Scene
 from rpbench.tasks.modes.furina.pool.assemble import assemble, fragment_request
 from rpbench.tasks.modes.furina.pool.boundaries import apply_boundaries, boundary_requests
 from rpbench.tasks.modes.furina.pool.chapters import find_headings
@@ -25,7 +25,7 @@ from rpbench.tasks.modes.furina.pool.extract import extraction_record, extractio
 from rpbench.tasks.modes.furina.pool.filters import FilterConfig, deduplicate, dropped, rule_problem
 from rpbench.tasks.modes.furina.pool.ingest import Book
 from rpbench.tasks.modes.furina.pool.names import alias_mapping, alias_request, apply_aliases, speaker_counts
-from rpbench.tasks.modes.furina.pool.tokens import count_tokens
+from rpbench.tasks.llm.tokens import count_tokens
 from rpbench.tasks.modes.furina.records import BookRecord, Chunk, DroppedScene, Extraction, RawScene
 
 # (done, total) -> None: how a stage hears of progress, whoever reports it.
@@ -63,7 +63,7 @@ def chunk_book(book: Book, cfg: ChunkingConfig) -> tuple[BookRecord, list[Chunk]
     return book_record(book, len(chunks)), chunks
 
 
-async def move_boundaries(gateway: Gateway, book: Book, chunks: list[Chunk], on_done: OnDone = None) -> list[Chunk]:
+async def move_boundaries(gateway: Model, book: Book, chunks: list[Chunk], on_done: OnDone = None) -> list[Chunk]:
     """The plot-aware pass: an unfinished chunk ending moves to the next chunk; each boundary says what happened."""
     spans = [(c.start_char, c.end_char) for c in chunks]
     if len(spans) < 2:
@@ -74,13 +74,13 @@ async def move_boundaries(gateway: Gateway, book: Book, chunks: list[Chunk], on_
     return chunk_rows(book, spans, [m.status for m in moves] + ["last"])
 
 
-async def extract_scenes(gateway: Gateway, book: Book, chunks: list[Chunk], on_done: OnDone = None) -> list[Extraction]:
+async def extract_scenes(gateway: Model, book: Book, chunks: list[Chunk], on_done: OnDone = None) -> list[Extraction]:
     requests = [extraction_request(book, c.chunk_index, c.text) for c in chunks]
     results = await gateway.run_all(requests, on_done=on_done)
     return [extraction_record(c, r) for c, r in zip(chunks, results, strict=True)]
 
 
-async def stitch_scenes(gateway: Gateway, book: Book, extractions: list[Extraction]) -> tuple[list[RawScene], bool]:
+async def stitch_scenes(gateway: Model, book: Book, extractions: list[Extraction]) -> tuple[list[RawScene], bool]:
     """Scenes joined across chunk edges, speakers under one name each; and whether the alias call failed."""
     ordered = sorted(extractions, key=lambda e: e.chunk_index)
     raw = stitch(book.book_id, [e.scenes for e in ordered])
@@ -95,7 +95,7 @@ async def stitch_scenes(gateway: Gateway, book: Book, extractions: list[Extracti
     return raw, False
 
 
-async def assemble_scenes(gateway: Gateway, book: Book, raw: list[RawScene], cfg: FilterConfig,
+async def assemble_scenes(gateway: Model, book: Book, raw: list[RawScene], cfg: FilterConfig,
                           on_done: OnDone = None) -> tuple[list[Scene], list[DroppedScene], int]:
     """Rule filters, then FURINA's structure for every remaining scene; (scenes, dropped, failed fragment calls)."""
     gone: list[DroppedScene] = []
@@ -121,7 +121,7 @@ async def assemble_scenes(gateway: Gateway, book: Book, raw: list[RawScene], cfg
     return scenes, gone, sum(not f.ok for f in fragments)
 
 
-async def build_book(gateway: Gateway, book: Book, cfg: PoolConfig) -> BookPool:
+async def build_book(gateway: Model, book: Book, cfg: PoolConfig) -> BookPool:
     """Every stage for one book, in a row."""
     record, chunks = chunk_book(book, cfg.chunking)
     if cfg.plot_aware:

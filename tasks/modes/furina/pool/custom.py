@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.core.records import Scene
+from rpbench.tasks.modes.furina.domain import Scene
 
 
 def merge_scenes(existing: list[Scene], new: list[Scene], source: str) -> list[Scene]:

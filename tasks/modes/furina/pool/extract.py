@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from rapidfuzz import fuzz
 
 from rpbench import prompts
-from rpbench.tasks.core.records import Line
 from rpbench.tasks.llm import CallResult, Request
+from rpbench.tasks.modes.furina.domain import Line
 from rpbench.tasks.modes.furina.pool.ingest import Book
 from rpbench.tasks.modes.furina.pool.models import ChunkExtraction, ExtractedScene
 from rpbench.tasks.modes.furina.records import Chunk, Extraction, RawScene

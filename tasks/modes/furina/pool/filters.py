@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rpbench.tasks.core.records import Scene
 from rpbench.tasks.modes.furina.config import FilterConfig
+from rpbench.tasks.modes.furina.domain import Scene
 from rpbench.tasks.modes.furina.records import BookRecord, DroppedScene, PoolStats, RawScene
 
 

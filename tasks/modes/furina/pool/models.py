@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from rpbench.tasks.core.records import Attribute, SceneCharacter
+from rpbench.tasks.modes.furina.domain import Attribute, SceneCharacter
 from rpbench.tasks.modes.furina.profiles import (
     PRIVATE_BY_DEFAULT,
     PROFILE_KEYS,

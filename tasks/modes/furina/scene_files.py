@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rpbench.storage.schemas import SCENES
 from rpbench.storage.tables import atomic_write_bytes, read_records, write_records
 from rpbench.storage.user_files import load_records, validate_records
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.core.records import Scene
+from rpbench.tasks.modes.furina.domain import Scene
+from rpbench.tasks.modes.furina.tables import SCENES
 
 
 def write_scenes(path: str | Path, scenes: list[Scene]) -> Path:

@@ -1,16 +1,18 @@
-"""PingPong's human check (its section 4.1) as Label Studio tasks: one task per model and conversation, the
-character card and the whole conversation, rated 1-5 on in-character, entertaining and fluency. Pulled
-rows are what ``rpbench pingpong agreement`` reads."""
+"""PingPong's annotation kind, its human check (its section 4.1) as Label Studio tasks: one task per model and
+conversation, the character card and the whole conversation, rated 1-5 on in-character, entertaining and
+fluency. Pulled rows are what ``rpbench pingpong agreement`` reads; a criterion left unsure stays blank."""
 
 from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from rpbench import prompts
 from rpbench.storage.tables import read_records
+from rpbench.tasks.annotation.kinds import AnnotationKind, Answer, Read, choice, text
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.pingpong.records import CRITERIA
 from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATIONS
@@ -25,7 +27,7 @@ LABELS = {
 }
 
 
-def pingpong_tasks(run: str | Path, limit: int | None, seed: int) -> list[dict[str, Any]]:
+def pingpong_tasks(run: Path, limit: int | None, seed: int) -> list[dict[str, Any]]:
     """Task data for a seeded sample of a PingPong run's finished conversations (``limit`` per language)."""
     root = Path(run)
     for table in (CONVERSATIONS, CARDS):
@@ -61,3 +63,15 @@ def pingpong_tasks(run: str | Path, limit: int | None, seed: int) -> list[dict[s
 def pingpong_config(language: str) -> str:
     labels = LABELS["zh" if language == "zh" else "en"]
     return prompts.render("annotation/pingpong", language, criteria=[(c, labels[c]) for c in CRITERIA]).text
+
+
+def read_conversation(data: Mapping[str, Any], result: Answer) -> Read:
+    ratings = {c: choice(result, c) for c in CRITERIA}
+    rated = {c: int(v) for c, v in ratings.items() if v not in (None, "unsure")}
+    if not rated:  # a criterion left unsure stays blank, never guessed; all of them unsure is an unsure answer
+        return "unsure", {}
+    return "ok", {"model": data.get("model"), "conversation_id": data.get("conversation_id"),
+                  **{c: rated.get(c) for c in CRITERIA}, "comment": text(result, "comment")}
+
+
+CONVERSATION = AnnotationKind("pingpong", CRITERIA[0], pingpong_tasks, pingpong_config, read_conversation)

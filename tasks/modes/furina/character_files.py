@@ -15,7 +15,7 @@ import yaml
 from rpbench.storage.tables import atomic_write_bytes
 from rpbench.storage.user_files import load_records, validate_records
 from rpbench.tasks.core.errors import InputError, duplicates
-from rpbench.tasks.core.records import Character
+from rpbench.tasks.modes.furina.domain import Character
 
 
 def from_short_form(record: dict[str, Any]) -> dict[str, Any]:

@@ -1,31 +1,35 @@
-"""Annotation tasks from an evaluation folder: a seeded sample of its items, stratified by dimension and
-language, each made into the data one Label Studio task shows (FURINA section 4.4, appendices K-M).
+"""FURINA's annotation kinds: tasks from an evaluation folder, a seeded sample of its items stratified by
+dimension and language, each made into the data one Label Studio task shows (FURINA section 4.4, appendices
+K-M), and the answers read back as rows ``rpbench validate`` reads.
 
 Two kinds: ``dimension`` (one task per item: which dimension does the reply test) and ``pairwise`` (one task
 per item and model under test: the model's reply against the base's, in a random order recorded in the
 task, scored 1-5). Every task carries ``rpbench_key`` = item|model|kind, which makes a second push of the same
-items add nothing.
+items add nothing. Pairwise scores are read back un-randomised: annotators score reply A against reply B
+(1 = A much better); when the base's reply was shown first the score is mirrored (6 - score), so every row
+reads 1 = the reply under test much better, as the judge's first order does.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections import defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rpbench import prompts
-from rpbench.storage.schemas import GENERATIONS, JUDGMENTS
 from rpbench.storage.tables import read_records
+from rpbench.tasks.annotation.kinds import AnnotationKind, Answer, Read, choice, task_key, text
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.core.records import Character, Item
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
+from rpbench.tasks.modes.furina.domain import Character, Item
 from rpbench.tasks.modes.furina.evaluation.bench import Bench, bench_files, load_bench
 from rpbench.tasks.modes.furina.evaluation.run import BASE
-
-KINDS: tuple[str, ...] = ("dimension", "pairwise", "pingpong")
+from rpbench.tasks.modes.furina.tables import GENERATIONS, JUDGMENTS
 
 
 @dataclass(frozen=True)
@@ -110,10 +114,6 @@ def dimension_choices(language: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def task_key(item_id: str, model: str, kind: str) -> str:
-    return f"{item_id}|{model}|{kind}"
-
-
 def _context(item: Item, bench: Bench) -> dict[str, Any]:
     scene = bench.scenes[item.scene_id]
     return {"item_id": item.item_id, "character": item.character, "language": item.language,
@@ -124,8 +124,6 @@ def _context(item: Item, bench: Bench) -> dict[str, Any]:
 
 def annotation_tasks(evaluation: Evaluation, kind: str, limit: int | None, seed: int) -> list[dict[str, Any]]:
     """The task data for a sample of the evaluation's items (see the module's docstring)."""
-    if kind not in ("dimension", "pairwise"):
-        raise InputError(f"--task: unknown task '{kind}' for a FURINA evaluation (known: dimension, pairwise)")
     items = stratified_sample(evaluation.bench.items, limit, seed)
     tasks: list[dict[str, Any]] = []
     if kind == "dimension":
@@ -151,11 +149,37 @@ def annotation_tasks(evaluation: Evaluation, kind: str, limit: int | None, seed:
 
 
 def labeling_config(kind: str, language: str) -> str:
-    """The project's Label Studio labeling config for ``kind``, in ``language`` (en or zh)."""
-    if kind not in KINDS:
-        raise InputError(f"--task: unknown task '{kind}' (known: {', '.join(KINDS)})")
-    if kind == "pingpong":
-        from rpbench.tasks.annotation.pingpong import pingpong_config
-
-        return pingpong_config(language)
+    """The project's Label Studio labeling config for ``kind`` (dimension or pairwise), in ``language``."""
     return prompts.render(f"annotation/{kind}", language, dimensions=dimension_choices(language)).text
+
+
+def _answered(data: Mapping[str, Any], result: Answer, kind: str) -> dict[str, Any]:
+    return {"item_id": data["item_id"], "model": data.get("model") or None, "task": kind,
+            "language": data.get("language"), "explanation": text(result, "explanation")}
+
+
+def read_dimension(data: Mapping[str, Any], result: Answer) -> Read:
+    raw = choice(result, "dimension")
+    if raw in (None, "unsure"):
+        return "unsure", {}
+    return "ok", {**_answered(data, result, "dimension"), "dimension": raw, "score": None}
+
+
+def read_pairwise(data: Mapping[str, Any], result: Answer) -> Read:
+    raw = choice(result, "score")
+    if raw in (None, "unsure"):
+        return "unsure", {}
+    shown_first, as_shown = data.get("shown_first"), int(str(raw))
+    return "ok", {**_answered(data, result, "pairwise"), "dimension": None,
+                  "score": as_shown if shown_first == "test" else 6 - as_shown,
+                  "score_as_shown": as_shown, "shown_first": shown_first}
+
+
+def _tasks(kind: str) -> Callable[[Path, int | None, int], list[dict[str, Any]]]:
+    return lambda folder, limit, seed: annotation_tasks(load_evaluation(folder), kind, limit, seed)
+
+
+DIMENSION = AnnotationKind("dimension", "dimension", _tasks("dimension"),
+                           functools.partial(labeling_config, "dimension"), read_dimension)
+PAIRWISE = AnnotationKind("pairwise", "score", _tasks("pairwise"),
+                          functools.partial(labeling_config, "pairwise"), read_pairwise)

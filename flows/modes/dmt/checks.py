@@ -1,0 +1,34 @@
+"""DMT-RoleBench's input checks, run by the command before any flow starts (and by the flow itself).
+
+Nothing here imports Prefect or the gateway, so a bad seed file or an unknown model is one line at once."""
+
+from __future__ import annotations
+
+from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.modes.dmt.settings import DmtSettings
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.dmt.records import Seed
+from rpbench.tasks.modes.dmt.seeds import load_seeds
+
+
+def select(seeds: list[Seed], only: list[str], formats: list[str], path: str) -> list[tuple[Seed, str]]:
+    """The (seed, format) dialogues a run covers; an id that matches nothing is an input error."""
+    known = {s.id for s in seeds}
+    for sid in only:
+        if sid not in known:
+            raise InputError(f"--seed-id in {path}: unknown seed '{sid}' (known: {', '.join(sorted(known))})")
+    picked: list[tuple[Seed, str]] = [(s, f) for s in seeds if not only or s.id in only
+                                      for f in s.formats if not formats or f in formats]
+    if not picked:
+        raise InputError(f"{path}: no seed has the formats asked for ({', '.join(formats)})")
+    return picked
+
+
+def check_run(s: DmtSettings) -> tuple[dict[str, str], int]:
+    """Models resolved to roles and the seeds read: every input error before any call."""
+    picked = select(load_seeds(s.seeds), s.only_seeds, list(s.formats), s.seeds)
+    roles = resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="dmt-player",
+                        option="--model")
+    return roles, len(picked)

@@ -1,0 +1,60 @@
+"""FURINA's input checks, run by the commands before any flow starts (and by the flows themselves).
+
+Nothing here imports Prefect or the gateway, so a missing pool or an unknown model is one line at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.furina.builder.build import (
+    scene_queue,
+)
+from rpbench.tasks.modes.furina.character_files import load_characters
+from rpbench.tasks.modes.furina.domain import Character
+from rpbench.tasks.modes.furina.evaluation.run import BASE
+from rpbench.tasks.modes.furina.roles import ROLES
+from rpbench.tasks.modes.furina.scene_files import read_scenes
+from rpbench.tasks.modes.furina.tables import SCENES
+
+
+def selected_characters(s: BuildSettings) -> list[Character]:
+    """The characters to build for; a name in ``--only`` that is not in the file is an input error."""
+    characters = load_characters(s.characters)
+    unknown = sorted(set(s.only) - {c.name for c in characters})
+    if unknown:
+        raise InputError(f"{s.characters}: no character named {', '.join(unknown)}")
+    return [c for c in characters if not s.only or c.name in s.only]
+
+
+def check(s: BuildSettings) -> tuple[list[Character], tuple[str, ...]]:
+    """Everything a build needs, checked before any work: characters, the pool, the source names."""
+    characters = selected_characters(s)
+    scenes_path = Path(s.pool) / SCENES.filename
+    if not scenes_path.is_file():
+        raise InputError(f"{s.pool}: no scenes.parquet (build a pool first: rpbench pool build)")
+    scenes = read_scenes(scenes_path)
+    config = s.build(("source",))
+    for c in characters:
+        scene_queue(c, scenes, config)  # every character has a scene to play in
+    roles = resolve_all(load_models_config(s.models_file), s.sources, ROLES, like="source", option="--source")
+    return characters, tuple(roles[name] for name in s.sources)
+
+
+def check_models(s: EvalSettings) -> dict[str, str]:
+    """Model name -> role; a name that is neither a role nor a model string is an input error."""
+    if BASE in s.models:
+        raise InputError(f"--model: '{BASE}' is the reference every model is compared with, not a model under test")
+    return resolve_all(load_models_config(s.models_file), s.models, ROLES, like="test", option="--model")
+
+
+def book_shards(books: list[str]) -> list[str]:
+    """A shard name per book (its file name's stem); two books of the same name are an input error."""
+    names = [Path(b).name.split(".")[0] for b in books]
+    for name in names:
+        if names.count(name) > 1:
+            raise InputError(f"two books are named '{name}': give them different file names")
+    return names

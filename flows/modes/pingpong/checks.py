@@ -1,0 +1,46 @@
+"""PingPong's input checks, run by the commands before any flow starts (and by the flows themselves).
+
+Nothing here imports Prefect or the gateway, so a bad settings file or an unknown model is one line at once."""
+
+from __future__ import annotations
+
+from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.modes.pingpong.settings import PingPongSettings, Scoring
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.pingpong.cards import Settings, load_settings
+from rpbench.tasks.modes.pingpong.records import Card, Situation
+
+
+def select(settings: Settings, characters: list[str], situations: list[str], max_turns: int | None,
+           path: str) -> list[tuple[Card, Situation]]:
+    """The grid a run covers; a name that matches nothing is an input error."""
+    grid = settings.conversations()
+    for given, known, what in ((characters, {c.name for c, _ in grid}, "character"),
+                               (situations, {s.situation_id for _, s in grid}, "situation")):
+        for name in given:
+            if name not in known:
+                raise InputError(f"--{what} in {path}: unknown {what} '{name}' (known: {', '.join(sorted(known))})")
+    grid = [(c, s) for c, s in grid if (not characters or c.name in characters)
+            and (not situations or s.situation_id in situations)]
+    if max_turns is not None:
+        grid = [(c, s.model_copy(update={"num_turns": min(s.num_turns, max_turns)})) for c, s in grid]
+    return grid
+
+
+def _judge_roles(s: Scoring, judges: list[str]) -> dict[str, str]:
+    roles = resolve_all(load_models_config(s.models_file), judges, builtin_roles(), like="pingpong-judge",
+                        option="--judge")
+    unknown = sorted(set(s.judge_weight_map()) - set(roles))
+    if unknown:
+        raise InputError(f"--judge-weight: '{unknown[0]}' is not one of the judges ({', '.join(roles)})")
+    return roles
+
+
+def check_run(s: PingPongSettings) -> tuple[dict[str, str], dict[str, str]]:
+    """Players and judges resolved to roles, the settings file read: every input error before any call."""
+    select(load_settings(s.settings), s.characters, s.situations, s.max_turns, s.settings)
+    players = resolve_all(load_models_config(s.models_file), s.players, builtin_roles(), like="player",
+                          option="--player")
+    return players, ({} if s.version == "v1" else _judge_roles(s, s.judges))

@@ -1,0 +1,133 @@
+"""RoleLLM's input checks, run by the commands before any flow starts (and by the flows themselves).
+
+Nothing here imports Prefect or the gateway, so a bad data file or an unknown model is one line at once."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.modes.rolellm.settings import (
+    ContextInstructSettings,
+    EvalSettings,
+    GeneralSettings,
+)
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.rolellm.answering import load_raw
+from rpbench.tasks.modes.rolellm.context_instruct import Plan
+from rpbench.tasks.modes.rolellm.general import (
+    Instruction,
+    load_instructions,
+    select_instructions,
+)
+from rpbench.tasks.modes.rolellm.judging import JUDGE
+from rpbench.tasks.modes.rolellm.profiles import (
+    discover_profiles,
+    filter_roles,
+    load_profiles,
+    pairs,
+    profile_files,
+)
+from rpbench.tasks.modes.rolellm.records import BenchRow, RoleProfile
+from rpbench.tasks.modes.rolellm.rolebench import baseline_files, data_files, read_file
+
+
+# -- eval -------------------------------------------------------------------------------------------
+def first_rows(files: Sequence[str], limit: int | None) -> list[BenchRow]:
+    """The rows of ``files``; with ``limit``, the first ``limit`` of each role in each file."""
+    rows = []
+    for f in files:
+        seen: dict[str, int] = defaultdict(int)
+        for r in read_file(Path(f)):
+            seen[r.role] += 1
+            if limit is None or seen[r.role] <= limit:
+                rows.append(r)
+    return rows
+
+
+@dataclass(frozen=True)
+class Inputs:
+    data: list[str]
+    baselines: list[str]
+    profiles: list[str]
+    players: dict[str, str]
+    judges: dict[str, str]
+
+BASELINE = "rolegpt-baseline"  # the RoleGPT answers RoleBench ships, scored as a system of their own
+
+
+def check_eval(s: EvalSettings) -> Inputs:
+    """Every input error before any call: the data, the profiles each question's role needs (and, with
+    examples, a script to take them from), the RAW file, the models, the judges and the reference system."""
+    files = data_files(s.data, [s.part])
+    found = profile_files(s.profiles) if s.profiles else discover_profiles(s.data)
+    if not found:
+        raise InputError("--profiles: none given, and no profiles-*/desc.json beside the data (RoleBench keeps them "
+                         "next to rolebench-eng/ and rolebench-zh/)")
+    rows = first_rows(files, s.limit)
+    profiles = load_profiles(found)
+    missing = sorted({r.role for r in rows} - set(profiles))
+    if missing:
+        raise InputError(f"--profiles: no profile for role '{missing[0]}' ({len(missing)} roles without one)")
+    if s.mode != "zsp":
+        bare = sorted(r for r in {r.role for r in rows} if not pairs(profiles[r]))
+        if bare:
+            raise InputError(f"--mode {s.mode}: role '{bare[0]}' has no script to take examples from (use --mode zsp, "
+                             "or give its dialogue)")
+    if s.raw:
+        load_raw(s.raw)
+    config = load_models_config(s.models_file)
+    players = resolve_all(config, s.models, builtin_roles(), like="rolellm-player", option="--model")
+    judges = resolve_all(config, s.judges, builtin_roles(), like=JUDGE, option="--judge") if s.judges else {}
+    baselines = baseline_files(files)
+    if judges and s.reference == BASELINE and not baselines:
+        raise InputError("--reference: no rolegpt_baseline.jsonl beside the test files; name one of the --model "
+                         "values instead")
+    if s.reference not in (BASELINE, *players):
+        raise InputError(f"--reference: '{s.reference}' is neither {BASELINE} nor one of the models "
+                         f"({', '.join(players)})")
+    return Inputs(files, baselines, found, players, judges)
+
+
+# -- context-instruct -------------------------------------------------------------------------------
+def _plan(s: ContextInstructSettings) -> dict[str, Any]:
+    return dataclasses.asdict(Plan(s.per_segment, s.per_description_call, s.description_calls, s.min_candidates,
+                                   s.max_topup_calls, s.duplicate_share, s.max_test))
+
+
+def check_roles(s: ContextInstructSettings) -> tuple[list[str], dict[str, RoleProfile], list[str]]:
+    """The role files, the roles kept and the names of those with too few turns (an error if none is left)."""
+    files = profile_files(s.roles)
+    kept, dropped = filter_roles(load_profiles(files), s.min_turns)
+    if not kept:
+        raise InputError(f"--role: no role has {s.min_turns} turns of its own or more (--min-turns); "
+                         + ", ".join(f"{n}" for n in dropped))
+    return files, kept, dropped
+
+
+# -- RoleBench-general ------------------------------------------------------------------------------
+def check_general(s: GeneralSettings) -> tuple[list[str], dict[str, RoleProfile], list[Instruction]]:
+    files = profile_files(s.roles)
+    profiles = load_profiles(files)
+    kept = select_instructions(load_instructions(s.instructions), s.duplicate_share)
+    if s.limit is not None:
+        kept = kept[:s.limit]
+    if not kept:
+        raise InputError(f"{s.instructions}: no instruction is short enough (under 100 words with its answer; 200 "
+                         "characters for Chinese)")
+    languages = {i.language for i in kept}
+    idle = sorted(n for n, p in profiles.items() if p.language not in languages)
+    if idle:
+        raise InputError(f"--role: no instruction in {profiles[idle[0]].language} for role '{idle[0]}'")
+    if s.mode != "zsp":
+        bare = sorted(n for n, p in profiles.items() if not pairs(p))
+        if bare:
+            raise InputError(f"--mode {s.mode}: role '{bare[0]}' has no script to take examples from")
+    return files, profiles, kept
