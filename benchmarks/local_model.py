@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 from rpbench.tasks.llm.llamacpp_engine import LlamaCppEngine  # noqa: E402
 from rpbench.tasks.llm.local_engine import GenRequest, GenResult  # noqa: E402
 from rpbench.tasks.llm.local_models import EMBEDDED_SPEC, find_embedded_gguf  # noqa: E402
-from rpbench.tasks.llm.transformers_engine import TransformersEngine  # noqa: E402
 from rpbench.tasks.llm.tokens import tokenizer  # noqa: E402
+from rpbench.tasks.llm.transformers_engine import TransformersEngine  # noqa: E402
 
 BOOK = ROOT / "samples" / "books" / "the_keepers_ledger.en.txt"
 SCHEMA = {

@@ -111,7 +111,7 @@ def main() -> None:
             say("loopback_latency_s", LATENCY)
             run_env = cluster.env(**env)
             eval_env = {**run_env, "RPBENCH_SHARED_LIMITS": "0"}
-            eval_args = ["rolellm", "eval", "--data", str(data), "--models", str(models), "--mode", "fsd"]
+            eval_args = ["rolellm", "eval", "--data", str(data), "--models-file", str(models), "--mode", "fsd"]
             for k in range(MODELS):
                 eval_args += ["--model", f"openai/scaleout-{k}"]
 

@@ -2,9 +2,10 @@
 
 Every flow of every registered benchmark mode, and LoRA training, is served on demand, and every example
 schedule a mode offers (its ``schedules`` hook: FURINA's nightly evaluation and weekly pool refresh) is served
-with its own parameters; override any field when triggering a run. Start with ``rpbench deploy`` (or
-``python -m rpbench.deployments.serve``) with PREFECT_API_URL pointing at a Prefect server (``prefect server
-start``); trigger a run from the UI, with ``rpbench trigger FLOW/DEPLOYMENT --param key=value``, or from code (``rpbench.deployments.trigger``).
+with its own parameters; override any field when triggering a run. Start with ``rpbench deploy`` (or ``python
+-m rpbench.deployments.serve``) with PREFECT_API_URL pointing at a Prefect server (``prefect server start``);
+trigger a run from the UI, with ``rpbench trigger FLOW/DEPLOYMENT --param key=value``, or from code
+(``rpbench.deployments.trigger``).
 
 ``rpbench deploy --pool NAME`` registers the same deployments in a process work pool instead of serving them:
 Prefect workers (``prefect worker start --pool NAME``, on any machine with rpbench installed) then run them,

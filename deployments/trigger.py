@@ -75,13 +75,17 @@ def _is_list(prop: Mapping[str, Any]) -> bool:
 
 
 def typed(settings: Mapping[str, Any], schema: Mapping[str, Any], deployment: str) -> dict[str, Any]:
-    """``settings`` checked against the deployment's parameter schema: an unknown field is an error naming
+    """``settings`` checked against the deployment's parameter schema: a field by its name or by its
+    command-line flag (``model`` for ``models``, as ``--model`` says it); an unknown one is an error naming
     the known ones; a single value for a list field becomes a one-item list."""
     ref = str(((schema.get("properties") or {}).get("settings") or {}).get("$ref", ""))
     model = (schema.get("definitions") or {}).get(ref.rsplit("/", 1)[-1]) or {}
     props = model.get("properties") or {}
+    # The command line's names work too (`--param model=x` as `rpbench eval --model x` says it).
+    flags = {str(p["cli"]).lstrip("-").replace("-", "_"): k for k, p in props.items() if p.get("cli")}
     out: dict[str, Any] = {}
     for key, value in settings.items():
+        key = key if key in props else flags.get(key, key)
         if props and key not in props:
             raise InputError(f"--param: {deployment} has no setting '{key}' (known: {', '.join(sorted(props))})")
         out[key] = [value] if props and _is_list(props[key]) and not isinstance(value, list) else value

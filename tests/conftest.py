@@ -20,6 +20,16 @@ from tests.loopback import LoopbackServer  # noqa: E402
 
 
 @pytest.fixture(scope="session")
+def harness():
+    """One temporary Prefect server for the whole session: every in-process flow and command runs on it (each
+    server costs seconds to start, and flows in one process may share one)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(scope="session")
 def _server():
     server = LoopbackServer().start()
     yield server

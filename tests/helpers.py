@@ -2,15 +2,48 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from rpbench.tasks.llm import ModelsConfig, ModelSpec
 from rpbench.tasks.llm.config import RetryPolicy
 from tests.loopback import LoopbackServer
 
 TEST_KEY_ENV = "RPBENCH_TEST_API_KEY"
-# How tests run the command line: the installed entry point's module, with this interpreter.
+# How tests run the command line in a process of its own (kills, a fresh interpreter): the installed entry
+# point's module, with this interpreter. Tests of the command line's own behaviour use ``rpbench`` below.
 CLI = [sys.executable, "-m", "rpbench.flows.cli.main"]
+
+
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def rpbench(*args: str, env: Mapping[str, str] | None = None) -> Ran:
+    """Run one command in this process, through the command line's own ``run_cli`` (what ``rpbench`` runs
+    before it exits), with ``env`` set for its duration; returns its status and what it printed."""
+    from rpbench.flows.cli.main import run_cli
+
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = run_cli(list(args))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return Ran(code, out.getvalue(), err.getvalue())
 
 
 

@@ -231,7 +231,7 @@ def test_an_injection_in_the_dialogue_and_the_replies_runs_normally(loopback, tm
                       'api_key_env = "RPBENCH_INJECT_KEY"\nstructured = "json_schema"\ntimeout = 5\n')
     env = {**os.environ, "RPBENCH_INJECT_KEY": "sk-inject-test", "PREFECT_HOME": str(tmp_path / "prefect")}
     proc = subprocess.run([*CLI, "eval", "--bench", str(bench), "--model", "openai/under-test",
-                           "--out", str(tmp_path / "eval"), "--models", str(models), "--cache",
+                           "--out", str(tmp_path / "eval"), "--models-file", str(models), "--cache",
                            str(tmp_path / "c.sqlite")], capture_output=True, text=True, cwd=ROOT, env=env,
                           timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLI
+from tests.helpers import CLI, Ran, rpbench
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTERS = ROOT / "samples" / "characters" / "starter.en.yaml"
@@ -18,9 +19,8 @@ _DEFAULT_ROLES = {*tomllib.loads((ROOT / "tasks" / "llm" / "default_models.toml"
                   "checker", "director"}
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
+def _run(*args: str) -> Ran:
+    return rpbench(*args)
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
         (["build", "--characters", str(STARTERS), "--pool", "/nonexistent", "--out", "OUT"], "/nonexistent: no scenes.parquet"),
         (["build", "--characters", str(STARTERS), "--pool", "/tmp", "--out", "OUT", "--only", "Nobody"],
          "no character named Nobody"),
-        (["models", "--models", "/nonexistent.toml"], "/nonexistent.toml: models config not found"),
+        (["models", "--models-file", "/nonexistent.toml"], "/nonexistent.toml: models config not found"),
         (["characters", "synthesize", "--out", "OUT", "--lang", "fr"], "unknown language 'fr'"),
         (["export", "/tmp", "--format", "csv"], "unknown format 'csv'"),
         # A typo in a model name is an error listing the names there are, never the default model.
@@ -83,10 +83,91 @@ def test_eval_from_the_command_line_is_clean_and_a_rerun_sends_nothing(loopback,
                       'api_key_env = "RPBENCH_CLI_KEY"\nstructured = "json_schema"\ntimeout = 5\n'
                       '[roles.warm]\ntemperature = 0.7\n')
     args = ["eval", "--bench", str(_bench(tmp_path)), "--model", "openai/under-test", "--model", "warm",
-            "--out", str(tmp_path / "eval"), "--models", str(models), "--cache", str(tmp_path / "calls.sqlite")]
+            "--out", str(tmp_path / "eval"), "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite")]
     env = {**os.environ, "RPBENCH_CLI_KEY": "sk-cli", "PREFECT_HOME": str(tmp_path / "prefect")}
     for expected in ("stages: 10 (0 cached)", "stages: 10 (10 cached); calls sent by this run: 0"):
         proc = subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
         output = proc.stdout + proc.stderr
         assert proc.returncode == 0 and "Traceback" not in output and "ERROR" not in output, output[-3000:]
         assert expected in proc.stdout and "report: " in proc.stdout
+
+
+def test_help_and_modes_import_no_litellm_prefect_torch_or_scipy():
+    """Start-up stays light: the command line lists everything from the modes' specs (checked in a fresh
+    interpreter, as a user's first command runs)."""
+    import json
+
+    heavy = ["litellm", "prefect", "torch", "transformers", "rouge_score", "scipy", "pyarrow"]
+    for args in (["--help"], ["roleinteract", "--help"], ["eval", "--help"]):
+        script = ("import contextlib, io, json, sys\nfrom rpbench.flows.cli.main import run_cli\n"
+                  f"with contextlib.redirect_stdout(io.StringIO()): code = run_cli({args!r})\n"
+                  f"print(json.dumps([code, [m for m in {heavy!r} if m in sys.modules]]))")
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        code, loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert code == 0 and loaded == [], (args, loaded, proc.stderr[-2000:])
+
+
+def test_an_input_error_comes_before_prefect_or_the_gateway_is_imported(tmp_path):
+    import json
+
+    script = ("import contextlib, io, json, sys\nfrom rpbench.flows.cli.main import run_cli\n"
+              "with contextlib.redirect_stderr(io.StringIO()) as err:\n"
+              f"    code = run_cli(['roleinteract', 'run', '--data', '/nonexistent', '--model', 'x', '--out', "
+              f"{str(tmp_path / 'o')!r}])\n"
+              "print(json.dumps([code, err.getvalue(), [m for m in ('prefect', 'litellm') if m in sys.modules]]))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    code, said, loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert code == 2 and said.startswith("error: /nonexistent") and loaded == []
+
+
+def test_models_file_is_the_option_and_models_still_works_with_a_warning(tmp_path):
+    missing = str(tmp_path / "none.toml")
+    new = rpbench("models", "--models-file", missing)
+    old = rpbench("models", "--models", missing)
+    assert new.returncode == old.returncode == 2
+    assert "models config not found" in new.stderr and "deprecated" not in new.stderr
+    assert "--models is deprecated" in old.stderr and "use --models-file" in old.stderr
+    assert "models config not found" in old.stderr
+    both = rpbench("models", "--models", missing, "--models-file", missing)
+    assert both.returncode == 2 and "give one of them" in both.stderr
+
+
+def test_each_modes_models_file_help_names_that_modes_roles():
+    from rpbench.flows.kit.registry import modes
+
+    for args, mode in ((["roleinteract", "run", "--help"], "roleinteract"), (["pingpong", "run", "--help"],
+                                                                              "pingpong"), (["eval", "--help"], "furina")):
+        shown = " ".join(rpbench(*args).stdout.replace("│", " ").split())
+        roles = list(modes()[mode].roles)
+        assert f"Roles of {mode}: {', '.join(roles)}" in shown, (args, shown[-600:])
+    assert "extractor" not in " ".join(rpbench("roleinteract", "run", "--help").stdout.split())
+
+
+def test_a_modes_commands_listed_by_its_spec_are_the_ones_it_adds():
+    """The one-line help `rpbench --help` shows before a mode loads is the loaded command's own first line."""
+    from rpbench.flows.cli.main import make_cli
+    from rpbench.flows.kit.registry import modes
+
+    cli = make_cli()
+    for mode in modes().values():
+        names = list(mode.top_commands) or [mode.name]
+        cli._load(mode)
+        for name in names:
+            loaded = cli.commands[name]
+            assert not type(loaded).__name__.startswith("_Placeholder"), name
+            if mode.top_commands:
+                first = " ".join((loaded.help or "").split())
+                assert first.startswith(" ".join(mode.top_commands[name].split())), (name, first)
+
+
+def test_a_command_that_ends_with_an_exit_code_returns_it(monkeypatch):
+    """The command's own exit status is what the process returns (click hands it back, not raises it)."""
+    import typer
+
+    from rpbench.flows.cli import main
+
+    def fake_show_modes() -> None:
+        raise typer.Exit(3)
+
+    monkeypatch.setattr(main, "show_modes", fake_show_modes)
+    assert rpbench("modes").returncode == 3

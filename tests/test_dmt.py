@@ -6,7 +6,6 @@ import itertools
 import json
 
 import pytest
-from prefect.testing.utilities import prefect_test_harness
 
 from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.samples import sample_path
@@ -77,12 +76,6 @@ def test_bad_seeds_name_the_seed_and_field(tmp_path):
         path.write_text(json.dumps([{**base, **change}]))
         with pytest.raises(InputError, match=message):
             load_seeds(path)
-
-
-@pytest.fixture(scope="module")
-def harness():
-    with prefect_test_harness(server_startup_timeout=90):
-        yield
 
 
 def _respond(body):

@@ -13,7 +13,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from prefect.testing.utilities import prefect_test_harness
 
 from rpbench.flows.kit.stage import slug
 from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings, PoolSettings
@@ -28,12 +27,6 @@ from tests.helpers import TEST_KEY_ENV, schema_responder
 from tests.test_builder import SCENE, TEST
 
 pytestmark = pytest.mark.flow
-
-
-@pytest.fixture(scope="module")
-def harness():
-    with prefect_test_harness(server_startup_timeout=90):
-        yield
 
 
 @pytest.fixture

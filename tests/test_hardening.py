@@ -44,7 +44,7 @@ def _models_file(work: Path, server, timeout: float = 5.0) -> Path:
 
 
 def _argv(step: SmokeStep, models: Path, cache: Path) -> list[str]:
-    extra = ["--models", str(models), "--cache", str(cache)] if step.uses_models else []
+    extra = ["--models-file", str(models), "--cache", str(cache)] if step.uses_models else []
     return [*CLI, *step.args, *extra]
 
 
@@ -271,7 +271,7 @@ def test_a_run_that_dies_midway_leaves_the_previous_outputs_whole(server, tmp_pa
     bench = _bench(tmp_path)
     models, cache, home = _models_file(tmp_path, server), tmp_path / "calls.sqlite", tmp_path / "prefect"
     out, log = tmp_path / "eval", tmp_path / "log.txt"
-    base = [*CLI, "eval", "--bench", str(bench), "--out", str(out), "--models", str(models), "--cache", str(cache)]
+    base = [*CLI, "eval", "--bench", str(bench), "--out", str(out), "--models-file", str(models), "--cache", str(cache)]
     _run_to_end([*base, "--model", "judge"], _env(home), log)
 
     def published() -> dict[str, bytes]:

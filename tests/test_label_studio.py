@@ -103,7 +103,7 @@ def evaluation(tmp_path_factory, _server):
                       'api_key_env = "RPBENCH_LS_KEY"\nstructured = "json_schema"\ntimeout = 5\n'
                       '[roles.warm]\ntemperature = 0.7\n')
     proc = subprocess.run([*CLI, "eval", "--bench", str(_bench(folder)), "--model", "openai/under-test", "--model",
-                           "warm", "--out", str(folder / "eval"), "--models", str(models), "--cache",
+                           "warm", "--out", str(folder / "eval"), "--models-file", str(models), "--cache",
                            str(folder / "calls.sqlite"), "--resamples", "50"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300,
                           env={**os.environ, "RPBENCH_LS_KEY": "sk-ls", "PREFECT_HOME": str(folder / "prefect")})
@@ -245,7 +245,7 @@ def test_pingpong_conversations_rated_in_label_studio_feed_the_agreement_command
     made = subprocess.run([*CLI, "pingpong", "run", "--settings", str(sample_path("pingpong", "settings.yaml")),
                            "--player", "player", "--player", "interrogator", "--judge", "pingpong-judge",
                            "--max-turns", "2", "--character", "Captain Mirela Voss", "--out", str(run),
-                           "--models", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "50"],
+                           "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "50"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300,
                           env={**os.environ, "RPBENCH_LS_KEY": "sk-ls", "PREFECT_HOME": str(tmp_path / "prefect")})
     assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]

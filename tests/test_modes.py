@@ -1,5 +1,6 @@
-"""Benchmark modes as plug-ins: a toy mode registered here, with two metrics, gets a leaderboard and a report
-from the shared code; unknown mode names fail loudly."""
+"""Benchmark modes as plug-ins: a toy mode registered here by a spec alone, with two metrics and an annotation
+kind, gets a leaderboard, a report and Label Studio tasks from the shared code through its hooks; unknown
+names fail loudly, and two modes or roles of one name are refused."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ import random
 import pyarrow.parquet as pq
 import pytest
 
-from rpbench.flows.kit.registry import BenchmarkMode, get_mode, modes, register
+from rpbench.flows.kit.registry import BenchmarkMode, annotation_kinds, get_mode, modes, register, unregister
 from rpbench.flows.kit.report import report_stage
 from rpbench.flows.kit.run import publish_outputs
 from rpbench.storage.schemas import FAILURES, TableSpec
 from rpbench.storage.tables import write_records
+from rpbench.tasks.annotation.kinds import AnnotationKind
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Failure, Record
 from rpbench.tasks.reports.spec import GroupKey, MetricSpec, ReportSpec, Scoring
+from tests.helpers import rpbench
 
 
 class QuizAnswer(Record):
@@ -29,6 +32,22 @@ class QuizAnswer(Record):
     correct: float
     seconds: float
 
+
+def _quiz_tasks(folder, limit, seed):
+    rows = pq.read_table(folder / "quiz_answers.parquet").to_pylist()
+    return [{"task": "quiz-check", "item_id": r["item_id"], "model": r["model"], "language": r["language"],
+             "rpbench_key": f"{r['item_id']}|{r['model']}|quiz-check"} for r in rows][:limit]
+
+
+def _quiz_read(data, result):
+    from rpbench.tasks.annotation.kinds import choice
+
+    said = choice(result, "right")
+    return ("unsure", {}) if said in (None, "unsure") else ("ok", {"item_id": data["item_id"], "right": said})
+
+
+QUIZ_CHECK = AnnotationKind("quiz-check", "right", _quiz_tasks,
+                            lambda language: '<View><Choices name="right" toName="q"/></View>', _quiz_read)
 
 TOY = BenchmarkMode(
     name="toy-quiz",
@@ -42,6 +61,7 @@ TOY = BenchmarkMode(
                             digits=2)),
         groups=(GroupKey("language", "language"),),
     )),
+    annotation={"quiz-check": QUIZ_CHECK},
 )
 
 
@@ -53,8 +73,14 @@ def _rows() -> list[QuizAnswer]:
             for m, p in skill.items() for i in range(60)]
 
 
-def test_a_toy_mode_gets_a_leaderboard_and_a_report_without_touching_shared_code(tmp_path):
+@pytest.fixture
+def toy():
     register(TOY)
+    yield TOY
+    unregister(TOY.name)
+
+
+def test_a_toy_mode_gets_a_leaderboard_and_a_report_without_touching_shared_code(toy, tmp_path):
     assert get_mode("toy-quiz") is TOY and "furina" in modes()
     write_records(tmp_path / "answers.parquet", _rows(), TOY.item_table)
     write_records(tmp_path / "failures.parquet",
@@ -96,3 +122,37 @@ def test_lower_is_better_headline_ranks_ascending():
 def test_an_unknown_mode_is_an_error_listing_the_known_ones():
     with pytest.raises(InputError, match=r"unknown benchmark mode 'furnia' \(known: .*furina"):
         get_mode("furnia")
+
+
+def test_a_toy_modes_annotation_kind_reaches_label_studio_through_the_shared_command(toy, tmp_path):
+    from rpbench.tasks.annotation.results import read_back
+
+    assert annotation_kinds()["quiz-check"] == (TOY, QUIZ_CHECK)
+    write_records(tmp_path / "quiz_answers.parquet", _rows(), TOY.item_table)
+    tasks = QUIZ_CHECK.tasks(tmp_path, 3, 0)
+    assert [t["rpbench_key"] for t in tasks] == ["q0|sharp|quiz-check", "q1|sharp|quiz-check", "q2|sharp|quiz-check"]
+    # The shared command finds the kind by name and builds its tasks before it needs a server (none here).
+    ran = rpbench("annotate", "push", "--eval", str(tmp_path), "--task", "quiz-check", "--url", "http://127.0.0.1:9",
+                  "--project", "quiz", "--limit", "3", env={"LABEL_STUDIO_API_KEY": "not-a-real-token"})
+    assert ran.returncode == 2 and "127.0.0.1:9" in ran.stderr and "Traceback" not in ran.stderr
+    unknown = rpbench("annotate", "push", "--eval", str(tmp_path), "--task", "quiz", "--url", "http://x",
+                      "--project", "q")
+    assert unknown.returncode == 2 and "unknown task kind 'quiz'" in unknown.stderr and "quiz-check" in unknown.stderr
+    # Answers read back by the kind the task names; a task of no registered kind is left alone.
+    answered = [{"id": 1, "data": tasks[0], "annotations": [
+        {"completed_by": 7, "result": [{"from_name": "right", "value": {"choices": ["yes"]}}], "updated_at": "t"}]},
+        {"id": 2, "data": {**tasks[1], "task": "someone-elses"}, "annotations": []}]
+    got = read_back(answered, {7: "ann@x"}, {"quiz-check": QUIZ_CHECK})
+    assert [(r["item_id"], r["right"], r["annotator"]) for r in got.rows] == [("q0", "yes", "ann@x")]
+    assert got.foreign == 1
+
+
+def test_two_modes_of_one_name_or_one_role_in_two_modes_are_refused(toy):
+    import dataclasses
+
+    register(TOY)  # the same spec again: harmless
+    with pytest.raises(ValueError, match="two benchmark modes are called 'toy-quiz'"):
+        register(dataclasses.replace(TOY, description="another quiz"))
+    with pytest.raises(ValueError, match="declares role 'judge', which mode 'furina' declares already"):
+        register(dataclasses.replace(TOY, name="toy-two", roles={"judge": "judges again"}))
+    assert "toy-two" not in modes()

@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from prefect.testing.utilities import prefect_test_harness
 
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings
 from rpbench.samples import sample_path
@@ -133,12 +132,6 @@ def test_the_shipped_settings_hold_english_and_chinese():
 
 
 # -- flows ---------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def harness():
-    with prefect_test_harness(server_startup_timeout=90):
-        yield
-
-
 def _respond(body):
     """Judges score by how long the player's replies are and flag the fight situation as a refusal; the
     interrogator and players say something that depends on the request."""

@@ -165,7 +165,7 @@ def _peak(log: list[dict]) -> int:
 def _roleinteract_args(models: Path, out: Path, *runner: str) -> list[str]:
     """RoleInteract's example with two models under test: one shard per model."""
     return [*CLI, *runner, "roleinteract", "run", "--data", str(EXAMPLE), "--model", "roleinteract-player",
-            "--model", "judge", "--models", str(models), "--out", str(out), "--cache", f"{out}.sqlite",
+            "--model", "judge", "--models-file", str(models), "--out", str(out), "--cache", f"{out}.sqlite",
             "--resamples", "50"]
 
 

@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from prefect.testing.utilities import prefect_test_harness
 
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.samples import sample_path
@@ -201,12 +200,6 @@ def test_unreadable_answers_follow_the_policy_and_failed_calls_are_failures():
 
 
 # -- the flow ------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def harness():
-    with prefect_test_harness(server_startup_timeout=90):
-        yield
-
-
 def _respond(body: dict) -> str:
     prompt = body["messages"][-1]["content"]
     if body["model"] == "mumbler":

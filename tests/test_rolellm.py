@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from prefect.testing.utilities import prefect_test_harness
 from rouge_score import rouge_scorer
 
 from rpbench.flows.modes.rolellm.settings import (
@@ -284,12 +283,6 @@ def test_win_rates_count_ties_as_half():
 
 
 # -- the flows -----------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def harness():
-    with prefect_test_harness(server_startup_timeout=90):
-        yield
-
-
 def _respond(body: dict) -> str:
     fmt = (body.get("response_format") or {}).get("json_schema") or {}
     name, prompt = fmt.get("name", ""), body["messages"][-1]["content"]

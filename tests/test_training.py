@@ -128,7 +128,7 @@ def built(_server, tmp_path_factory):
     models = _models_file(folder, _server)
     proc = subprocess.run([*CLI, "build", "--characters", str(folder / "chars.yaml"), "--pool", str(pool), "--out",
                            str(folder / "bench"), "--threshold", "1", "--min-rounds", "3", "--max-rounds", "4",
-                           "--budget", "2", "--models", str(models), "--cache", str(folder / "calls.sqlite")],
+                           "--budget", "2", "--models-file", str(models), "--cache", str(folder / "calls.sqlite")],
                           cwd=ROOT, env=_env(folder), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     yield folder / "bench", models, folder
@@ -160,7 +160,7 @@ def trained(built):
     again to the end."""
     bench, models, folder = built
     out = folder / "train"
-    argv = [*CLI, "train", "--data", str(bench), "--out", str(out), "--max-steps", "2", "--models", str(models)]
+    argv = [*CLI, "train", "--data", str(bench), "--out", str(out), "--max-steps", "2", "--models-file", str(models)]
     log = (folder / "train.log").open("ab")
     proc = subprocess.Popen(argv, cwd=ROOT, env=_env(folder), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -210,7 +210,7 @@ def test_eval_ranks_the_base_model_and_the_adapter_side_by_side(built, trained):
     out, _ = trained
     model = (out / "model.txt").read_text().strip()
     proc = subprocess.run([*CLI, "eval", "--bench", str(bench), "--model", f"local/{EMBEDDED}", "--model", model,
-                           "--models", str(models), "--out", str(folder / "eval"), "--resamples", "50"],
+                           "--models-file", str(models), "--out", str(folder / "eval"), "--resamples", "50"],
                           cwd=ROOT, env=_env(folder), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     board = json.loads((folder / "eval" / "manifest.json").read_text())["evaluation"]["leaderboard"]

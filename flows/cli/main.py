@@ -42,7 +42,7 @@ def show_models(s: RunSettings) -> None:
                    f", max_concurrency={spec.max_concurrency}{procs}){origin}")
     local = {EMBEDDED: "embedded", **{k: v.path or "embedded" for k, v in config.local_models.items()}}
     typer.echo("local models: " + ", ".join(f"local/{k} ({v})" for k, v in sorted(local.items())))
-    typer.echo("presets (--models NAME): " + ", ".join(presets()))
+    typer.echo("presets (--models-file NAME): " + ", ".join(presets()))
 
 
 def prepare(s: RunSettings) -> None:
@@ -151,6 +151,15 @@ class _Placeholder(TyperCommand):
         self.mode = mode
 
 
+def _name_roles(command: Any, mode: BenchmarkMode) -> None:
+    """Say in a mode's --models-file help which roles that mode's models file binds."""
+    for sub in getattr(command, "commands", {}).values():
+        _name_roles(sub, mode)
+    for param in getattr(command, "params", []):
+        if param.name == "models_file" and param.help and "Roles of " not in param.help:
+            param.help += f" Roles of {mode.name}: {', '.join(mode.roles)}."
+
+
 class ModesGroup(TyperGroup):
     """The top-level command group: a mode's commands load when one of them is run (or asked for help)."""
 
@@ -179,13 +188,15 @@ class ModesGroup(TyperGroup):
             if set(loaded) != set(mode.top_commands):
                 raise ValueError(f"mode {mode.name} adds commands {sorted(loaded)} but its spec names "
                                  f"{sorted(mode.top_commands)}")
-            self.commands.update(loaded)
         else:
             sub = typer.Typer(help=mode.description, no_args_is_help=True)
             mode.add_commands(sub)
             group = typer.main.get_group(sub)
             group.name = mode.name
-            self.commands[mode.name] = group
+            loaded = {mode.name: group}
+        for command in loaded.values():
+            _name_roles(command, mode)
+        self.commands.update(loaded)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         held = self.commands.get(args[0]) if args else None
@@ -248,8 +259,15 @@ def run_cli(args: Sequence[str]) -> int:
 
 def main() -> None:
     """Entry point: run the command and exit with its status."""
+    from rpbench.flows.kit.environment import shutdown_prefect
+
     setup_environment()
-    code = run_cli(sys.argv[1:])
+    try:
+        code = run_cli(sys.argv[1:])
+    finally:
+        # Drain Prefect's log and event workers and stop its temporary server (if a flow started one) here, once
+        # per process: a test or notebook running several commands in one process keeps one server.
+        shutdown_prefect()
     sys.stdout.flush()
     sys.stderr.flush()
     # Prefect's background services may print flush errors at interpreter exit; our work is written, so leave now.

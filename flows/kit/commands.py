@@ -24,6 +24,17 @@ def flag_of(model: type[BaseModel], name: str) -> str:
     return str(flag) if flag else "--" + name.replace("_", "-")
 
 
+def _extra(model: type[BaseModel], name: str) -> dict[str, Any]:
+    extra = model.model_fields[name].json_schema_extra
+    return extra if isinstance(extra, dict) else {}
+
+
+def _deprecated(model: type[BaseModel], names: list[str]) -> dict[str, tuple[str, str]]:
+    """Parameter name -> (the field it stands for, the old flag) for every deprecated flag of ``names``."""
+    return {f"{name}__old{k}": (name, flag) for name in names
+            for k, flag in enumerate(_extra(model, name).get("deprecated_flags") or [])}
+
+
 def _parameter(model: type[BaseModel], name: str) -> inspect.Parameter:
     field = model.model_fields[name]
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
@@ -53,7 +64,19 @@ def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., 
     names = own + [n for n in model.model_fields if n not in LAST and n not in own] + \
         [n for n in LAST if n in model.model_fields]
 
+    old = _deprecated(model, names)
+
     def command(**values: Any) -> None:
+        for param, (name, flag) in old.items():
+            given = values.pop(param)
+            if given is None:
+                continue
+            new = flag_of(model, name)
+            if values.get(name) is not None:
+                raise InputError(f"{flag}: the old name of {new}; give one of them")
+            typer.secho(f"warning: {flag} is deprecated and will go in the next release: use {new}", err=True,
+                        fg=typer.colors.YELLOW)
+            values[name] = given
         settings = parse_settings(model, values)
         if isinstance(settings, RunSettings):
             # Read (and check) the models file now: an error in it is one line before any flow starts,
@@ -61,7 +84,10 @@ def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., 
             load_models_config(settings.models_file)
         run(settings)
 
-    command.__signature__ = inspect.Signature([_parameter(model, n) for n in names])  # type: ignore[attr-defined]
+    hidden = [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+                                default=typer.Option(None, flag, hidden=True)) for param, (_n, flag) in old.items()]
+    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [_parameter(model, n) for n in names] + hidden)
     command.__doc__ = run.__doc__
     command.__name__ = run.__name__
     return command

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rpbench.flows.kit.registry import get_mode
@@ -30,7 +30,13 @@ async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Seque
     return report
 
 
-@stage("report", inputs=("items", "failures"))
+def _mode_modules(params: Mapping[str, Any]) -> list[str]:
+    """The modules the named mode's report and item table come from (their code decides the report)."""
+    found = get_mode(params["mode"])
+    return [ref.partition(":")[0] for ref in (found.report, found.item_table) if isinstance(ref, str)]
+
+
+@stage("report", inputs=("items", "failures"), code=_mode_modules)
 async def report_stage(run: StageRun, mode: str, items: list[str], failures: list[str], n_items: int,
                        resamples: int, seed: int, out: str) -> StageResult:
     """Any registered mode's report from its item tables (one per model, say) and failure tables."""

@@ -12,7 +12,6 @@ from typing import Any
 
 from prefect import Task
 
-from rpbench.flows.kit.environment import quiet_prefect_exit
 from rpbench.flows.kit.runners import chosen_runner, with_chosen_runner
 from rpbench.flows.kit.stage import StageResult, final_folder, slug
 from rpbench.flows.kit.ui import publish_markdown_now
@@ -144,10 +143,9 @@ def finish_run(out: str, stages: Stages, models_file: str | None, flow: str,
 
 
 def run_flow(flow_fn: Any, **params: Any) -> Any:
-    """Run a flow (sync or async) on the runner the environment chooses, and shut Prefect down cleanly."""
-    flow_fn = with_chosen_runner(flow_fn)
-    with quiet_prefect_exit():
-        result = flow_fn(**params)
-        if asyncio.iscoroutine(result):
-            result = run_coroutine(result)
+    """Run a flow (sync or async) on the runner the environment chooses. The command line's entry point shuts
+    Prefect down once the command is done (``environment.shutdown_prefect``)."""
+    result = with_chosen_runner(flow_fn)(**params)
+    if asyncio.iscoroutine(result):
+        result = run_coroutine(result)
     return result

@@ -16,11 +16,15 @@ OutputFile = Annotated[str, AfterValidator(check_output_file)]
 CacheFile = Annotated[str | None, AfterValidator(check_cache_file)]
 
 
-def cli(flag: str | None = None, *, argument: bool = False, hidden: bool = False) -> dict[str, Any]:
-    """How a settings field appears on the command line (``json_schema_extra`` of the field)."""
+def cli(flag: str | None = None, *, argument: bool = False, hidden: bool = False,
+        deprecated: tuple[str, ...] = ()) -> dict[str, Any]:
+    """How a settings field appears on the command line (``json_schema_extra`` of the field); ``deprecated``
+    flags still work for a release, with a warning naming the new one."""
     out: dict[str, Any] = {}
     if flag:
         out["cli"] = flag
+    if deprecated:
+        out["deprecated_flags"] = list(deprecated)
     if argument:
         out["argument"] = True
     if hidden:
@@ -34,10 +38,10 @@ class RunSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     models_file: str | None = Field(
-        default=None, json_schema_extra=cli("--models"),
-        description="Models config (TOML or YAML), or a shipped preset by name (furina-paper), binding roles "
-        "(judge, source, base, ...) to model strings. "
-        "Default: every role uses the embedded local model. Env overrides: RPBENCH_<ROLE>_<FIELD>.")
+        default=None, json_schema_extra=cli("--models-file", deprecated=("--models",)),
+        description="Models config (TOML or YAML), or a shipped preset by name (furina-paper, vllm), binding "
+        "model roles to model strings and sampling settings. Default: every role uses the embedded local "
+        "model. Env overrides: RPBENCH_<ROLE>_<FIELD>. (--models is the old name of this option.)")
     cache: CacheFile = Field(
         default=None, description="SQLite call cache; a rerun repeats no call found here. "
         "Default: .rpbench/calls.sqlite")

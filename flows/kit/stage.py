@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import hashlib
 import inspect
 import json
@@ -33,6 +32,7 @@ from prefect.context import TaskRunContext
 from pydantic import BaseModel, Field
 
 from rpbench import prompts
+from rpbench.flows.kit.code_digest import code_digest
 from rpbench.flows.kit.progress import StageProgress
 from rpbench.flows.kit.runtime import shared_gateway
 from rpbench.flows.kit.ui import publish_table
@@ -83,6 +83,9 @@ class StageSpec:
     templates: Templates = ()
     roles: Roles = ()  # model roles it calls, or a function of its parameters giving them
     inputs: tuple[str, ...] = ()  # parameters that hold paths (or lists of paths) whose content counts
+    # Modules beyond the stage's own whose code decides its output, as a function of its parameters (a shared
+    # stage that runs whichever mode it is given names that mode's modules).
+    code: Callable[[Mapping[str, Any]], Iterable[str]] | None = None
 
     def role_names(self, params: Mapping[str, Any]) -> list[str]:
         return sorted(set(self.roles(params) if callable(self.roles) else self.roles))
@@ -93,21 +96,6 @@ class StageSpec:
 
 # -- the cache key --------------------------------------------------------------------------------
 _NOT_HASHED = ("cache", "models_file")  # where calls are cached, and the file whose effect comes in resolved
-
-
-@functools.cache
-def code_digest() -> str:
-    """The source of the work itself (``rpbench.tasks``, storage, prompt rendering): an upgrade re-runs stages."""
-    import rpbench.storage
-    import rpbench.tasks
-
-    h = hashlib.sha256()
-    files = [p for pkg in (rpbench.tasks, rpbench.storage) for p in Path(next(iter(pkg.__path__))).rglob("*.py")]
-    for path in sorted(files, key=lambda p: p.as_posix().split("rpbench/")[-1]):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    h.update(Path(prompts.__file__).read_bytes())
-    return h.hexdigest()
 
 
 _file_digests: dict[tuple[str, int, int], str] = {}
@@ -170,7 +158,7 @@ def stage_key(spec: StageSpec, fn: Callable[..., Any]) -> Callable[[TaskRunConte
     def key(_ctx: TaskRunContext, params: dict[str, Any]) -> str:
         identity = {
             "stage": spec.name,
-            "code": code_digest(),
+            "code": [code_digest(m) for m in (fn.__module__, *(spec.code(params) if spec.code else ()))],
             "source": source,
             "params": {k: canonical(v) for k, v in sorted(params.items())
                        if k not in spec.inputs and k not in _NOT_HASHED},
@@ -293,14 +281,15 @@ def _cell(value: Any, limit: int = 120) -> Any:
 StageFn = Callable[..., Awaitable[StageResult]]
 
 
-def stage(name: str, *, templates: Templates = (), roles: Roles = (),
-          inputs: Sequence[str] = ()) -> Callable[[StageFn], Task[..., Awaitable[StageResult]]]:
+def stage(name: str, *, templates: Templates = (), roles: Roles = (), inputs: Sequence[str] = (),
+          code: Callable[[Mapping[str, Any]], Iterable[str]] | None = None,
+          ) -> Callable[[StageFn], Task[..., Awaitable[StageResult]]]:
     """Make ``async fn(run: StageRun, **params) -> StageResult`` a cached Prefect task named ``name``.
 
     Its parameters must include ``out`` (the run folder); ``shard`` names the part of the work a call does;
     ``models_file`` and ``cache`` say which models and call cache to use.
     """
-    spec = StageSpec(name, templates if callable(templates) else tuple(templates), roles, tuple(inputs))
+    spec = StageSpec(name, templates if callable(templates) else tuple(templates), roles, tuple(inputs), code)
 
     def decorate(fn: StageFn) -> Task[..., Awaitable[StageResult]]:
         signature = inspect.signature(fn)

@@ -63,5 +63,6 @@ class MergeSettings(BaseModel):
 
     model: str = Field(description="local/<base>+adapter=<folder>, as `rpbench train` prints it.")
     out: OutputFolder = Field(description="Folder for the merged model (safetensors, config, tokenizer).")
-    models_file: str | None = Field(default=None, json_schema_extra=cli("--models"),
+    models_file: str | None = Field(default=None,
+                                    json_schema_extra=cli("--models-file", deprecated=("--models",)),
                                     description="Models config registering the base (its local_models table).")

@@ -206,7 +206,7 @@ def _env_overrides(data: dict[str, Any], environ: dict[str, str]) -> dict[str, A
 
 
 def presets() -> list[str]:
-    """The models files that ship with rpbench, by name (``--models furina-paper``)."""
+    """The models files that ship with rpbench, by name (``--models-file furina-paper``)."""
     return sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rpbench.tasks.llm import Model
+from rpbench.tasks.llm.tokens import count_tokens
 from rpbench.tasks.modes.furina.config import PoolConfig
 from rpbench.tasks.modes.furina.domain import Scene
 from rpbench.tasks.modes.furina.pool.assemble import assemble, fragment_request
@@ -25,7 +26,6 @@ from rpbench.tasks.modes.furina.pool.extract import extraction_record, extractio
 from rpbench.tasks.modes.furina.pool.filters import FilterConfig, deduplicate, dropped, rule_problem
 from rpbench.tasks.modes.furina.pool.ingest import Book
 from rpbench.tasks.modes.furina.pool.names import alias_mapping, alias_request, apply_aliases, speaker_counts
-from rpbench.tasks.llm.tokens import count_tokens
 from rpbench.tasks.modes.furina.records import BookRecord, Chunk, DroppedScene, Extraction, RawScene
 
 # (done, total) -> None: how a stage hears of progress, whoever reports it.

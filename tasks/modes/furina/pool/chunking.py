@@ -13,9 +13,9 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from rpbench.tasks.llm.tokens import count_tokens
 from rpbench.tasks.modes.furina.config import ChunkingConfig
 from rpbench.tasks.modes.furina.pool.chapters import find_headings
-from rpbench.tasks.llm.tokens import count_tokens
 
 _PARAGRAPH_END = re.compile(r"\n[ \t]*\n")
 # A sentence end: terminal punctuation, an optional closing quote, then spaces; or a line break.
