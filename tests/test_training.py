@@ -22,7 +22,8 @@ from rpbench.tasks.llm.local_models import EMBEDDED, local_model, weights_path
 from rpbench.tasks.modes.furina.character_files import write_characters
 from rpbench.tasks.modes.furina.scene_files import write_scenes
 from rpbench.tasks.modes.furina.tables import DIALOGUES, SCENES
-from rpbench.tasks.training.data import hold_out, mix, parse_mix, preference_pairs
+from rpbench.tasks.modes.furina.training import preference_pairs
+from rpbench.tasks.training.data import hold_out, mix, parse_mix
 from rpbench.tasks.training.recipe import LoraOptions, Recipe
 from rpbench.tasks.training.records import ChatTurn, SftSample
 from rpbench.tasks.training.trainer import build_trainer, load_base, sft_rows, train
