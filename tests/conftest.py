@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,7 +10,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rpbench.flows.kit.environment import setup_environment
 
-setup_environment(prefect_home=Path(__file__).resolve().parent.parent / ".prefect-test")
+# One Prefect home per test worker (the suite runs on two, pytest-xdist): their result storage stays apart.
+setup_environment(prefect_home=Path(__file__).resolve().parent.parent
+                  / f".prefect-test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}")
 
 import pytest  # noqa: E402
 
@@ -25,6 +28,10 @@ def harness():
     server costs seconds to start, and flows in one process may share one)."""
     from prefect.testing.utilities import prefect_test_harness
 
+    # The harness server is this session's alone, like a command's temporary server: the gateway's own bounds
+    # hold, and sharing limits through it would only slow every later test's requests (tests of shared limits
+    # run their own server and turn sharing on).
+    os.environ["RPBENCH_SHARED_LIMITS"] = "0"
     with prefect_test_harness(server_startup_timeout=120):
         yield
 

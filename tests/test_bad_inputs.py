@@ -68,23 +68,23 @@ CASES = [
     ("scene-pool-mistyped", "pool add {bad}/scene_one_character.json --pool {work}/pooll",
      "--pool: {work}/pooll holds no scenes.parquet"),
     # models files and names
-    ("models-role-string", "models --models {bad}/models_role_as_string.toml",
+    ("models-role-string", "models --models-file {bad}/models_role_as_string.toml",
      "models_role_as_string.toml: roles.judge: expected a table of settings"),
-    ("models-list", "models --models {bad}/models_a_list.yaml", "models_a_list.yaml: the file: expected"),
-    ("models-typo-field", "models --models {bad}/models_unknown_field.toml", "field 'default.temprature'"),
-    ("models-zero-concurrency", "models --models {bad}/models_zero_concurrency.toml",
+    ("models-list", "models --models-file {bad}/models_a_list.yaml", "models_a_list.yaml: the file: expected"),
+    ("models-typo-field", "models --models-file {bad}/models_unknown_field.toml", "field 'default.temprature'"),
+    ("models-zero-concurrency", "models --models-file {bad}/models_zero_concurrency.toml",
      "field 'default.max_concurrency': Input should be greater than or equal to 1"),
-    ("models-negative-concurrency", "models --models {bad}/models_negative_concurrency.toml",
+    ("models-negative-concurrency", "models --models-file {bad}/models_negative_concurrency.toml",
      "field 'roles.judge.max_concurrency'"),
-    ("models-zero-parse", "models --models {bad}/models_zero_parse_attempts.toml", "field 'retry.parse_attempts'"),
-    ("models-pasted-key", "models --models {bad}/models_pasted_key.toml",
+    ("models-zero-parse", "models --models-file {bad}/models_zero_parse_attempts.toml", "field 'retry.parse_attempts'"),
+    ("models-pasted-key", "models --models-file {bad}/models_pasted_key.toml",
      "field 'default.api_key_env': this looks like an API key"),
-    ("models-unknown-local", "models --models {bad}/models_unknown_local.toml", "unknown local model 'smollm2-13m'"),
-    ("models-broken", "models --models {bad}/models_broken.toml", "models_broken.toml: cannot parse models config"),
+    ("models-unknown-local", "models --models-file {bad}/models_unknown_local.toml", "unknown local model 'smollm2-13m'"),
+    ("models-broken", "models --models-file {bad}/models_broken.toml", "models_broken.toml: cannot parse models config"),
     ("eval-unknown-model", "eval --bench {work}/bench --model judgee --out {work}/eval",
      "--model: unknown model 'judgee'"),
     ("eval-models-before-flow", "eval --bench {work}/bench --model judge --out {work}/eval "
-     "--models {bad}/models_unknown_local.toml", "unknown local model 'smollm2-13m'"),
+     "--models-file {bad}/models_unknown_local.toml", "unknown local model 'smollm2-13m'"),
     ("env-override", "models", "environment variable RPBENCH_JUDGE_MAX_TOKENS: 'many' is not a number"),
     # output places
     ("out-is-file", "eval --bench {work}/bench --model judge --out {work}/a-file", "--out: {work}/a-file is a file"),
@@ -119,6 +119,10 @@ CASES = [
     ("annotations-not-objects", "validate --annotations {bad}/annotations_not_objects.jsonl --eval {work}/eval",
      "annotations_not_objects.jsonl: line 1: expected an object"),
 ]
+
+# The module's tests share module-scoped fixtures (a server, a trained adapter, a work folder): one worker
+# runs them all, so the fixtures are made once.
+pytestmark = pytest.mark.xdist_group("bad-inputs")
 
 
 def _snapshot(folder: Path) -> dict[str, str]:

@@ -76,6 +76,9 @@ class Scripted:
     def _ok(self, req, text, parsed=None):
         return Reply(req.role, "fake", text, parsed, 1, False)
 
+    def model_of(self, role):
+        return self.config.for_role(role).model
+
     async def run(self, req):
         kind = req.tag.rsplit(":", 1)[1]
         self.prompts.append((req.tag, req.messages[-1]["content"]))

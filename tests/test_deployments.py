@@ -39,3 +39,21 @@ def test_a_folder_of_books_stands_for_the_books_in_it_when_the_run_starts(tmp_pa
     assert PoolSettings(books=[str(inbox)]).books == [str(inbox / "b.txt")]
     (inbox / "a.epub").write_bytes(b"x")  # dropped in before the next run
     assert PoolSettings(books=[str(inbox)]).books == [str(inbox / "a.epub"), str(inbox / "b.txt")]
+
+
+def test_trigger_takes_a_setting_by_its_field_or_by_its_command_line_name():
+    from prefect.utilities.callables import parameter_schema
+
+    from rpbench.deployments.trigger import parse_params, typed
+    from rpbench.flows.modes.furina.evaluate import evaluate
+    from rpbench.tasks.core.errors import InputError
+
+    schema = parameter_schema(evaluate).model_dump()
+    given = parse_params(["model=openai/gpt-4o", "models-file=m.toml", "resamples=50"])
+    assert typed(given, schema, "rpbench-evaluate/x") == {"models": ["openai/gpt-4o"], "models_file": "m.toml",
+                                                          "resamples": 50}
+    assert typed(parse_params(["models=a", "models=b"]), schema, "d") == {"models": ["a", "b"]}
+    import pytest
+
+    with pytest.raises(InputError, match="has no setting 'modle'"):
+        typed(parse_params(["modle=x"]), schema, "rpbench-evaluate/x")

@@ -17,7 +17,9 @@ import pytest
 
 from tests.helpers import CLI
 
-pytestmark = pytest.mark.slow
+# The module's tests share module-scoped fixtures (a server, a trained adapter, a work folder): one worker
+# runs them all, so the fixtures are made once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("label-studio")]
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN = "admin@rpbench.test"
 ADMIN_TOKEN = "5f0c1b9e2d7a4c3b8e6f1a0d9c8b7a6f5e4d3c2b"

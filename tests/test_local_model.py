@@ -13,7 +13,9 @@ from rpbench.tasks.llm.llamacpp_engine import LlamaCppEngine
 from rpbench.tasks.llm.local_engine import GenRequest
 from rpbench.tasks.llm.local_models import EMBEDDED_SPEC, find_embedded_gguf
 
-pytestmark = pytest.mark.local_model
+# The module's tests share module-scoped fixtures (a server, a trained adapter, a work folder): one worker
+# runs them all, so the fixtures are made once.
+pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group("local-model")]
 
 
 class Rating(BaseModel):

@@ -16,6 +16,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_FOLDERS = ("flows", "tasks", "storage", "prompts", "deployments", "samples")
 
+# The module's tests share module-scoped fixtures (a server, a trained adapter, a work folder): one worker
+# runs them all, so the fixtures are made once.
+pytestmark = pytest.mark.xdist_group("packaging")
+
 
 def test_every_python_package_folder_is_listed_in_pyproject():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])

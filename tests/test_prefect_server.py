@@ -19,7 +19,9 @@ import pytest
 
 from tests.helpers import CLI, TEST_KEY_ENV, any_mode_responder
 
-pytestmark = pytest.mark.slow
+# The module's tests share module-scoped fixtures (a server, a trained adapter, a work folder): one worker
+# runs them all, so the fixtures are made once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("prefect-server")]
 ROOT = Path(__file__).resolve().parent.parent
 ZH = ROOT / "samples" / "rolellm" / "rolebench" / "rolebench-zh"
 DEPLOYMENT = "rpbench-rolellm-eval/on-demand"
@@ -63,7 +65,7 @@ def served(_server, tmp_path_factory):
     folder = tmp_path_factory.mktemp("served")
     port = _free_port()
     url = f"http://127.0.0.1:{port}/api"
-    env = {**os.environ, "PREFECT_HOME": str(folder / "prefect"), "PREFECT_API_URL": url,
+    env = {**os.environ, "PREFECT_HOME": str(folder / "prefect"), "PREFECT_API_URL": url, "RPBENCH_SHARED_LIMITS": "1",
            TEST_KEY_ENV: "sk-trigger-test", "RPBENCH_PROGRESS_BAR": "0",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     logs = (folder / "server.log").open("ab"), (folder / "serve.log").open("ab")

@@ -30,7 +30,9 @@ from rpbench.tasks.training.trainer import build_trainer, load_base, sft_rows, t
 from tests.helpers import CLI, TEST_KEY_ENV, schema_responder
 from tests.test_builder import SCENE, TEST
 
-pytestmark = [pytest.mark.local_model, pytest.mark.slow]
+# The module's tests share module-scoped fixtures (a server, a trained adapter, a work folder): one worker
+# runs them all, so the fixtures are made once.
+pytestmark = [pytest.mark.local_model, pytest.mark.slow, pytest.mark.xdist_group("training")]
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -234,5 +236,7 @@ def test_a_merged_adapter_gives_the_same_logits_as_base_and_adapter(base, traine
         stacked = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32),
                                             str(out / "adapter"))(ids).logits
         untouched = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)(ids).logits
-    assert torch.allclose(plain, stacked, atol=1e-3)
+    # float32 sums in another order (the merged weight is one matrix, the stacked adapter two products): logits
+    # near 20 differ in the fourth decimal place, so the bound is relative as well as absolute.
+    assert torch.allclose(plain, stacked, rtol=1e-4, atol=1e-3)
     assert (plain - untouched).abs().max() > 1e-5  # the adapter changed something

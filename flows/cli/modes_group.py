@@ -1,0 +1,76 @@
+"""The top-level command group, with the modes' commands loaded only when one of them is used.
+
+`rpbench --help` lists a mode's commands from its spec (name and one line); running one, or asking for its
+help, imports the mode's commands module then. A command name two modes claim is an error, not a shadow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from rpbench.flows.kit.registry import BenchmarkMode, modes
+
+
+class _Placeholder(TyperCommand):
+    """A mode's command as `rpbench --help` lists it: its name and one line, with nothing of the mode loaded."""
+
+    def __init__(self, name: str, help: str, mode: BenchmarkMode) -> None:
+        super().__init__(name=name, help=help)
+        self.mode = mode
+
+
+def _name_roles(command: Any, mode: BenchmarkMode) -> None:
+    """Say in a mode's --models-file help which roles that mode's models file binds."""
+    for sub in getattr(command, "commands", {}).values():
+        _name_roles(sub, mode)
+    for param in getattr(command, "params", []):
+        if param.name == "models_file" and param.help and "Roles of " not in param.help:
+            param.help += f" Roles of {mode.name}: {', '.join(mode.roles)}."
+
+
+class ModesGroup(TyperGroup):
+    """The top-level command group: a mode's commands load when one of them is run (or asked for help)."""
+
+    def add_modes(self) -> None:
+        for mode in modes().values():
+            if mode.commands is None:
+                continue
+            if mode.top_commands:
+                for name, line in mode.top_commands.items():
+                    self._claim(name, _Placeholder(name, line, mode))
+            else:
+                self._claim(mode.name, _Placeholder(mode.name, mode.description, mode))
+
+    def _claim(self, name: str, command: TyperCommand) -> None:
+        held = self.commands.get(name)
+        if held is not None:
+            owner = held.mode.name if isinstance(held, _Placeholder) else "rpbench"
+            raise ValueError(f"command '{name}' is claimed twice (by {owner} and by the mode it is added for)")
+        self.commands[name] = command
+
+    def _load(self, mode: BenchmarkMode) -> None:
+        if mode.top_commands:
+            app = typer.Typer()
+            mode.add_commands(app)
+            loaded = typer.main.get_group(app).commands
+            if set(loaded) != set(mode.top_commands):
+                raise ValueError(f"mode {mode.name} adds commands {sorted(loaded)} but its spec names "
+                                 f"{sorted(mode.top_commands)}")
+        else:
+            sub = typer.Typer(help=mode.description, no_args_is_help=True)
+            mode.add_commands(sub)
+            group = typer.main.get_group(sub)
+            group.name = mode.name
+            loaded = {mode.name: group}
+        for command in loaded.values():
+            _name_roles(command, mode)
+        self.commands.update(loaded)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        held = self.commands.get(args[0]) if args else None
+        if isinstance(held, _Placeholder):
+            self._load(held.mode)
+        return super().resolve_command(ctx, args)
