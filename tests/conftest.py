@@ -10,6 +10,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rpbench.flows.kit.environment import setup_environment
 
+# Two workers share two cores: the local model's threads (llama.cpp, torch) take one core each, as threads that
+# wait on a core another worker holds slow every step (set before torch is imported; subprocesses inherit it).
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ.setdefault("RPBENCH_LOCAL_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 # One Prefect home per test worker (the suite runs on two, pytest-xdist): their result storage stays apart.
 setup_environment(prefect_home=Path(__file__).resolve().parent.parent
                   / f".prefect-test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}")

@@ -190,6 +190,9 @@ class Deterministic:
         self.delays, self.max_delay = delays, max_delay
         self.config = ModelsConfig()
 
+    def model_of(self, role):
+        return self.config.for_role(role).model
+
     async def run(self, req):
         import asyncio
         import hashlib

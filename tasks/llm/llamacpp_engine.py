@@ -50,6 +50,21 @@ def _usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+THREADS_ENV = "RPBENCH_LOCAL_THREADS"
+
+
+def _threads() -> int:
+    """CPU threads for a model that names none: RPBENCH_LOCAL_THREADS, else every usable core. A machine shared
+    with other work wants fewer: llama.cpp's threads wait for each other by spinning, so one core taken by
+    another process slows every step of all of them."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise ValueError(f"{THREADS_ENV}: expected a whole number of threads >= 1, got {raw!r}")
+        return int(raw)
+    return _usable_cores()
+
+
 def _trained_context(path: Path) -> int | None:
     import gguf
 
@@ -141,7 +156,7 @@ class LlamaCppEngine:
         params.model.path = str(path)
         params.n_parallel = self.spec.parallel
         params.n_ctx = context * self.spec.parallel
-        threads = self.spec.threads or _usable_cores()
+        threads = self.spec.threads or _threads()
         params.cpuparams.n_threads = threads
         params.cpuparams_batch.n_threads = threads
         params.cache_ram_mib = PROMPT_CACHE_MIB
