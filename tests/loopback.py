@@ -60,6 +60,8 @@ class LoopbackServer:
         self.port = port
         self.scripted: deque[str] = deque()
         self.faults: deque[str] = deque()
+        # Faults by model: every request for that model string gets it (a model that is down, a refused key).
+        self.model_faults: dict[str, str] = {}
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str] = []
         self.timeout_sleep = 30.0
@@ -98,6 +100,7 @@ class LoopbackServer:
     def reset(self) -> None:
         self.scripted.clear()
         self.faults.clear()
+        self.model_faults.clear()
         self.requests.clear()
         self.auth_headers.clear()
         self.log.clear()
@@ -115,7 +118,7 @@ class LoopbackServer:
         self.auth_headers.append(request.headers.get("Authorization", ""))
         if self.latency:
             await asyncio.sleep(self.latency)
-        fault = self.faults.popleft() if self.faults else None
+        fault = self.faults.popleft() if self.faults else self.model_faults.get(str(body.get("model")))
         if fault is None and self.fault_rate and self._fault_rng.random() < self.fault_rate:
             fault = self._fault_rng.choice(self.fault_mix)
         entry["fault"] = fault

@@ -57,12 +57,38 @@ def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _run_to_end(argv: list[str], env: dict[str, str], log: Path) -> float:
+def _run_to_end(argv: list[str], env: dict[str, str], log: Path, codes: tuple[int, ...] = (0,)) -> float:
     started = time.monotonic()
     proc = _start(argv, env, log)
     code = proc.wait(timeout=600)
-    assert code == 0, f"{argv[3:6]} exited {code}:\n{log.read_text(errors='replace')[-3000:]}"
+    assert code in codes, f"{argv[3:6]} exited {code}:\n{log.read_text(errors='replace')[-3000:]}"
+    _last_code[0] = code
     return time.monotonic() - started
+
+
+_last_code = [0]
+
+
+def _expected_outcome(out: Path, code: int, limit: float = 0.1) -> None:
+    """The exit code a run must give, worked out from its published tables: 3 when a model lost more than
+    ``limit`` of its items or a stage got no usable reply to any call, 0 otherwise."""
+    from rpbench.flows.kit.stage import slug
+
+    failures = pq.read_table(out / "failures.parquet").to_pylist() if (out / "failures.parquet").is_file() else []
+    failed = Counter(m for m, _ in {(f["model"], f["item_id"]) for f in failures if not f["scored"]})
+    board = out / "leaderboard.parquet"
+    scored = {r["model"]: r["n"] for r in pq.read_table(board).to_pylist()} if board.is_file() else {}
+    too_many = [m for m in failed if failed[m] / (failed[m] + scored.get(m, 0)) > limit]
+    manifest = json.loads((out / "manifest.json").read_text())
+    outcome = manifest["outcome"]
+    assert (code == 3) == (outcome["status"] == "failed"), (code, outcome)
+    named = {r.split(":")[0].removeprefix("model ") for r in outcome["reasons"] if r.startswith("model ")}
+    assert named == set(too_many), (too_many, outcome["reasons"])
+    for reason in outcome["reasons"]:
+        if reason.startswith("stage "):  # the stage's own calls table: every call failed
+            label = reason.removeprefix("stage ").split(": ")[0]
+            calls = pq.read_table(out / "calls" / f"{slug(label)}.parquet").to_pylist()
+            assert calls and all(c["outcome"] != "ok" for c in calls), reason
 
 
 def _tables(folder: Path) -> dict[str, list[dict]]:
@@ -244,8 +270,13 @@ def test_a_fifth_of_requests_failing_loses_nothing_untraced_and_no_key_is_writte
     models = _models_file(tmp_path, server, timeout=2.0)
     log = tmp_path / "log.txt"
     steps = _scenario(mode, work)
+    codes = {}
     for step in steps:
-        _run_to_end(_argv(step, models, work / "calls.sqlite"), _env(work / "prefect"), log)
+        # A run past the failure threshold writes everything and exits 3; below it, 0.
+        _run_to_end(_argv(step, models, work / "calls.sqlite"), _env(work / "prefect"), log, codes=(0, 3))
+        codes[step.name] = _last_code[0]
+        if (step.out / "manifest.json").is_file():
+            _expected_outcome(step.out, codes[step.name])
     faults = Counter(e.get("fault") for e in server.log)
     assert all(faults[kind] for kind in ("429", "500", "malformed", "truncated", "empty", "401")), faults
     assert faults["401"], "no request was refused with the key echoed back: the secrets check would prove nothing"

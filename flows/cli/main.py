@@ -21,7 +21,7 @@ from rpbench.flows.kit.environment import setup_environment
 from rpbench.flows.kit.registry import modes
 from rpbench.flows.kit.settings import RunSettings
 from rpbench.flows.training.commands import add_commands as training_commands
-from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.errors import InputError, RunFailed
 
 
 def show_models(s: RunSettings) -> None:
@@ -183,6 +183,10 @@ def run_cli(args: Sequence[str]) -> int:
     except InputError as exc:
         typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
         code = 2
+    except RunFailed as failed:  # the work is written, but lost more to failures than the settings allow
+        for line in failed.lines():
+            typer.secho(line, err=True, fg=typer.colors.RED)
+        code = 3
     except typer.Exit as exc:
         code = exc.exit_code
     except (KeyboardInterrupt, typer.Abort):

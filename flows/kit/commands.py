@@ -15,7 +15,7 @@ from rpbench.tasks.core.errors import InputError, first_error
 from rpbench.tasks.llm import load_models_config
 
 S = TypeVar("S", bound=BaseModel)
-LAST = ("models_file", "cache")  # shared options go at the end of --help
+LAST = ("models_file", "cache", "max_failure_share")  # shared options go at the end of --help
 
 
 def flag_of(model: type[BaseModel], name: str) -> str:

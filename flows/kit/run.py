@@ -12,12 +12,15 @@ from typing import Any
 
 from prefect import Task
 
+from rpbench.flows.kit.outcome import judge_run
 from rpbench.flows.kit.runners import chosen_runner, with_chosen_runner
+from rpbench.flows.kit.settings import RunSettings
 from rpbench.flows.kit.stage import StageResult, final_folder, slug
 from rpbench.flows.kit.ui import publish_markdown_now
 from rpbench.storage.runs import RunDir
 from rpbench.storage.schemas import CALLS
 from rpbench.storage.tables import read_records, write_records
+from rpbench.tasks.core.errors import RunFailed
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.event_loop import run_coroutine
@@ -103,10 +106,12 @@ def _published(value: Any, moved: Mapping[str, str]) -> Any:
     return value
 
 
-def finish_run(out: str, stages: Stages, models_file: str | None, flow: str,
-               inherited: Sequence[CallRecord] = (), **sections: Any) -> dict[str, Any]:
-    """Publish the run's outputs, merge the stages' call accounting into ``calls.parquet``, write the
-    manifest (last), publish a summary.
+def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
+               inherited: Sequence[CallRecord] = (), **sections: Any) -> Any:
+    """Publish the run's outputs, merge the stages' call accounting into ``calls.parquet``, judge the
+    outcome, write the manifest (last), publish a summary. Returns the manifest, or, when the run failed by
+    ``settings.max_failure_share``, Prefect's Failed state carrying a ``RunFailed`` (the flow returns it:
+    the run is Failed in Prefect, and the caller gets the exception).
 
     ``totals`` account for every call behind the run's tables: the stages' own, and ``inherited`` ones (the
     calls of an earlier run whose tables this run carries forward, as a rejudge carries the conversations);
@@ -115,6 +120,7 @@ def finish_run(out: str, stages: Stages, models_file: str | None, flow: str,
     """
     moved = publish_outputs(out)
     sections = _published(sections, moved)
+    models_file = settings.models_file
     run = RunDir(Path(out), started=stages.started)
     calls: list[CallRecord] = list(inherited)
     fresh: list[CallRecord] = []
@@ -128,7 +134,10 @@ def finish_run(out: str, stages: Stages, models_file: str | None, flow: str,
     write_records(run.root / CALLS.filename, calls, CALLS)
     totals = summarize_calls(calls)
     templates = {k: v for r in stages.results for k, v in r.templates.items()}
+    stage_calls = {f"{r.stage}[{r.shard}]" if r.shard else r.stage: r.calls for r in stages.results if r.calls}
+    outcome = judge_run(run.root, stage_calls, settings.max_failure_share)
     manifest = run.write_manifest(
+        outcome=outcome,
         flow=flow,
         config=load_models_config(models_file).redacted(),
         models_file=models_file,
@@ -139,7 +148,16 @@ def finish_run(out: str, stages: Stages, models_file: str | None, flow: str,
         **sections,
     )
     publish_markdown_now(f"run-summary-{slug(flow)}", run_summary_markdown(manifest, out), "rpbench run summary")
+    if outcome["status"] == "failed":
+        return failed_state(RunFailed(out, outcome["reasons"], outcome["failures"]))
     return manifest
+
+
+def failed_state(error: RunFailed) -> Any:
+    """Prefect's Failed state for a run that failed by its rule: the UI shows the reasons, no traceback."""
+    from prefect.states import Failed
+
+    return Failed(message=str(error), data=error)
 
 
 def run_flow(flow_fn: Any, **params: Any) -> Any:

@@ -45,3 +45,7 @@ class RunSettings(BaseModel):
     cache: CacheFile = Field(
         default=None, description="SQLite call cache; a rerun repeats no call found here. "
         "Default: .rpbench/calls.sqlite")
+    max_failure_share: float = Field(
+        default=0.1, ge=0, le=1,
+        description="The run fails (Failed in Prefect, exit status 3, after writing everything it made) when a "
+        "model has more than this share of its items failed, or a stage got no usable reply to any call.")

@@ -18,13 +18,13 @@ from typing import Any
 from prefect import flow
 
 from rpbench.flows.kit.registry import load_ref
-from rpbench.flows.kit.run import Stages, finish_run
+from rpbench.flows.kit.run import Stages, failed_state, finish_run
 from rpbench.flows.kit.stage import StageResult, StageRun, file_digest, stage
 from rpbench.flows.kit.ui import publish_markdown
 from rpbench.flows.training.checks import check_train, evaluator, training_sources
 from rpbench.flows.training.settings import TrainSettings
 from rpbench.storage.tables import atomic_write_bytes, read_records
-from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.errors import InputError, RunFailed
 from rpbench.tasks.llm.hf_weights import transformers_folder
 from rpbench.tasks.llm.local_models import (
     ADAPTER_MARK,
@@ -141,7 +141,7 @@ async def register(run: StageRun, adapter: str, losses: str, base: str, summary:
 # Not log_prints: dill (under datasets) reads globals by capturing what dis prints, and Prefect would take those
 # prints for log lines. Progress and losses reach the log through the stage's progress and the trainer's callback.
 @flow(name="rpbench-train-lora", log_prints=False)
-def train_lora_flow(settings: TrainSettings) -> dict:
+def train_lora_flow(settings: TrainSettings) -> Any:
     """A LoRA adapter from RoleBench-layout data and built benchmarks (SFT, or DPO on the judge's preferences),
     registered as a local model; with --eval-bench, the base and the adapter evaluated side by side."""
     s, stages = settings, Stages()
@@ -165,10 +165,13 @@ def train_lora_flow(settings: TrainSettings) -> dict:
                             summary=summary, out=s.out)
     training = {**summary, "model": registered.summary["model"], "data": data.summary,
                 "report": registered.path("report"), "models_file": registered.path("models_file")}
-    manifest = finish_run(s.out, stages, s.models_file, "train-lora", training=training,
+    manifest = finish_run(s.out, stages, s, "train-lora", training=training,
                           training_settings=s.model_dump(exclude={"models_file", "cache"}))
-    if s.eval_bench:
+    if s.eval_bench and isinstance(manifest, dict):
         evaluate = load_ref(evaluator(s.eval_bench, got.request))
-        manifest["evaluation"] = evaluate(s.eval_bench, [s.base, registered.summary["model"]],
-                                          str(Path(s.out) / "eval"), s.models_file, s.cache)
+        try:
+            manifest["evaluation"] = evaluate(s.eval_bench, [s.base, registered.summary["model"]],
+                                              str(Path(s.out) / "eval"), s.models_file, s.cache)
+        except RunFailed as failed:  # the side-by-side evaluation failed by the rule: so does the run
+            return failed_state(failed)
     return manifest

@@ -18,6 +18,22 @@ class InputError(Exception):
     """Bad input from the user: a file, a record, a field or a name that cannot be used."""
 
 
+class RunFailed(Exception):
+    """A run that did its work and wrote everything, but lost more to failures than the user allows (or a stage
+    got no usable reply at all). The flow ends Failed; the command prints the reasons and exits 3."""
+
+    def __init__(self, out: str, reasons: list[str], failures: dict[str, dict[str, int]]) -> None:
+        super().__init__("; ".join(reasons))
+        self.out, self.reasons, self.failures = out, reasons, failures
+
+    def lines(self) -> list[str]:
+        """What the command prints: the failures by stage and kind first, then why the run failed."""
+        out = [f"failed {stage}: " + ", ".join(f"{kind} {n}" for kind, n in kinds.items())
+               for stage, kinds in self.failures.items()]
+        out += [f"run failed: {reason}" for reason in self.reasons]
+        return [*out, f"everything the run made is in {self.out} (manifest.json: outcome)"]
+
+
 def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> InputError:
     """The error for a name that resolves to nothing: it lists the names that do exist."""
     listed = ", ".join(sorted(set(known))) or "none"

@@ -7,7 +7,19 @@ from typing import Any
 
 def run_summary_markdown(manifest: dict[str, Any], run_dir: str) -> str:
     totals = manifest.get("totals", {})
-    lines = [f"# rpbench run `{run_dir}`", "", "| table | rows |", "|---|---|"]
+    lines = [f"# rpbench run `{run_dir}`", ""]
+    outcome = manifest.get("outcome") or {}
+    if outcome.get("status") == "failed":  # what went wrong comes first: the reasons, then failures by stage
+        lines += ["**The run failed** (the work is written; the command exited 3):", ""]
+        lines += [f"- {reason}" for reason in outcome.get("reasons", [])]
+        lines.append("")
+    failures = outcome.get("failures") or {}
+    if failures:
+        lines += ["| stage | failures by kind |", "|---|---|"]
+        lines += [f"| {stage} | {', '.join(f'{k} {n}' for k, n in kinds.items())} |"
+                  for stage, kinds in failures.items()]
+        lines.append("")
+    lines += ["| table | rows |", "|---|---|"]
     lines += [f"| {name} | {n} |" for name, n in manifest.get("row_counts", {}).items()]
     lines += [
         "",

@@ -111,5 +111,5 @@ def dmt(settings: DmtSettings) -> dict:
     summary = {"leaderboard": done.summary["leaderboard"], "table4": done.summary["table4"],
                "round_curve": done.summary["round_curve"], "policy": s.policy, "dialogues": n,
                "report": done.path("report_html")}
-    return finish_run(s.out, stages, s.models_file, "dmt", dmt=summary,
+    return finish_run(s.out, stages, s, "dmt", dmt=summary,
                       dmt_settings=s.model_dump(exclude={"models_file", "cache"}))

@@ -148,5 +148,5 @@ def build_benchmark(settings: BuildSettings) -> dict:
                        coverage=kept, source_models={r: cfg.for_role(r).model for r in sources}, out=s.out)
     summary = {"dialogues": built.summary["dialogues"], "items": built.summary["items"], "coverage": kept,
                "budget_exhausted": built.summary["budget_exhausted"], "failed_calls": dict(failures), "tau": s.tau}
-    return finish_run(s.out, stages, s.models_file, "build-benchmark", build=summary,
+    return finish_run(s.out, stages, s, "build-benchmark", build=summary,
                       build_settings=s.model_dump(exclude={"models_file", "cache"}))

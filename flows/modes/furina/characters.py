@@ -103,4 +103,4 @@ def synthesize_characters(settings: SynthesisSettings) -> dict:
     summary = {"characters": done.summary["characters"], "scenes": done.summary["scenes"],
                "scenes_file": done.summary["scenes_file"],
                "failed_groups": [w.summary["failed"] for w in worlds if w.summary["failed"]]}
-    return finish_run(s.run_dir, stages, s.models_file, "synthesize-characters", synthesis=summary)
+    return finish_run(s.run_dir, stages, s, "synthesize-characters", synthesis=summary)

@@ -10,14 +10,17 @@ would start one by one; a second run finds every stage cached.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from prefect import flow
 
+from rpbench.flows.kit.run import failed_state
 from rpbench.flows.modes.furina.build import build_benchmark
 from rpbench.flows.modes.furina.evaluate import evaluate
 from rpbench.flows.modes.furina.pool import build_pool
 from rpbench.flows.modes.furina.settings import BuildSettings, DemoSettings, EvalSettings, PoolSettings
 from rpbench.samples import sample_path
+from rpbench.tasks.core.errors import RunFailed
 
 DEMO_BOOK = sample_path("books", "the_keepers_ledger.en.txt")
 DEMO_CHARACTERS = sample_path("characters", "starter.en.yaml")
@@ -44,12 +47,15 @@ def demo_settings(s: DemoSettings) -> tuple[PoolSettings, BuildSettings, EvalSet
 
 
 @flow(name="rpbench-demo", log_prints=True)
-def demo(settings: DemoSettings) -> dict:
+def demo(settings: DemoSettings) -> Any:
     """The whole pipeline on the embedded local model (no keys, no network): pool, benchmark, evaluation."""
     pool, bench, evaluation = demo_settings(settings)
-    pooled = build_pool(pool)
-    built = build_benchmark(bench)
-    manifest = evaluate(evaluation)
+    try:
+        pooled = build_pool(pool)
+        built = build_benchmark(bench)
+        manifest = evaluate(evaluation)
+    except RunFailed as failed:  # a part failed by the rule: the demo is Failed too, with its reasons
+        return failed_state(failed)
     manifest["demo"] = {name: m.get("this_run") for name, m in (("pool", pooled), ("bench", built),
                                                                 ("eval", manifest))}
     return manifest

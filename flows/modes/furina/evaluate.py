@@ -133,7 +133,7 @@ def evaluate(settings: EvalSettings) -> dict:
     summary = {"items": n_items, "models": s.models, "leaderboard": done.summary["leaderboard"],
                "pareto": done.summary["pareto"], "separability_index": done.summary["separability_index"],
                "failures": failures, "report": done.path("report_html")}
-    return finish_run(s.out, stages, s.models_file, "evaluate", evaluation=summary,
+    return finish_run(s.out, stages, s, "evaluate", evaluation=summary,
                       evaluation_settings=s.model_dump(exclude={"models_file", "cache"}))
 
 
@@ -141,4 +141,4 @@ def evaluate_side_by_side(bench: str, models: list[str], out: str, models_file: 
                           cache: str | None) -> dict[str, Any]:
     """FURINA's evaluation of ``models`` on a built benchmark (training's --eval-bench hook): its summary."""
     manifest = evaluate(EvalSettings(bench=bench, models=models, out=out, models_file=models_file, cache=cache))
-    return dict(manifest.get("evaluation", {}))
+    return dict(manifest.get("evaluation", {}))  # a failed evaluation raised RunFailed instead

@@ -137,5 +137,5 @@ def build_pool(settings: PoolSettings) -> dict:
                 "aliases": sum(r.summary["failed"] for r in raw),
                 "fragment": sum(m.summary["failed"] for m in made)}
     summary = {**{k: merged.summary[k] for k in ("scenes", "dropped", "chunks")}, "failed_calls": failures}
-    return finish_run(s.out, stages, s.models_file, "build-pool", pool=summary,
+    return finish_run(s.out, stages, s, "build-pool", pool=summary,
                       pool_settings=s.model_dump(exclude={"models_file", "cache"}))

@@ -108,7 +108,7 @@ def _finish(s: Scoring, stages: Stages, out: str, flow_name: str, done: StageRes
     summary = {"leaderboard": done.summary["leaderboard"], "judges": judges,
                "conversations": done.summary["conversations"], "scored": done.summary["scored"],
                "refusals": done.summary["refusals"], "report": done.path("report_html")}
-    return finish_run(out, stages, s.models_file, flow_name, inherited, pingpong=summary,
+    return finish_run(out, stages, s, flow_name, inherited, pingpong=summary,
                       pingpong_settings=s.model_dump(exclude={"models_file", "cache"}), **sections)
 
 

@@ -59,5 +59,5 @@ def roleinteract(settings: RoleInteractSettings) -> dict:
                       resamples=s.resamples, seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "table": done.summary["table"], "policy": s.policy,
                "report": done.path("report_html")}
-    return finish_run(s.out, stages, s.models_file, "roleinteract", roleinteract=summary,
+    return finish_run(s.out, stages, s, "roleinteract", roleinteract=summary,
                       roleinteract_settings=s.model_dump(exclude={"models_file", "cache"}))

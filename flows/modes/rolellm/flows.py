@@ -155,7 +155,7 @@ def rolellm_eval(settings: EvalSettings) -> dict:
                       seed=s.seed, out=s.out)
     summary = {"leaderboard": done.summary["leaderboard"], "by_split": done.summary["by_split"],
                "win_rates": done.summary["win_rates"], "report": done.path("report_html")}
-    return finish_run(s.out, stages, s.models_file, "rolellm-eval", rolellm=summary,
+    return finish_run(s.out, stages, s, "rolellm-eval", rolellm=summary,
                       rolellm_settings=s.model_dump(exclude={"models_file", "cache"}))
 
 
@@ -205,7 +205,7 @@ def context_instruct(settings: ContextInstructSettings) -> dict:
                       failures=[m.path("failures") for m in made],
                       languages={n: p.language for n, p in kept.items()},
                       turns={n: role_turns(p) for n, p in kept.items()}, plan=plan, seed=s.seed, out=s.out)
-    return finish_run(s.out, stages, s.models_file, "rolellm-context-instruct",
+    return finish_run(s.out, stages, s, "rolellm-context-instruct",
                       context_instruct={**done.summary, "left_out": dropped},
                       context_instruct_settings=s.model_dump(exclude={"models_file", "cache"}))
 
@@ -256,7 +256,7 @@ def rolebench_general(settings: GeneralSettings) -> dict:
                                           for name in sorted(profiles)])
     done = stages.run(general_files, **common, responses=[m.path("general_responses") for m in made],
                       languages={n: p.language for n, p in profiles.items()}, seed=s.seed)
-    return finish_run(s.out, stages, s.models_file, "rolellm-general", general=done.summary,
+    return finish_run(s.out, stages, s, "rolellm-general", general=done.summary,
                       general_settings=s.model_dump(exclude={"models_file", "cache"}))
 
 
@@ -289,7 +289,7 @@ def role_profile(settings: ProfileSettings) -> dict:
     s, stages = settings, Stages()
     done = stages.run(write_profile, name=s.name, script_name=s.script_name, language=s.language, script=s.script,
                       aliases=s.aliases, out=s.out, models_file=s.models_file, cache=s.cache)
-    return finish_run(s.out, stages, s.models_file, "rolellm-profile", profile={
+    return finish_run(s.out, stages, s, "rolellm-profile", profile={
         "role_file": done.path("role_file"), "catchphrases": done.summary["catchphrases"]})
 
 
@@ -328,4 +328,4 @@ def role_selection(settings: SelectSettings) -> dict:
     read_scripts(s.scripts)
     done = stages.run(select, scripts=s.scripts, language=s.language, out=s.out, models_file=s.models_file,
                       cache=s.cache)
-    return finish_run(s.out, stages, s.models_file, "rolellm-select", selection=done.summary)
+    return finish_run(s.out, stages, s, "rolellm-select", selection=done.summary)

@@ -1,0 +1,73 @@
+"""Whether a finished run succeeded: a run that wrote its tables but lost too much to failures says so.
+
+The rule (``RunSettings.max_failure_share``): the run failed when any model has more than that share of its
+items failed, or when any stage sent calls and every one of them failed (a judge that never answered, a
+key that was refused). Everything the run made is written first; then the flow ends in Prefect's Failed
+state and the command exits 3, listing the reasons and the failures by stage and kind.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rpbench.storage.schemas import CALLS, FAILURES
+from rpbench.storage.tables import read_records
+from rpbench.tasks.core.records import CallRecord, Failure
+
+LEADERBOARD = "leaderboard.parquet"
+
+
+def failures_by_stage(failures: Sequence[Failure]) -> dict[str, dict[str, int]]:
+    """stage -> kind -> count, for the summary a user reads first."""
+    out: dict[str, Counter[str]] = {}
+    for f in failures:
+        out.setdefault(f.stage, Counter())[f.kind] += 1
+    return {stage: dict(sorted(kinds.items())) for stage, kinds in sorted(out.items())}
+
+
+def _scored_per_model(root: Path) -> dict[str, int]:
+    path = root / LEADERBOARD
+    if not path.is_file():
+        return {}
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=["model", "n"]).to_pylist()
+    return {str(r["model"]): int(r["n"] or 0) for r in table}
+
+
+def model_reasons(failures: Sequence[Failure], scored: dict[str, int], limit: float) -> list[str]:
+    """A reason for each model with more than ``limit`` of its items failed (a model with no scored item and
+    some failed has them all failed)."""
+    failed = Counter(model for model, _ in {(f.model, f.item_id) for f in failures if not f.scored})
+    reasons = []
+    for model in sorted(failed):
+        total = failed[model] + scored.get(model, 0)
+        share = failed[model] / total
+        if share > limit:
+            reasons.append(f"model {model}: {failed[model]} of {total} items failed ({share:.0%}, more than "
+                           f"{limit:.0%})")
+    return reasons
+
+
+def stage_reasons(calls_by_stage: Mapping[str, Sequence[CallRecord]]) -> list[str]:
+    """A reason for each stage that sent calls and got no usable reply to any of them."""
+    reasons = []
+    for stage, calls in sorted(calls_by_stage.items()):
+        if calls and not any(c.outcome == "ok" for c in calls):
+            errors = Counter((c.error or c.outcome).split(":")[0] for c in calls)
+            common = ", ".join(f"{e} x{n}" for e, n in errors.most_common(2))
+            reasons.append(f"stage {stage}: every one of its {len(calls)} calls failed ({common})")
+    return reasons
+
+
+def judge_run(root: Path, stage_calls: dict[str, str], limit: float) -> dict[str, Any]:
+    """The run's outcome from its published failures and leaderboard and its stages' calls tables."""
+    path = root / FAILURES.filename
+    failures = read_records(path, FAILURES) if path.is_file() else []
+    calls = {stage: read_records(p, CALLS) for stage, p in stage_calls.items() if Path(p).is_file()}
+    reasons = model_reasons(failures, _scored_per_model(root), limit) + stage_reasons(calls)
+    return {"status": "failed" if reasons else "ok", "reasons": reasons, "max_failure_share": limit,
+            "failures": failures_by_stage(failures)}

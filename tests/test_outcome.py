@@ -1,0 +1,121 @@
+"""A run tells the truth about itself: one that lost more to failures than ``max_failure_share`` allows (or
+whose stage got no usable reply at all) writes everything, then ends Failed in Prefect and exits 3."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from rpbench.flows.kit.outcome import model_reasons, stage_reasons
+from rpbench.samples import sample_path
+from rpbench.tasks.core.records import CallRecord, Failure
+from tests.helpers import TEST_KEY_ENV, rpbench
+
+
+def _failed(model: str, n: int) -> list[Failure]:
+    return [Failure(stage="answers", model=model, item_id=f"i{k}", kind="answer") for k in range(n)]
+
+
+def test_the_threshold_is_a_share_of_each_models_items_and_its_edge_passes():
+    scored = {"m": 9, "n": 8}
+    assert model_reasons(_failed("m", 1), scored, 0.1) == []  # 1 of 10: exactly the share allowed
+    assert model_reasons(_failed("n", 2), scored, 0.1) == ["model n: 2 of 10 items failed (20%, more than 10%)"]
+    assert model_reasons(_failed("n", 2), scored, 0.2) == []
+    # Every item of a model failed: it has no scored row at all, and 100% failed.
+    assert model_reasons(_failed("gone", 3), scored, 0.5) == ["model gone: 3 of 3 items failed (100%, more than 50%)"]
+    # A side step that failed on an item that was still scored does not count against the model.
+    side = [Failure(stage="checks", model="m", item_id="i0", kind="check", scored=True)]
+    assert model_reasons(side * 5, scored, 0.0) == []
+
+
+def _call(outcome: str, error: str | None = None) -> CallRecord:
+    return CallRecord(call_id="c", cache_key="k", role="judge", model="m", tag=None, attempt=0, cached=False,
+                      outcome=outcome, error=error)  # type: ignore[arg-type]
+
+
+def test_a_stage_with_every_call_failed_fails_the_run_and_one_good_call_saves_it():
+    refused = [_call("failed", "AuthenticationError: 401"), _call("failed", "AuthenticationError: 401")]
+    assert stage_reasons({"judge[m]": refused}) == [
+        "stage judge[m]: every one of its 2 calls failed (AuthenticationError x2)"]
+    assert stage_reasons({"judge[m]": [*refused, _call("ok")]}) == []
+    assert stage_reasons({"report": []}) == []  # a stage that sent nothing failed at nothing
+
+
+def _models(tmp_path: Path, loopback) -> str:
+    path = tmp_path / "models.toml"
+    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+                    f'api_key_env = "{TEST_KEY_ENV}"\ntimeout = 5\n'
+                    '[retry]\ntransient_attempts = 2\nbackoff_initial = 0.01\nbackoff_max = 0.02\n'
+                    '[roles.steady]\nmodel = "openai/steady"\n[roles.down]\nmodel = "openai/down"\n')
+    return str(path)
+
+
+def _flow_run_states(name: str) -> list[str]:
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    async def read() -> list[str]:
+        async with get_client() as client:
+            runs = await client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[name])))
+            return [r.state.name for r in runs if r.state]
+
+    return asyncio.run(read())
+
+
+def test_a_model_that_never_answers_makes_the_run_failed_with_exit_3(harness, loopback, tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = lambda body: "I choose B."
+    loopback.model_faults["down"] = "500"
+    out = tmp_path / "run"
+    before = _flow_run_states("rpbench-roleinteract").count("Failed")
+    ran = rpbench("roleinteract", "run", "--data", str(sample_path("roleinteract", "example.json")), "--model",
+                  "steady", "--model", "down", "--out", str(out), "--resamples", "50", "--models-file",
+                  _models(tmp_path, loopback), "--cache", str(tmp_path / "c.sqlite"))
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    lines = [line for line in ran.stderr.strip().splitlines() if not re.match(r"\d\d:\d\d:\d\d", line)]  # not Prefect's log
+    assert lines[0].startswith("failed roleinteract-answers: answer "), lines  # failures by stage and kind first
+    assert any(line.startswith("run failed: model down: ") and "items failed (100%, more than 10%)" in line
+               for line in lines), lines
+    assert any(line.startswith("run failed: stage roleinteract-answers[down]: every one of its") for line in lines), lines
+    assert not any("model steady" in line for line in lines)
+    # Everything was written: the tables, the report, the manifest saying why the run failed.
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["outcome"]["status"] == "failed" and manifest["outcome"]["max_failure_share"] == 0.1
+    assert (out / "report.html").is_file() and (out / "answers.parquet").is_file()
+    assert _flow_run_states("rpbench-roleinteract").count("Failed") == before + 1
+    # The same run with only the healthy model succeeds, and says so.
+    ok = rpbench("roleinteract", "run", "--data", str(sample_path("roleinteract", "example.json")), "--model",
+                 "steady", "--out", str(tmp_path / "ok"), "--resamples", "50", "--models-file",
+                 _models(tmp_path, loopback), "--cache", str(tmp_path / "c.sqlite"))
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads((tmp_path / "ok" / "manifest.json").read_text())["outcome"]["status"] == "ok"
+
+
+@pytest.mark.parametrize("share", ["1", "0.5"])
+def test_a_stage_with_no_usable_reply_fails_the_run_whatever_the_share(share, harness, loopback, tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.model_faults["down"] = "500"
+    ran = rpbench("roleinteract", "run", "--data", str(sample_path("roleinteract", "example.json")), "--model",
+                  "down", "--out", str(tmp_path / "run"), "--resamples", "50", "--max-failure-share", share,
+                  "--models-file", _models(tmp_path, loopback), "--cache", str(tmp_path / "c.sqlite"))
+    assert ran.returncode == 3
+    reasons = [line for line in ran.stderr.splitlines() if line.startswith("run failed: ")]
+    assert any("stage roleinteract-answers[down]" in r for r in reasons)
+    assert any("model down" in r for r in reasons) == (share != "1")
+
+
+def test_the_run_summary_puts_what_went_wrong_first():
+    from rpbench.tasks.reports.summary import run_summary_markdown
+
+    manifest = {"outcome": {"status": "failed", "reasons": ["model down: 3 of 3 items failed (100%, more than 10%)"],
+                            "failures": {"answers": {"answer": 3}}}, "row_counts": {"answers": 6}}
+    text = run_summary_markdown(manifest, "runs/x")
+    assert text.index("**The run failed**") < text.index("| answers | answer 3 |") < text.index("| table | rows |")
+    assert "- model down: 3 of 3 items failed" in text
+    assert "The run failed" not in run_summary_markdown({"outcome": {"status": "ok", "reasons": []}}, "runs/y")
