@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -24,6 +25,14 @@ import pytest  # noqa: E402
 from rpbench.tasks.llm.cache import CallCache  # noqa: E402
 from rpbench.tasks.llm.gateway import Gateway  # noqa: E402
 from tests.helpers import TEST_KEY_ENV, loopback_config  # noqa: E402
+
+# litellm binds its log handlers to the stream stderr was when it was imported (pytest's capture file then,
+# closed later): a warning it logs in a later test would write to a closed file and take pytest's own
+# stderr down with it. The process's real stderr stays open.
+for _name in ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router"):
+    for _handler in logging.getLogger(_name).handlers:
+        if isinstance(_handler, logging.StreamHandler):
+            _handler.setStream(sys.__stderr__)
 from tests.loopback import LoopbackServer  # noqa: E402
 
 

@@ -19,6 +19,14 @@ TEST_KEY_ENV = "RPBENCH_TEST_API_KEY"
 CLI = [sys.executable, "-m", "rpbench.flows.cli.main"]
 
 
+class _Captured(io.StringIO):
+    """What a command printed. Never closed: a library that bound a log handler to the stream while the
+    command ran (absl, under rouge-score, does) may still write to it afterwards."""
+
+    def close(self) -> None:
+        pass
+
+
 @dataclass(frozen=True)
 class Ran:
     returncode: int
@@ -33,7 +41,7 @@ def rpbench(*args: str, env: Mapping[str, str] | None = None) -> Ran:
 
     saved = {k: os.environ.get(k) for k in env or {}}
     os.environ.update(env or {})
-    out, err = io.StringIO(), io.StringIO()
+    out, err = _Captured(), _Captured()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = run_cli(list(args))
@@ -78,6 +86,9 @@ def schema_responder(body: dict) -> str:
         return json.dumps({"reasoning": "A engages better.", "sigma": 2})
     if name == "CheckVerdict":
         return json.dumps({"answer": "No"})
+    if str(name).startswith("Ranking"):  # RoleLLM's ranking judge: every answer ranked once (a permutation)
+        n = schema["properties"]["ranking"]["minItems"]
+        return json.dumps({"ranking": [{"answer": k + 1, "reason": "clear", "rank": n - k} for k in range(n)]})
     return "(nods) That is a fair question, and I will answer it."
 
 

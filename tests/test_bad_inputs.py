@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from rpbench.storage.tables import read_records, write_records
 from rpbench.tasks.modes.furina.character_files import write_characters
 from rpbench.tasks.modes.furina.scene_files import write_scenes
-from tests.helpers import CLI
+from tests.helpers import CLI, Ran, rpbench
 from tests.test_builder import SCENE, TEST
 from tests.test_flows import _bench
 
@@ -157,14 +156,13 @@ def work(tmp_path_factory):
     return work
 
 
-def _run(command: str, work: Path) -> tuple[subprocess.CompletedProcess, str]:
+def _run(command: str, work: Path) -> tuple[Ran, str]:
+    """One case, run in this process through the command line's own entry (what `rpbench` runs)."""
     args = command.format(bad=BAD, work=work).split()
-    env = {**os.environ, "PREFECT_HOME": str(work / "prefect"), "RPBENCH_JUDGE_MAX_TOKENS": "many"
-           if command == "models" else os.environ.get("RPBENCH_JUDGE_MAX_TOKENS", "")}
-    if command != "models":
-        env.pop("RPBENCH_JUDGE_MAX_TOKENS")
-    proc = subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
-    return proc, command
+    env = {"PREFECT_HOME": str(work / "prefect")}
+    if command == "models":
+        env["RPBENCH_JUDGE_MAX_TOKENS"] = "many"
+    return rpbench(*args, env=env), command
 
 
 def test_the_corpus_has_at_least_thirty_files_and_every_one_is_used():
@@ -175,8 +173,7 @@ def test_the_corpus_has_at_least_thirty_files_and_every_one_is_used():
 
 def test_every_bad_input_gives_one_line_exit_2_no_traceback_and_no_damage(work):
     before = {name: _snapshot(work / name) for name in ("bench", "pool", "eval")}
-    with ThreadPoolExecutor(max_workers=2) as pool:  # each command is mostly Python start-up
-        results = list(pool.map(lambda case: _run(case[1], work), CASES))
+    results = [_run(case[1], work) for case in CASES]
     problems = []
     for (name, _, message), (proc, _) in zip(CASES, results, strict=True):
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]

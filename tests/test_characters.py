@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.furina.character_files import load_characters
 from rpbench.tasks.modes.furina.characters.profile import full_profile, public_profile, public_profiles
 from rpbench.tasks.modes.furina.domain import Character
-from tests.helpers import CLI
+from tests.helpers import rpbench
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTERS = [ROOT / "samples" / "characters" / "starter.en.yaml", ROOT / "samples" / "characters" / "starter.zh.yaml"]
@@ -107,12 +106,10 @@ def test_no_template_that_renders_other_characters_can_leak_private_values():
 
 
 def test_cli_check_prints_a_summary_and_fails_cleanly(tmp_path):
-    ok = subprocess.run([*CLI, "characters", "check", *map(str, STARTERS)],
-                        capture_output=True, text=True, cwd=ROOT)
+    ok = rpbench("characters", "check", *map(str, STARTERS))
     assert ok.returncode == 0 and "Sherlock Holmes [en, established]" in ok.stdout and "孙悟空" in ok.stdout
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**LONG, "language": "xx"}))
-    proc = subprocess.run([*CLI, "characters", "check", str(bad)],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = rpbench("characters", "check", str(bad))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().startswith(f"error: {bad}: character Zero: field 'language'")

@@ -21,7 +21,7 @@ from rpbench.tasks.modes.pingpong.judging import verdicts_schema
 from rpbench.tasks.modes.pingpong.records import Grades
 from rpbench.tasks.modes.pingpong.scoring import judge_score, length_factor, length_factors, pool_judges, rank_groups
 from rpbench.tasks.modes.pingpong.tables import CONVERSATION_SCORES, CONVERSATIONS, TURN_JUDGMENTS
-from tests.helpers import CLI, TEST_KEY_ENV
+from tests.helpers import CLI, TEST_KEY_ENV, rpbench
 
 SETTINGS = sample_path("pingpong", "settings.yaml")
 
@@ -259,8 +259,7 @@ def test_cli_errors_are_one_line(tmp_path):
         (["pingpong", "rejudge", str(tmp_path), "--judge", "pingpong-judge"], "not a finished PingPong run"),
     ]
     for args, message in cases:
-        p = subprocess.run([*CLI, *args, "--out", str(tmp_path / "o")] if args[1] == "run" else [*CLI, *args],
-                           capture_output=True, text=True, env={**os.environ, "PREFECT_HOME": str(tmp_path / "ph")})
+        p = rpbench(*args, "--out", str(tmp_path / "o")) if args[1] == "run" else rpbench(*args)
         assert p.returncode == 2, (args, p.stderr)
         assert message in p.stderr and "Traceback" not in p.stderr, p.stderr
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from rpbench.tasks.modes.furina.pool.ingest import clean_text, read_book
 from rpbench.tasks.modes.furina.pool.models import AliasMap, BoundaryVerdict, ExtractedScene
 from rpbench.tasks.modes.furina.pool.names import alias_mapping
 from rpbench.tasks.modes.furina.scene_files import load_scene_file, read_scenes
-from tests.helpers import CLI
+from tests.helpers import rpbench
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples" / "books"
@@ -62,8 +61,7 @@ def test_bad_books_get_a_one_line_error(tmp_path, content, message):
 def test_cli_reports_a_bad_book_in_one_line_with_nonzero_exit(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    proc = subprocess.run([*CLI, "pool", "chunk", str(empty), "--out", str(tmp_path)],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = rpbench("pool", "chunk", str(empty), "--out", str(tmp_path))
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"error: {empty}: the file is empty"
     assert "Traceback" not in proc.stdout + proc.stderr
@@ -248,21 +246,17 @@ def test_pool_add_validates_and_appends(tmp_path):
     pool = tmp_path / "pool"
     pool.mkdir()
     # A folder without a pool is a mistake (a typo) unless --new says to start one there.
-    proc = subprocess.run([*CLI, "pool", "add", str(path), "--pool", str(pool)], capture_output=True, text=True,
-                          cwd=ROOT)
+    proc = rpbench("pool", "add", str(path), "--pool", str(pool))
     assert proc.returncode == 2 and "holds no scenes.parquet" in proc.stderr and not (pool / "scenes.parquet").exists()
-    proc = subprocess.run([*CLI, "pool", "add", str(path), "--pool", str(pool), "--new"],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = rpbench("pool", "add", str(path), "--pool", str(pool), "--new")
     assert proc.returncode == 0, proc.stderr
     scenes = read_scenes(pool / "scenes.parquet")
     assert [s.scene_id for s in scenes] == ["custom-1"] and scenes[0].source == "custom"
     # The same file again changes nothing; a different scene under a taken id is an error.
-    proc = subprocess.run([*CLI, "pool", "add", str(path), "--pool", str(pool)],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = rpbench("pool", "add", str(path), "--pool", str(pool))
     assert proc.returncode == 0 and "added 0 scene(s)" in proc.stdout and "1 already there, unchanged" in proc.stdout
     path.write_text(json.dumps([{**CUSTOM, "summary": "Another duel."}]))
-    proc = subprocess.run([*CLI, "pool", "add", str(path), "--pool", str(pool)],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = rpbench("pool", "add", str(path), "--pool", str(pool))
     assert proc.returncode == 2 and "already in the pool, with other content" in proc.stderr
 
 

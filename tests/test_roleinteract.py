@@ -25,7 +25,7 @@ from rpbench.tasks.modes.roleinteract.scoring import choice_score, cover, multip
 from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEM_SCORES, ITEMS
 from rpbench.tasks.reports.scores import model_scores
 from rpbench.tasks.reports.spec import GroupKey, MetricSpec, Scoring
-from tests.helpers import CLI, TEST_KEY_ENV
+from tests.helpers import CLI, TEST_KEY_ENV, rpbench
 
 EXAMPLE = sample_path("roleinteract", "example.json")
 EMOTIONS = {"A": "neutral", "B": "non-neutral", "C": "joy", "D": "fear"}
@@ -269,8 +269,7 @@ def test_cli_errors_are_one_line(tmp_path):
          "--column: unknown column 'SA Mood'"),
         (["--data", str(EXAMPLE), "--model", "roleinteract-playr"], "--model: unknown model 'roleinteract-playr'"),
     ]:
-        p = subprocess.run([*CLI, "roleinteract", "run", *args, "--out", str(tmp_path / "o")], capture_output=True,
-                           text=True)
+        p = rpbench("roleinteract", "run", *args, "--out", str(tmp_path / "o"))
         assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 

@@ -382,6 +382,8 @@ def test_cli_errors_are_one_line(tmp_path):
         (["eval", "--data", str(BENCH), "--model", "rolellm-player", "--mode", "fsq"], "fsq"),
         (["context-instruct", "--role", str(ROLES), "--min-turns", "100"], "--role: no role has 100 turns"),
     ]:
+        # In a process of its own: in this module's process, an error line written in-process once took pytest's
+        # own stderr down (a closed capture file some library had kept); each case is a second of start-up.
         p = subprocess.run([*CLI, "rolellm", *args, "--out", str(tmp_path / "o")], capture_output=True, text=True)
         assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
 
