@@ -154,11 +154,14 @@ def role_identities(params: Mapping[str, Any], roles: Iterable[str]) -> dict[str
 
 def stage_key(spec: StageSpec, fn: Callable[..., Any]) -> Callable[[TaskRunContext, dict[str, Any]], str]:
     source = inspect.getsource(fn)
+    # Worked out once, when the stage is defined: not in the task runner's threads, where several stages
+    # compute their keys at once.
+    own_code = code_digest(fn.__module__)
 
     def key(_ctx: TaskRunContext, params: dict[str, Any]) -> str:
         identity = {
             "stage": spec.name,
-            "code": [code_digest(m) for m in (fn.__module__, *(spec.code(params) if spec.code else ()))],
+            "code": [own_code, *(code_digest(m) for m in (spec.code(params) if spec.code else ()))],
             "source": source,
             "params": {k: canonical(v) for k, v in sorted(params.items())
                        if k not in spec.inputs and k not in _NOT_HASHED},
