@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 from rpbench.tasks.core.offline import OFFLINE_ENV
@@ -54,12 +53,3 @@ def shutdown_prefect() -> None:
     for server in list(SubprocessASGIServer._instances.values()):
         with contextlib.suppress(Exception):
             server.stop()
-
-
-@contextlib.contextmanager
-def quiet_prefect_exit() -> Iterator[None]:
-    """Run a flow, then shut Prefect's background machinery down cleanly."""
-    try:
-        yield
-    finally:
-        shutdown_prefect()
