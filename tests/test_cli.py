@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLI, Ran, rpbench
+from tests.helpers import CLI, TEST_KEY_ENV, Ran, rpbench
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTERS = ROOT / "samples" / "characters" / "starter.en.yaml"
@@ -171,3 +171,23 @@ def test_a_command_that_ends_with_an_exit_code_returns_it(monkeypatch):
 
     monkeypatch.setattr(main, "show_modes", fake_show_modes)
     assert rpbench("modes").returncode == 3
+
+
+def test_models_check_asks_each_role_once_and_says_which_answer(loopback, tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_KEY_ENV, "sk-test-check-0123456789")
+    models = tmp_path / "models.toml"
+    models.write_text(f'[default]\nmodel = "openai/fine"\napi_base = "{loopback.base_url}"\n'
+                      f'api_key_env = "{TEST_KEY_ENV}"\n[roles.judge]\nmodel = "openai/refused"\n'
+                      '[roles.director]\nmodel = "openai/down"\n')
+    loopback.model_faults.update({"refused": "401", "down": "500"})
+    ran = rpbench("models", "check", "--models-file", str(models))
+    assert ran.returncode == 3
+    assert "default: openai/fine answers" in ran.stdout and "1 of 3 roles answer" in ran.stdout
+    assert "judge: openai/refused does not answer: AuthenticationError" in ran.stderr
+    assert f"(key read from {TEST_KEY_ENV})" in ran.stderr and "sk-test-check" not in ran.stderr
+    assert "director: openai/down does not answer: InternalServerError" in ran.stderr
+    assert len(loopback.requests) == 3  # one each, no retries, no cache
+    assert all(r["max_tokens"] == 8 for r in loopback.requests)
+    loopback.model_faults.clear()
+    assert rpbench("models", "check", "--models-file", str(models)).returncode == 0
+    assert rpbench("models", "chek").returncode == 2

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel
 
 from rpbench.tasks.llm import Request
+from tests.helpers import TEST_KEY_ENV
 
 
 class Verdict(BaseModel):
@@ -190,7 +192,45 @@ async def test_identical_requests_in_flight_together_are_sent_once_and_share_the
     assert len(loopback.requests) == 1 and first.text == second.text == "reply number 0"
     assert gateway.ledger.totals()["calls_sent"] == 1  # the second call was answered without sending
     # A failure is shared the same way, and not cached: a later call sends again.
-    loopback.inject("401")
+    gateway.config.retry.transient_attempts = 1
+    loopback.inject("500")
     failed = await asyncio.gather(*(gateway.complete("judge", [{"role": "user", "content": "other"}])
                                     for _ in range(2)))
     assert [r.ok for r in failed] == [False, False] and len(loopback.requests) == 2
+
+
+async def test_a_refused_key_stops_every_call_to_that_model_at_once(make_gateway, loopback):
+    """A 401 is never retried, and no later call to the model is sent: each would be refused the same way."""
+    from rpbench.tasks.core.errors import ModelUnusable
+
+    gateway = make_gateway(max_concurrency=1)
+    loopback.model_faults["loopback-model"] = "401"
+    calls = [gateway.complete("judge", [{"role": "user", "content": f"q{i}"}]) for i in range(5)]
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(r, ModelUnusable) for r in results), results
+    assert len(loopback.requests) == 1  # one refusal; the four waiting for the slot were never sent
+    message = str(results[0])
+    assert message.startswith("model openai/loopback-model (role judge) cannot be used: AuthenticationError")
+    assert message.endswith(f"its key is read from {TEST_KEY_ENV}")
+    assert os.environ[TEST_KEY_ENV] not in message  # the server echoed the key back; it is masked
+    with pytest.raises(ModelUnusable):  # later calls too, without sending
+        await gateway.complete("judge", [{"role": "user", "content": "later"}])
+    assert len(loopback.requests) == 1
+    loopback.model_faults.clear()
+
+
+def test_which_errors_stop_a_run():
+    import litellm
+
+    from rpbench.tasks.llm.transient import MissingKeyError, is_fatal, is_transient
+
+    refused = litellm.AuthenticationError("Incorrect API key", llm_provider="openai", model="m")
+    # litellm reports OpenAI's missing key as a 500 and Gemini's as a connection error: both are fatal.
+    no_openai_key = litellm.InternalServerError("OpenAIException - Missing credentials. Please pass an `api_key`",
+                                                llm_provider="openai", model="m")
+    no_gemini_key = litellm.APIConnectionError("Missing Gemini API key. Set the GEMINI_API_KEY", llm_provider="gemini",
+                                               model="m")
+    down = litellm.InternalServerError("server error", llm_provider="openai", model="m")
+    for exc in (refused, no_openai_key, no_gemini_key, MissingKeyError("X is not set")):
+        assert is_fatal(exc) and not is_transient(exc), exc
+    assert is_transient(down) and not is_fatal(down)

@@ -263,7 +263,8 @@ def _furina_items_accounted_for(work: Path) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_fifth_of_requests_failing_loses_nothing_untraced_and_no_key_is_written(mode, server, tmp_path):
-    server.random_faults(0.2, ("429", "500", "timeout", "malformed", "truncated", "empty", "401"), seed=7)
+    # No 401 in the mix: a refused key stops a run at once (below, after the scenario).
+    server.random_faults(0.2, ("429", "500", "timeout", "malformed", "truncated", "empty"), seed=7)
     server.timeout_sleep = 5.0
     work = tmp_path / "work"
     work.mkdir()
@@ -278,8 +279,18 @@ def test_a_fifth_of_requests_failing_loses_nothing_untraced_and_no_key_is_writte
         if (step.out / "manifest.json").is_file():
             _expected_outcome(step.out, codes[step.name])
     faults = Counter(e.get("fault") for e in server.log)
-    assert all(faults[kind] for kind in ("429", "500", "malformed", "truncated", "empty", "401")), faults
-    assert faults["401"], "no request was refused with the key echoed back: the secrets check would prove nothing"
+    assert all(faults[kind] for kind in ("429", "500", "malformed", "truncated", "empty")), faults
+
+    # The key refused (the server echoes it back in its error): the run stops at its first reply, exit 3, one
+    # line naming the model and the key's variable, and the key written nowhere (checked below).
+    server.random_faults(0.0)
+    server.model_faults["loopback"] = "401"
+    first = next(step for step in steps if step.uses_models)
+    before = len(server.requests)
+    _run_to_end(_argv(first, models, work / "fresh-calls.sqlite"), _env(work / "prefect-401"), log, codes=(3,))
+    assert "cannot be used: AuthenticationError" in log.read_text() and f"read from {KEY_ENV}" in log.read_text()
+    assert 1 <= len(server.requests) - before <= 16, "a refused key was retried or the run went on sending"
+    server.model_faults.clear()
 
     for step in steps:
         if (step.out / "manifest.json").is_file():

@@ -119,3 +119,50 @@ def test_the_run_summary_puts_what_went_wrong_first():
     assert text.index("**The run failed**") < text.index("| answers | answer 3 |") < text.index("| table | rows |")
     assert "- model down: 3 of 3 items failed" in text
     assert "The run failed" not in run_summary_markdown({"outcome": {"status": "ok", "reasons": []}}, "runs/y")
+
+
+def test_a_refused_key_stops_the_run_at_once_with_one_line_and_exit_3(harness, loopback, tmp_path, monkeypatch):
+    secret = "sk-test-refused-0123456789abcdef"
+    monkeypatch.setenv(TEST_KEY_ENV, secret)
+    loopback.model_faults["down"] = "401"  # the server refuses the key, and echoes it back
+    path = tmp_path / "models-1.toml"
+    path.write_text(Path(_models(tmp_path, loopback)).read_text().replace(
+        'model = "openai/down"', 'model = "openai/down"\nmax_concurrency = 1'))
+    before = _flow_run_states("rpbench-roleinteract").count("Failed")
+    ran = rpbench("roleinteract", "run", "--data", str(sample_path("roleinteract", "example.json")), "--model",
+                  "down", "--out", str(tmp_path / "run"), "--resamples", "50", "--models-file", str(path),
+                  "--cache", str(tmp_path / "c.sqlite"))
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    ours = [line for line in ran.stderr.splitlines() if line.startswith("error: ")]
+    assert ours == [f"error: model openai/down (role down) cannot be used: AuthenticationError: "
+                    f"{ours[0].split('AuthenticationError: ', 1)[1]}"] and ours[0].endswith(f"read from {TEST_KEY_ENV}")
+    assert secret not in ran.stdout + ran.stderr
+    assert len([e for e in loopback.log if e.get("fault") == "401"]) == 1  # neither retried nor sent again
+    assert _flow_run_states("rpbench-roleinteract").count("Failed") == before + 1
+
+
+def test_a_missing_key_is_one_line_before_any_flow_or_request(loopback, tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("RPBENCH_UNSET_KEY", raising=False)
+    data = str(sample_path("roleinteract", "example.json"))
+    # The provider's own variable, when the models file names none and no server of one's own is given.
+    ran = rpbench("roleinteract", "run", "--data", data, "--model", "openai/gpt-4o-mini", "--out",
+                  str(tmp_path / "a"))
+    assert ran.returncode == 2 and ran.stderr.strip().splitlines() == [
+        "error: --model: model openai/gpt-4o-mini (role roleinteract-player) needs its key in OPENAI_API_KEY, "
+        "which is not set: export it where the run starts, or name another variable with api_key_env in a "
+        "models file"]
+    # A variable the models file names.
+    models = tmp_path / "models.toml"
+    models.write_text(f'[roles.mine]\nmodel = "openai/mine"\napi_base = "{loopback.base_url}"\n'
+                      'api_key_env = "RPBENCH_UNSET_KEY"\n')
+    ran = rpbench("roleinteract", "run", "--data", data, "--model", "mine", "--out", str(tmp_path / "b"),
+                  "--models-file", str(models))
+    assert ran.returncode == 2 and "needs its key in RPBENCH_UNSET_KEY, which is not set" in ran.stderr
+    assert not loopback.requests and not (tmp_path / "b").exists()
+    # A server of one's own with no key variable named may take no key: not an error.
+    from rpbench.tasks.llm.config import ModelSpec
+    from rpbench.tasks.llm.keys import missing_key
+
+    assert missing_key(ModelSpec(model="openai/mine", api_base=loopback.base_url)) is None
+    assert missing_key(ModelSpec(model="anthropic/claude-3-5-haiku-20241022")) == "ANTHROPIC_API_KEY"

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.errors import InputError, ModelUnusable
 from rpbench.tasks.llm import ModelSpec, Request, load_models_config
 from rpbench.tasks.llm.litellm_call import request_kwargs
 from tests.helpers import TEST_KEY_ENV
@@ -36,10 +36,11 @@ async def test_worker_errors_keep_their_retry_verdict(make_gateway, loopback):
         loopback.inject("429")
         recovered = await gateway.complete("judge", MSG, schema=Verdict)
         assert recovered.ok and gateway.ledger.records()[0].transient_retries == 1
-        loopback.inject("401")  # permanent, and the server echoes the key in its error text
-        rejected = await gateway.complete("judge", [{"role": "user", "content": "other"}], schema=Verdict)
-        assert not rejected.ok and rejected.attempts == 1
-        assert "Incorrect API key" in rejected.error and os.environ[TEST_KEY_ENV] not in rejected.error
+        loopback.inject("401")  # fatal, and the server echoes the key in its error text
+        with pytest.raises(ModelUnusable) as rejected:
+            await gateway.complete("judge", [{"role": "user", "content": "other"}], schema=Verdict)
+        assert "Incorrect API key" in str(rejected.value) and os.environ[TEST_KEY_ENV] not in str(rejected.value)
+        assert len([r for r in loopback.log if r.get("fault") == "401"]) == 1  # not retried
     finally:
         await gateway.aclose()
 

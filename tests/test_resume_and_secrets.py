@@ -11,6 +11,9 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
+from rpbench.tasks.core.errors import ModelUnusable
 from rpbench.tasks.core.secrets import install_log_redaction, scrub
 from rpbench.tasks.llm import Request
 from rpbench.tasks.llm.cache import CallCache
@@ -90,8 +93,8 @@ async def test_api_key_never_reaches_logs_tables_or_manifest(make_gateway, loopb
     loopback.inject("500")
     await gateway.complete("judge", [{"role": "user", "content": "hello"}])
     loopback.inject("401")
-    rejected = await gateway.complete("judge", [{"role": "user", "content": "again"}])
-    assert not rejected.ok and "Incorrect API key" in rejected.error
+    with pytest.raises(ModelUnusable, match="Incorrect API key"):
+        await gateway.complete("judge", [{"role": "user", "content": "again"}])
     logging.getLogger("rpbench.test").warning("about to use key %s", secret)
     # The key did reach the server, so the test would notice if it were simply not used.
     assert any(secret in h for h in loopback.auth_headers)

@@ -15,34 +15,14 @@ from typing import Annotated
 
 import typer
 
+from rpbench.flows.cli.models_command import ModelsSettings, models
 from rpbench.flows.cli.modes_group import ModesGroup
 from rpbench.flows.kit.commands import settings_command
 from rpbench.flows.kit.environment import setup_environment
 from rpbench.flows.kit.registry import modes
 from rpbench.flows.kit.settings import RunSettings
 from rpbench.flows.training.commands import add_commands as training_commands
-from rpbench.tasks.core.errors import InputError, RunFailed
-
-
-def show_models(s: RunSettings) -> None:
-    """Show which model and settings each role resolves to, and the local models there are."""
-    from rpbench.flows.kit.registry import builtin_roles
-    from rpbench.tasks.llm import load_models_config
-    from rpbench.tasks.llm.config import presets
-    from rpbench.tasks.llm.local_models import EMBEDDED
-
-    config = load_models_config(s.models_file)
-    typer.echo(f"default: {config.default.model} (temperature={config.default.temperature})")
-    for role in sorted(set(config.roles) | builtin_roles()):
-        spec = config.for_role(role)
-        where = f" at {spec.api_base}" if spec.api_base else ""
-        procs = f", processes={spec.processes}" if spec.processes > 1 else ""
-        origin = "" if role in config.roles else "  [default]"
-        typer.echo(f"{role}: {spec.model}{where} (temperature={spec.temperature}, max_tokens={spec.max_tokens}"
-                   f", max_concurrency={spec.max_concurrency}{procs}){origin}")
-    local = {EMBEDDED: "embedded", **{k: v.path or "embedded" for k, v in config.local_models.items()}}
-    typer.echo("local models: " + ", ".join(f"local/{k} ({v})" for k, v in sorted(local.items())))
-    typer.echo("presets (--models-file NAME): " + ", ".join(presets()))
+from rpbench.tasks.core.errors import InputError, ModelUnusable, RunFailed
 
 
 def prepare(s: RunSettings) -> None:
@@ -149,7 +129,7 @@ def make_app() -> typer.Typer:
         no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
         callback=choose_runner, cls=ModesGroup,
     )
-    app.command("models")(settings_command(RunSettings, show_models))
+    app.command("models")(settings_command(ModelsSettings, models))
     app.command("modes")(show_modes)
     app.command("trigger")(trigger_run)
     app.command("deploy")(deploy)
@@ -186,6 +166,9 @@ def run_cli(args: Sequence[str]) -> int:
     except RunFailed as failed:  # the work is written, but lost more to failures than the settings allow
         for line in failed.lines():
             typer.secho(line, err=True, fg=typer.colors.RED)
+        code = 3
+    except ModelUnusable as exc:  # a refused or missing key, an unknown model: the run stopped at its first reply
+        typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
         code = 3
     except typer.Exit as exc:
         code = exc.exit_code

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from prefect import Task
 
@@ -20,7 +22,7 @@ from rpbench.flows.kit.ui import publish_markdown_now
 from rpbench.storage.runs import RunDir
 from rpbench.storage.schemas import CALLS
 from rpbench.storage.tables import read_records, write_records
-from rpbench.tasks.core.errors import RunFailed
+from rpbench.tasks.core.errors import ModelUnusable, RunFailed
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.event_loop import run_coroutine
@@ -153,11 +155,46 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
     return manifest
 
 
-def failed_state(error: RunFailed) -> Any:
-    """Prefect's Failed state for a run that failed by its rule: the UI shows the reasons, no traceback."""
+def failed_state(error: RunFailed | ModelUnusable) -> Any:
+    """Prefect's Failed state for a run that failed by its rule, or stopped on a model it cannot use: the UI
+    shows the reasons, no traceback; whoever called the flow gets ``error`` raised."""
     from prefect.states import Failed
 
     return Failed(message=str(error), data=error)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def stops_cleanly(fn: F) -> F:
+    """A flow function that ends Failed with one line when a model it needs cannot be used (a refused or
+    missing key, a model the provider does not know), instead of a traceback in the log and the UI."""
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except ModelUnusable as exc:
+                return failed_state(exc)
+
+        return cast(F, _typed_like(run_async, fn))
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ModelUnusable as exc:
+            return failed_state(exc)
+
+    return cast(F, _typed_like(run, fn))
+
+
+def _typed_like(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The wrapper with ``fn``'s signature, its annotations evaluated: Prefect validates a flow's parameters
+    against its signature, resolving names in the module of the function it was given (this one)."""
+    wrapper.__signature__ = inspect.signature(fn, eval_str=True)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {k: v for k, v in inspect.get_annotations(fn, eval_str=True).items()}
+    return wrapper
 
 
 def run_flow(flow_fn: Any, **params: Any) -> Any:

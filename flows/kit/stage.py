@@ -38,6 +38,7 @@ from rpbench.flows.kit.runtime import shared_gateway
 from rpbench.flows.kit.ui import publish_table
 from rpbench.storage.schemas import CALLS, TableSpec
 from rpbench.storage.tables import write_records
+from rpbench.tasks.core.errors import ModelUnusable
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.gateway import Gateway
 from rpbench.tasks.llm.ledger import Ledger, read_journal
@@ -305,7 +306,12 @@ def stage(name: str, *, templates: Templates = (), roles: Roles = (), inputs: Se
             prompts.record_into(run.templates)
             started = time.monotonic()
             with run.progress:
-                result = await fn(run, **kwargs)
+                try:
+                    result = await fn(run, **kwargs)
+                except ModelUnusable as exc:  # one line in the log and the UI, not a traceback
+                    from prefect.states import Failed
+
+                    return Failed(message=str(exc), data=exc)  # type: ignore[return-value]
             result.summary.setdefault("seconds", round(time.monotonic() - started, 3))
             await _publish(run, result)
             return result

@@ -34,6 +34,20 @@ class RunFailed(Exception):
         return [*out, f"everything the run made is in {self.out} (manifest.json: outcome)"]
 
 
+class ModelUnusable(Exception):
+    """A model this run needs cannot be used at all: its key variable is missing, the provider refused the key
+    or the permission, or does not know the model. Every later call would fail the same way, so the run stops at
+    the first such reply (never retried) and the command prints this one line and exits 3."""
+
+    def __init__(self, role: str, model: str, error: str, key_env: str | None = None) -> None:
+        super().__init__(role, model, error, key_env)  # the args rebuild it when a worker process pickles it
+        self.role, self.model, self.error, self.key_env = role, model, error, key_env
+
+    def __str__(self) -> str:
+        key = f"; its key is read from {self.key_env}" if self.key_env else ""
+        return f"model {self.model} (role {self.role}) cannot be used: {self.error}{key}"
+
+
 def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> InputError:
     """The error for a name that resolves to nothing: it lists the names that do exist."""
     listed = ", ".join(sorted(set(known))) or "none"

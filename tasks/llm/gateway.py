@@ -7,7 +7,10 @@ retrying transient errors with exponential backoff and jitter (the only retry
 layer: litellm's own retries are off). When a schema is given, the reply is
 parsed and validated; an unusable reply is shown back to the model with the
 error, a bounded number of times, and then reported as a failure carrying the
-raw text. Nothing is ever replaced by a default.
+raw text. Nothing is ever replaced by a default. A model that cannot be used at
+all (a missing or refused key, a model the provider does not know) raises
+``ModelUnusable`` on its first such reply, and every later call to it raises at
+once without sending: the run stops instead of failing every item.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import concurrent.futures
 import copy
 import functools
 import random
+import re
 import threading
 import time
 import weakref
@@ -28,6 +32,7 @@ import litellm
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from rpbench.tasks.core.errors import ModelUnusable
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.core.secrets import scrub_text
 from rpbench.tasks.llm.bounds import bounds_for
@@ -47,7 +52,7 @@ from rpbench.tasks.llm.structured import (
     schema_instruction,
     with_reasoning_cap,
 )
-from rpbench.tasks.llm.transient import is_transient
+from rpbench.tasks.llm.transient import is_fatal, is_transient
 
 T = TypeVar("T")
 
@@ -80,6 +85,14 @@ def call_cost(spec: ModelSpec, prompt_tokens: int, completion_tokens: int) -> fl
     return prices[0] * prompt_tokens + prices[1] * completion_tokens
 
 
+def _plain(exc: BaseException) -> str:
+    """An error as one short line: litellm repeats its type names ('litellm.AuthenticationError:
+    AuthenticationError: ...'); keep one, and mask any key the provider echoed."""
+    name = type(exc).__name__
+    text = re.sub(rf"^(?:(?:litellm\.)?{name}:\s*)+", "", str(exc).strip())
+    return scrub_text(f"{name}: {text}").splitlines()[0][:300]
+
+
 class Gateway:
     """Role-addressed, cached, bounded, retried access to any litellm model."""
 
@@ -98,6 +111,9 @@ class Gateway:
         # Requests being sent now, by cache key, shared by every fork and event loop (see ``_reply``).
         self._in_flight: dict[str, concurrent.futures.Future[dict[str, Any]]] = {}
         self._in_flight_lock = threading.Lock()
+        # Models found unusable (a refused or missing key, a model the provider does not know), by model and
+        # endpoint: later calls to them stop at once instead of sending. Shared by every fork.
+        self._unusable: dict[tuple[str, str | None], ModelUnusable] = {}
         tune_litellm()
         register_local_provider(config.local_models)
 
@@ -172,6 +188,8 @@ class Gateway:
 
         async def attempt_once() -> tuple[dict[str, Any], float]:
             async with bounds.hold():
+                if (known := self._unusable.get((spec.model, spec.api_base))) is not None:
+                    raise known  # found unusable while this call waited for its slot: do not send it
                 started = time.perf_counter()
                 if pool is not None:
                     fields = await pool.call(kwargs, spec.api_key_env)
@@ -274,6 +292,8 @@ class Gateway:
     async def _complete_counted(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
                                 sample_index: int, tag: str | None, parse: Parser | None) -> CallResult[Any]:
         spec = self.config.for_role(role)
+        if (known := self._unusable.get((spec.model, spec.api_base))) is not None:
+            raise ModelUnusable(role, spec.model, known.error, spec.api_key_env)
         if schema is not None and spec.reasoning_chars is not None:
             schema = with_reasoning_cap(schema, spec.reasoning_chars)
         response_format = self._response_format(spec, schema)
@@ -291,10 +311,17 @@ class Gateway:
                                 attempt=attempt, cached=True, outcome="ok")
             try:
                 reply = await self._reply(spec, record, convo, response_format)
+            except ModelUnusable:
+                raise ModelUnusable(role, spec.model, self._unusable[(spec.model, spec.api_base)].error,
+                                    spec.api_key_env) from None
             except Exception as exc:  # permanent error, or transient retries exhausted: a failure, not a default
                 # Some providers echo the key in their error text: mask it before it is stored anywhere.
                 record.outcome, record.error = "failed", scrub_text(f"{type(exc).__name__}: {exc}")[:500]
                 self.ledger.add(record)
+                if is_fatal(exc):  # no later call to this model can succeed: stop the run here
+                    unusable = ModelUnusable(role, spec.model, _plain(exc), spec.api_key_env)
+                    self._unusable.setdefault((spec.model, spec.api_base), unusable)
+                    raise unusable from None
                 return NoReply(role, spec.model, raw[-1] if raw else None, record.error, attempt + 1,
                                raw_replies=tuple(raw))
             all_cached = all_cached and record.cached

@@ -15,6 +15,7 @@ import litellm
 
 from rpbench.tasks.llm.config import ModelSpec
 from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.llm.transient import MissingKeyError
 
 Message = dict[str, Any]
 
@@ -65,10 +66,6 @@ def request_kwargs(spec: ModelSpec, messages: list[Message], response_format: di
     if response_format is not None:
         kwargs["response_format"] = response_format
     return kwargs
-
-
-class MissingKeyError(RuntimeError):
-    """A model's key variable is absent from the environment: a permanent failure, never retried."""
 
 
 def add_transport(kwargs: dict[str, Any], api_key_env: str | None, session: aiohttp.ClientSession) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from rpbench.tasks.core.errors import InputError, unknown_name
 from rpbench.tasks.llm.config import ModelsConfig
+from rpbench.tasks.llm.keys import require_keys
 from rpbench.tasks.llm.local_models import EMBEDDED, check_adapter, local_name, split_adapter
 
 
@@ -59,7 +60,8 @@ def resolve(config: ModelsConfig, name: str, builtin_roles: Iterable[str], like:
 
 def resolve_all(config: ModelsConfig, names: Iterable[str], builtin_roles: Iterable[str], like: str,
                 option: str) -> dict[str, str]:
-    """Name -> role for every name, or an InputError that says which option held the bad name."""
+    """Name -> role for every name, or an InputError that says which option held the bad name (or the model
+    whose key is not set: a run that needs it could not make a single call)."""
     builtin = list(builtin_roles)
     out = {}
     for name in names:
@@ -67,4 +69,5 @@ def resolve_all(config: ModelsConfig, names: Iterable[str], builtin_roles: Itera
             out[name] = resolve(config, name, builtin, like)
         except InputError as exc:
             raise InputError(f"{option}: {exc}") from None
+    require_keys(config, out.values(), option)
     return out

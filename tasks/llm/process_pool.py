@@ -62,7 +62,8 @@ class _Worker:
                 if "reply" in msg:
                     future.set_result(msg["reply"])
                 else:
-                    future.set_exception(WorkerCallError(msg["error"], bool(msg["transient"])))
+                    future.set_exception(WorkerCallError(msg["error"], bool(msg["transient"]),
+                                                            bool(msg.get("fatal"))))
         finally:
             self.alive = False
             for future in self.pending.values():

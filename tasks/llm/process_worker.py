@@ -2,7 +2,7 @@
 
 Protocol, one JSON object per line. In on stdin: ``{"id", "kwargs", "key_env"}``.
 Out on the original stdout: ``{"ready": true}`` once litellm is imported, then per
-request ``{"id", "reply": {...}}`` or ``{"id", "error": "...", "transient": bool}``.
+request ``{"id", "reply": {...}}`` or ``{"id", "error": "...", "transient": bool, "fatal": bool}``.
 The key is read here from the inherited environment, so it never crosses the
 pipe. The process ends when its stdin closes, which is also what happens when
 the parent dies.
@@ -21,7 +21,7 @@ from rpbench.tasks.core.secrets import scrub_text
 from rpbench.tasks.llm.event_loop import run_coroutine
 from rpbench.tasks.llm.litellm_call import add_transport, new_session, send, tune_litellm
 from rpbench.tasks.llm.process_pool import LINE_LIMIT
-from rpbench.tasks.llm.transient import is_transient
+from rpbench.tasks.llm.transient import is_fatal, is_transient
 
 
 async def serve(out: BinaryIO) -> None:
@@ -41,7 +41,7 @@ async def serve(out: BinaryIO) -> None:
             write({"id": msg["id"], "reply": reply})
         except Exception as exc:  # reported back; the parent decides on retries
             write({"id": msg["id"], "error": scrub_text(f"{type(exc).__name__}: {exc}")[:2000],
-                   "transient": is_transient(exc)})
+                   "transient": is_transient(exc), "fatal": is_fatal(exc)})
 
     write({"ready": True})
     while line := await reader.readline():

@@ -9,6 +9,7 @@ time, so they fail at once.
 from __future__ import annotations
 
 import json
+import re
 
 import litellm
 
@@ -26,11 +27,16 @@ TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
 
 
 class WorkerCallError(Exception):
-    """A call that failed in a gateway worker process, which already judged it: ``transient`` or not."""
+    """A call that failed in a gateway worker process, which already judged it: ``transient`` or not, and
+    ``fatal`` (the model cannot be used at all) or not."""
 
-    def __init__(self, message: str, transient: bool) -> None:
+    def __init__(self, message: str, transient: bool, fatal: bool = False) -> None:
         super().__init__(message)
-        self.transient = transient
+        self.transient, self.fatal = transient, fatal
+
+
+class MissingKeyError(RuntimeError):
+    """A model's key variable is absent from the environment: a permanent failure, never retried."""
 
 
 PERMANENT_TYPES: tuple[type[BaseException], ...] = (
@@ -62,10 +68,34 @@ def _unreadable_body(exc: BaseException) -> bool:
     return (isinstance(status, int) and 200 <= status < 300) or any(m in str(exc).lower() for m in _UNREADABLE_BODY)
 
 
+# The model cannot be used by this run at all: its key is missing or refused, or the provider does not know it.
+# Every later call would fail the same way, so the run stops at the first one instead of failing each item.
+FATAL_TYPES: tuple[type[BaseException], ...] = (
+    litellm.AuthenticationError,
+    litellm.PermissionDeniedError,
+    litellm.NotFoundError,
+    MissingKeyError,
+)
+
+
+# litellm reports some missing keys under other types: OpenAI's as a 500 ("Missing credentials"), Gemini's as
+# a connection error ("Missing Gemini API key"). Retried, each would cost the whole backoff for nothing.
+_MISSING_KEY = re.compile(r"missing credentials|missing [\w ]{0,40}api[ _]key|api_key client option must be set",
+                          re.IGNORECASE)
+
+
+def is_fatal(exc: BaseException) -> bool:
+    if isinstance(exc, WorkerCallError):
+        return exc.fatal
+    if isinstance(exc, FATAL_TYPES):
+        return True
+    return getattr(exc, "status_code", None) in (401, 403) or bool(_MISSING_KEY.search(str(exc)[:2000]))
+
+
 def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, WorkerCallError):
         return exc.transient
-    if isinstance(exc, PERMANENT_TYPES):
+    if isinstance(exc, PERMANENT_TYPES) or is_fatal(exc):
         return False
     if isinstance(exc, TRANSIENT_TYPES) or _unreadable_body(exc):
         return True

@@ -9,6 +9,7 @@ from pathlib import Path
 from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.keys import require_keys
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.furina.builder.build import (
     scene_queue,
@@ -48,7 +49,9 @@ def check_models(s: EvalSettings) -> dict[str, str]:
     """Model name -> role; a name that is neither a role nor a model string is an input error."""
     if BASE in s.models:
         raise InputError(f"--model: '{BASE}' is the reference every model is compared with, not a model under test")
-    return resolve_all(load_models_config(s.models_file), s.models, ROLES, like="test", option="--model")
+    config = load_models_config(s.models_file)
+    require_keys(config, ["judge"], "--models-file")  # the judge of every item: no run without its key
+    return resolve_all(config, s.models, ROLES, like="test", option="--model")
 
 
 def book_shards(books: list[str]) -> list[str]:

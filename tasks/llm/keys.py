@@ -1,0 +1,48 @@
+"""Is the key a model needs there? Checked before a run starts, so a missing key is one line at once rather
+than a failed first request (or, for some providers, a retried 'server error') minutes into a run."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from collections.abc import Iterable
+
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm.config import ModelsConfig, ModelSpec
+from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
+
+
+def missing_key(spec: ModelSpec) -> str | None:
+    """The environment variable(s) this model needs and does not have, or None.
+
+    A variable the models file names (``api_key_env``) must be set. A provider's own variable
+    (``OPENAI_API_KEY`` for ``openai/...``) is what litellm reads when the file names none; it is only asked
+    for when no ``api_base`` is given, since a server of one's own (vLLM, llama.cpp) may take no key at all.
+    """
+    if spec.model.startswith(LOCAL_PROVIDER + "/"):
+        return None
+    if spec.api_key_env:
+        return None if os.environ.get(spec.api_key_env) is not None else spec.api_key_env
+    if spec.api_base:
+        return None
+    import litellm
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # litellm prints its provider list for models it can't place
+            missing = litellm.validate_environment(model=spec.model).get("missing_keys") or []
+    except Exception:  # a model litellm cannot place: its first call will say what is wrong
+        return None
+    return " or ".join(missing) or None
+
+
+def require_keys(config: ModelsConfig, roles: Iterable[str], option: str = "") -> None:
+    """An InputError for the first role whose model lacks its key, naming the model and the variable."""
+    for role in roles:
+        spec = config.for_role(role)
+        var = missing_key(spec)
+        if var is not None:
+            where = f"{option}: " if option else ""
+            raise InputError(f"{where}model {spec.model} (role {role.split('@')[0]}) needs its key in {var}, which "
+                             "is not set: export it where the run starts, or name another variable with "
+                             "api_key_env in a models file")
