@@ -9,12 +9,13 @@ import pytest
 
 from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.samples import sample_path
+from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.dmt.catalog import ALLOCATION, INTENTS, METRICS
 from rpbench.tasks.modes.dmt.scoring import metric_score, prefix_scores, score_by_tau
 from rpbench.tasks.modes.dmt.seeds import load_seeds, system_prompt
-from rpbench.tasks.modes.dmt.tables import LABELS, ROUNDS, STEPS
+from rpbench.tasks.modes.dmt.tables import DIALOGUE_SCORES, LABELS, ROUNDS, STEPS
 from tests.helpers import TEST_KEY_ENV
 
 SEEDS = sample_path("dmt", "seeds.yaml")
@@ -155,3 +156,63 @@ def test_dmt_runs_on_the_local_model(tmp_path):
     assert all(lb.label in ("good", "bad") for lb in labels if lb.status == "ok")
     assert all(lb.error for lb in labels if lb.status == "failed") and (labels or failed)
     assert "DMT-Score" in p.stdout
+
+
+def _respond_with_failures(body):
+    """As ``_respond``, but: the generator answers garbage once model 'crash' has replied (its dialogue ends on
+    a failed generator call), model 'mute' replies with nothing from round 2 on, and the judge answers garbage
+    for model 'fine' on Coherence in round 1 (one failed label)."""
+    fmt = (body.get("response_format") or {}).get("json_schema") or {}
+    text = json.dumps(body["messages"], ensure_ascii=False)
+    if fmt.get("name") == "Termination" and "CRASH reply" in text:
+        return "not json at all"
+    if fmt.get("name") == "BinaryVerdict" and "a fine reply" in text and "Coherence" in text \
+            and "second draft" not in text:
+        return "not json at all"
+    if body["model"] == "crash":
+        return "CRASH reply"
+    if body["model"] == "mute" and "second draft" in text:
+        return ""
+    return _respond(body)
+
+
+def test_failed_dialogues_are_failures_and_each_failure_is_counted_once(harness, loopback, tmp_path, monkeypatch):
+    """A dialogue cut short by a failed generator call, or by an empty reply of the tested model, is a failure
+    (not scored, not judged); each stage writes its own failures table; the report counts each failure row once."""
+    from rpbench.flows.modes.dmt.flows import dmt
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _respond_with_failures
+    models = tmp_path / "models.toml"
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+                      f'api_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 5\n'
+                      '[retry]\nparse_attempts = 2\n'
+                      '[roles.fine]\nmodel = "openai/fine"\n[roles.crash]\nmodel = "openai/crash"\n'
+                      '[roles.mute]\nmodel = "openai/mute"\n')
+    out = tmp_path / "dmt"
+    manifest = dmt(DmtSettings(seeds=str(SEEDS), models=["fine", "crash", "mute"],
+                               only_seeds=["harbour-pilot-knowledge"], formats=["detailed"], max_rounds=4,
+                               out=str(out), resamples=50, max_failure_share=1.0, models_file=str(models),
+                               cache=str(tmp_path / "c.sqlite")))
+    failures = read_records(out / "failures.parquet", FAILURES)
+    by_model = {m: sorted((f.stage, f.kind) for f in failures if f.model == m) for m in ("fine", "crash", "mute")}
+    assert by_model["crash"] == [("dmt-dialogues", "generator")]
+    assert by_model["mute"] == [("dmt-dialogues", "reply")]
+    assert by_model["fine"] == [("dmt-labels", "label"), ("dmt-scores", "unlabelled")]
+    assert not any(f.scored for f in failures)
+    assert "the reply is empty" in next(f.error for f in failures if f.model == "mute")
+    # Failed dialogues are neither judged nor scored.
+    judged = [r for r in loopback.requests if ((r.get("response_format") or {}).get("json_schema") or {})
+              .get("name") == "BinaryVerdict"]
+    assert judged and not any("CRASH reply" in json.dumps(r["messages"]) for r in judged)
+    assert {lb.model for lb in read_records(out / LABELS.filename, LABELS)} == {"fine"}
+    scores = read_records(out / DIALOGUE_SCORES.filename, DIALOGUE_SCORES)
+    assert {s.model for s in scores} == {"fine"} and set(manifest["dmt"]["table4"]) == {"fine"}
+    # Each stage's own table in the shard's folder; the report counts each row once.
+    assert (out / "stages" / "fine" / "dialogue_failures.parquet").is_file()
+    assert (out / "stages" / "fine" / "label_failures.parquet").is_file()
+    report = (out / "report.md").read_text()
+    assert "- fine: label 1, unlabelled 1" in report and "- crash: generator 1" in report, report
+    assert "- mute: reply 1" in report
+    board = {r["model"]: r for r in manifest["dmt"]["leaderboard"]}
+    assert board["fine"]["failed"] == 1  # one (dialogue, metric) item lost to the failed label

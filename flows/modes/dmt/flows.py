@@ -17,8 +17,9 @@ from rpbench.storage.tables import read_records
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.modes.dmt.analysis import REPORT, dialogue_scores
 from rpbench.tasks.modes.dmt.catalog import allocated
-from rpbench.tasks.modes.dmt.dialogue import GENERATOR, DialogueConfig, run_all
-from rpbench.tasks.modes.dmt.judging import JUDGE, label_all
+from rpbench.tasks.modes.dmt.dialogue import GENERATOR, Dialogue, DialogueConfig, run_all
+from rpbench.tasks.modes.dmt.judging import JUDGE, label_all, to_judge
+from rpbench.tasks.modes.dmt.records import GENERATOR_FAILED
 from rpbench.tasks.modes.dmt.scoring import Policy
 from rpbench.tasks.modes.dmt.seeds import load_seeds
 from rpbench.tasks.modes.dmt.tables import DIALOGUE_SCORES, ENDS, LABELS, ROUNDS, SEEDS, STEPS
@@ -37,30 +38,38 @@ async def dialogues(run: StageRun, seeds_file: str, only_seeds: list[str], forma
         made = await run_all(gateway, picked, role, name, cfg, run.progress.track(f"dialogues of {name}",
                                                                                   len(picked)))
     failures = [Failure(stage="dmt-dialogues", model=name, item_id=d.end.dialogue_id,
-                        kind="generator" if "generator" in d.end.reason else "reply", error=d.end.reason,
-                        scored="tested model" in d.end.reason)
-                for d in made if "failed" in d.end.reason]
+                        kind="generator" if d.end.reason.startswith(GENERATOR_FAILED) else "reply",
+                        error=_last_error(d) or d.end.reason)
+                for d in made if d.end.failed]
     run.write(ROUNDS, [r for d in made for r in d.rounds])
     run.write(STEPS, [s for d in made for s in d.steps])
     run.write(ENDS, [d.end for d in made])
     run.write(SEEDS, [s for s in seeds if any(s.id == p.id for p, _ in picked)])
-    run.write(FAILURES, failures)
+    # Each stage its own failures table (two stages of one shard share its folder).
+    run.write(FAILURES, failures, filename="dialogue_failures.parquet")
     return run.result(dialogues=len(made), rounds=sum(len(d.rounds) for d in made), failed=len(failures))
 
 
-@stage("dmt-labels", templates=("dmt/",), roles=(JUDGE,), inputs=("rounds", "seeds"))
-async def labels(run: StageRun, rounds: str, seeds: str, name: str, out: str, shard: str,
+def _last_error(d: Dialogue) -> str | None:
+    """What the failed call that ended a dialogue said."""
+    errors = [x.error for x in [*d.steps, *d.rounds] if x.status != "ok" and x.error]
+    return f"{d.end.reason}: {errors[-1]}" if errors else None
+
+
+@stage("dmt-labels", templates=("dmt/",), roles=(JUDGE,), inputs=("rounds", "seeds", "ends"))
+async def labels(run: StageRun, rounds: str, seeds: str, ends: str, name: str, out: str, shard: str,
                  models_file: str | None, cache: str | None) -> StageResult:
-    made_rounds = read_records(rounds, ROUNDS)
+    failed = {e.dialogue_id for e in read_records(ends, ENDS) if e.failed}
+    made_rounds = to_judge(read_records(rounds, ROUNDS), failed, name)
     by_id = {s.id: s for s in read_records(seeds, SEEDS)}
     async with run.gateway() as gateway:
-        n = sum(len(allocated(by_id[r.seed_id].role_type, by_id[r.seed_id].metrics)) for r in made_rounds
-                if r.status == "ok")
+        n = sum(len(allocated(by_id[r.seed_id].role_type, by_id[r.seed_id].metrics)) for r in made_rounds)
         made = await label_all(gateway, by_id, made_rounds, name, run.progress.track(f"labels of {name}", n))
-    failures = [Failure(stage="dmt-labels", model=name, item_id=f"{lb.dialogue_id}:{lb.metric}:round{lb.round}",
-                        kind="label", error=lb.error) for lb in made if lb.status == "failed"]
+    # Keyed like the scores' items (dialogue:metric), which a failed label leaves unscored: one failed item.
+    failures = [Failure(stage="dmt-labels", model=name, item_id=f"{lb.dialogue_id}:{lb.metric}",
+                        kind="label", error=f"round {lb.round}: {lb.error}") for lb in made if lb.status == "failed"]
     run.write(LABELS, made)
-    run.write(FAILURES, failures)
+    run.write(FAILURES, failures, filename="label_failures.parquet")
     return run.result(labels=len(made), failed=len(failures))
 
 
@@ -73,7 +82,8 @@ async def report(run: StageRun, rounds: list[str], steps: list[str], ends: list[
     made_ends = [e for p in ends for e in read_records(p, ENDS)]
     by_id = {s.id: s for p in seeds for s in read_records(p, SEEDS)}
     pol: Policy = "exclude" if policy == "exclude" else "bad" if policy == "bad" else "carry"
-    rows, unscored = dialogue_scores(by_id, made_rounds, made_labels, max_rounds, pol)
+    failed_dialogues = {(e.model, e.dialogue_id) for e in made_ends if e.failed}
+    rows, unscored = dialogue_scores(by_id, made_rounds, made_labels, max_rounds, pol, failed_dialogues)
     failed = [f for p in failures for f in read_records(p, FAILURES)] + unscored
     run.write(ROUNDS, made_rounds, final=True)
     run.write(STEPS, [s for p in steps for s in read_records(p, STEPS)], final=True)
@@ -101,12 +111,14 @@ def dmt(settings: DmtSettings) -> dict:
         {**common, "seeds_file": s.seeds, "only_seeds": s.only_seeds, "formats": list(s.formats), "role": role,
          "name": name, "max_rounds": s.max_rounds, "max_regenerations": s.max_regenerations,
          "merge_system": s.no_system_role, "shard": slug(name)} for name, role in roles.items()])
-    labelled = stages.map(labels, [{**common, "rounds": m.path("rounds"), "seeds": m.path("seeds"), "name": name,
-                                    "shard": slug(name)} for m, name in zip(made, roles, strict=True)])
+    labelled = stages.map(labels, [{**common, "rounds": m.path("rounds"), "seeds": m.path("seeds"),
+                                    "ends": m.path("dialogue_ends"), "name": name, "shard": slug(name)}
+                                   for m, name in zip(made, roles, strict=True)])
     done = stages.run(report, rounds=[m.path("rounds") for m in made], steps=[m.path("steps") for m in made],
                       ends=[m.path("dialogue_ends") for m in made], seeds=[m.path("seeds") for m in made],
                       labels=[lb.path("labels") for lb in labelled],
-                      failures=[m.path("failures") for m in made] + [lb.path("failures") for lb in labelled],
+                      failures=[m.path("dialogue_failures") for m in made]
+                      + [lb.path("label_failures") for lb in labelled],
                       max_rounds=s.max_rounds, policy=s.policy, n_dialogues=n, resamples=s.resamples,
                       seed=s.bootstrap_seed, out=s.out)
     summary = {"leaderboard": done.summary["leaderboard"], "table4": done.summary["table4"],

@@ -32,11 +32,15 @@ from rpbench.tasks.reports.spec import (
 
 
 def dialogue_scores(seeds: dict[str, Seed], rounds: Sequence[Round], labels: Sequence[Label], max_rounds: int,
-                    policy: Policy) -> tuple[list[DialogueScore], list[Failure]]:
+                    policy: Policy, failed: set[tuple[str, str]] = frozenset()) -> tuple[list[DialogueScore],
+                                                                                         list[Failure]]:
     """One row per (model, dialogue, allocated metric) whose every round has a label; a missing label (a
-    failed judge call) leaves that pair out, as a failure of the judge."""
+    failed judge call) leaves that pair out, as a failure of the judge. ``failed`` (model, dialogue) pairs
+    ended on a failed call: they are failures already (of the dialogues stage), never scored."""
     by_dialogue: dict[tuple[str, str], list[Round]] = {}
     for r in rounds:
+        if (r.model, r.dialogue_id) in failed:
+            continue
         by_dialogue.setdefault((r.model, r.dialogue_id), []).append(r)
     label_of = {(lb.model, lb.dialogue_id, lb.round, lb.metric): lb for lb in labels}
     rows, failures = [], []

@@ -6,9 +6,11 @@ sub-intent and writes the next query; a quality check passes it, edits it or
 sends it back (at most ``max_regenerations`` times); the tested model, which
 sees only its system prompt and the chat, replies. Every step is stored.
 
-A failed generator call or an exhausted quality check ends the dialogue there
-(its reason is recorded; scoring applies the short-dialogue policy); a failed
-reply of the tested model is recorded as the model's own miss and ends it too.
+An exhausted quality check ends the dialogue there (scoring applies the
+short-dialogue policy). A failed call ends it too, as a failure: the
+generator's, or the tested model's (no usable reply after the gateway's
+attempts, an empty reply included). A failed dialogue is never judged or
+scored: its rounds would stand for a dialogue that did not happen.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from rpbench.tasks.llm.gather import OnDone, gather_counted
 from rpbench.tasks.llm.messages import Message, merge_system
 from rpbench.tasks.llm.structured import REASONING
 from rpbench.tasks.modes.dmt.catalog import INTENTS
-from rpbench.tasks.modes.dmt.records import DialogueEnd, Round, Seed, Step
+from rpbench.tasks.modes.dmt.records import GENERATOR_FAILED, TESTED_MODEL_FAILED, DialogueEnd, Round, Seed, Step
 from rpbench.tasks.modes.dmt.seeds import dialogue_id, system_prompt
 
 GENERATOR = "dmt-generator"
@@ -99,7 +101,7 @@ async def run_dialogue(gateway: Model, seed: Seed, prompt_format: str, role: str
         if k > 1:
             verdict = await generate("terminate", k, 1, Termination, rounds=len(rounds), max_rounds=cfg.max_rounds)
             if verdict is None:
-                return end("the generator failed (termination check)")
+                return end(f"{GENERATOR_FAILED} (termination check)")
             if verdict.done:
                 return end("purpose served")
             rejected: list[str] = []
@@ -107,11 +109,11 @@ async def run_dialogue(gateway: Model, seed: Seed, prompt_format: str, role: str
             for attempt in range(1, cfg.max_regenerations + 2):
                 drafted = await generate("query", k, attempt, NextQuery, rejected=rejected)
                 if drafted is None:
-                    return end("the generator failed (query)")
+                    return end(f"{GENERATOR_FAILED} (query)")
                 checked = await generate("verify", k, attempt, QualityCheck, sub_topic=drafted.sub_topic,
                                          sub_intent=drafted.sub_intent, query=drafted.query)
                 if checked is None:
-                    return end("the generator failed (quality check)")
+                    return end(f"{GENERATOR_FAILED} (quality check)")
                 plan, attempts = (drafted.sub_topic, drafted.sub_intent), attempt
                 if checked.verdict == "pass":
                     query = drafted.query
@@ -129,7 +131,7 @@ async def run_dialogue(gateway: Model, seed: Seed, prompt_format: str, role: str
                             response=reply.text if reply.ok else None, status=reply.status,
                             error=None if reply.ok else f"tested model: {reply.error}"))
         if not reply.ok:
-            return end("the tested model failed")
+            return end(TESTED_MODEL_FAILED)
     return end("max rounds")
 
 

@@ -1,8 +1,8 @@
 """The binary per-round judge: every round of every dialogue, good or bad, on each metric its role type gets.
 
-A round whose reply failed is bad on every metric without a judge call (the
-tested model's own miss). A judge call that fails leaves that label empty and is
-a failure: that (dialogue, metric) is then left out of scoring, never guessed.
+A dialogue that ended on a failed call is not judged at all: it is a failure,
+not a score. A judge call that fails leaves that label empty and is a failure:
+that (dialogue, metric) is then left out of scoring, never guessed.
 """
 
 from __future__ import annotations
@@ -37,8 +37,14 @@ def judge_request(seed: Seed, rounds: Sequence[Round], r: Round, metric: str, ta
     return Request(JUDGE, [{"role": "user", "content": text}], schema=BinaryVerdict, tag=tag)
 
 
+def to_judge(rounds: Sequence[Round], failed: set[str], model: str) -> list[Round]:
+    """The rounds of ``model``'s dialogues that did not fail (``failed``: their ids)."""
+    return [r for r in rounds if r.model == model and r.dialogue_id not in failed and r.status == "ok"]
+
+
 async def label_all(gateway: Model, seeds: dict[str, Seed], rounds: Sequence[Round], model: str,
                     on_done: OnDone = None) -> list[Label]:
+    """Labels of ``rounds`` (those ``to_judge`` keeps)."""
     by_dialogue: dict[str, list[Round]] = {}
     for r in rounds:
         if r.model == model:
@@ -50,10 +56,6 @@ async def label_all(gateway: Model, seeds: dict[str, Seed], rounds: Sequence[Rou
         seed = seeds[rs[0].seed_id]
         for r in rs:
             for metric in allocated(seed.role_type, seed.metrics):
-                if r.status != "ok":
-                    labels.append(Label(dialogue_id=did, model=model, round=r.round, metric=metric, label="bad",
-                                        explanation=None, source="no reply", status="ok"))
-                    continue
                 requests.append(judge_request(seed, rs, r, metric, f"dmt:{did}:{model}:round{r.round}:{metric}"))
                 keys.append((did, r.round, metric))
     results = await gateway.run_all(requests, on_done=on_done)

@@ -92,7 +92,19 @@ class DialogueEnd(Record):
     seed_id: str
     model: str
     rounds: int
-    reason: str  # max rounds, objective reached, no query passed, a failed call
+    reason: str  # max rounds, purpose served, no query passed, a failed call (see FAILED_ENDS)
+
+    @property
+    def failed(self) -> bool:
+        """Ended by a failed call: the dialogue is a failure, never scored (its rounds are not judged)."""
+        return self.reason.startswith(FAILED_ENDS)
+
+
+# How a dialogue cut short by a failed call ends: the generator's (termination check, query, quality check),
+# or the tested model's (no usable reply, an empty one included, after the gateway's attempts).
+GENERATOR_FAILED = "the generator failed"
+TESTED_MODEL_FAILED = "the tested model failed"
+FAILED_ENDS = (GENERATOR_FAILED, TESTED_MODEL_FAILED)
 
 
 class Label(Record):
@@ -104,7 +116,8 @@ class Label(Record):
     metric: str
     label: Literal["good", "bad"] | None
     explanation: str | None
-    source: Literal["judge", "no reply"]  # "no reply": the tested model failed, so the round is bad unjudged
+    # "no reply" only in runs made before failed dialogues became failures (their failed rounds were labelled bad).
+    source: Literal["judge", "no reply"]
     status: Status
     error: str | None = None
 
