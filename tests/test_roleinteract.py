@@ -21,7 +21,14 @@ from rpbench.tasks.modes.roleinteract.catalog import NAMES, PAPER_AVG, PAPER_TAB
 from rpbench.tasks.modes.roleinteract.letters import option_letters
 from rpbench.tasks.modes.roleinteract.loader import load_file, readable
 from rpbench.tasks.modes.roleinteract.records import Answer, ItemScore
-from rpbench.tasks.modes.roleinteract.scoring import choice_score, cover, multiple, single, table_average
+from rpbench.tasks.modes.roleinteract.scoring import (
+    choice_score,
+    cover,
+    covered_average,
+    multiple,
+    single,
+    table_average,
+)
 from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEM_SCORES, ITEMS
 from rpbench.tasks.reports.scores import model_scores
 from rpbench.tasks.reports.spec import GroupKey, MetricSpec, Scoring
@@ -68,7 +75,13 @@ def test_single_multiple_and_cover():
     # The paper's example: gold {A, B}.
     assert multiple(["A"], ["A", "B"]) == 0.5 and multiple(["A", "B"], ["A", "B"]) == 1.0
     assert multiple(["A", "C"], ["A", "B"]) == 0.0 and multiple([], ["A", "B"]) == 0.0
-    assert choice_score(["A", "C"], ["A"]) == 1.0  # one gold option: the first choice decides
+    # One gold option: the paper's rule gives 0 for any wrong option chosen; the released code's rule lets the
+    # first choice decide.
+    assert choice_score(["A", "C"], ["A"]) == 0.0 and choice_score(["A", "C"], ["A"], "paper") == 0.0
+    assert choice_score(["A", "C"], ["A"], "released") == 1.0 and choice_score(["C", "A"], ["A"], "released") == 0.0
+    assert choice_score(["A"], ["A"]) == choice_score(["A"], ["A"], "released") == 1.0
+    # Several gold options: the same under both.
+    assert choice_score(["A"], ["A", "B"], "released") == choice_score(["A"], ["A", "B"]) == 0.5
     assert cover("Smoked HERRING and bread", ["herring", "rye"]) == 0.5
     assert cover("一碟桂花糕，配一杯碧螺春", ["桂花糕", "碧螺春"]) == 1.0
 
@@ -88,8 +101,14 @@ def test_the_average_is_the_unweighted_mean_of_the_nine_columns():
             row("Neg.", None, "unparsed")]
     table = nine_columns(rows)["m"]
     assert table["SA Style"] == pytest.approx(200 / 3) and table["EP Emo."] == 0.0 and table["Neg."] is None
-    assert table["Avg"] == pytest.approx(100 / 3)
-    # The leaderboard's headline is the same number, with an interval that resamples within each column.
+    # Avg is the paper's: the mean of all nine columns, undefined while any has no score; the mean of the
+    # columns present is named as such.
+    assert table["Avg"] is None
+    assert covered_average({k: v for k, v in table.items() if k != "Avg"}) == pytest.approx(100 / 3)
+    full = nine_columns([row(c, 50.0) for c in NAMES] + [row("SA Style", 100.0)])["m"]
+    assert full["Avg"] == pytest.approx((75 + 50 * 8) / 9)
+    # The leaderboard's headline is the mean of the columns present, with an interval that resamples within
+    # each column (its description says so).
     scoring = Scoring(metrics=(MetricSpec("Avg", "", column="score", macro_over="column"),),
                       groups=(GroupKey("column", "column", order=NAMES),))
     overall = next(s for s in model_scores([r.model_dump() for r in rows], scoring, 500, 0)
@@ -199,6 +218,28 @@ def test_unreadable_answers_follow_the_policy_and_failed_calls_are_failures():
     assert [r.status for r in zeroed] == ["scored", "unparsed", "failed"]
 
 
+def test_the_scoring_rule_decides_a_single_gold_item_with_an_extra_option():
+    items = [i for i in load_file(EXAMPLE).items if i.choices and len(i.label) == 1][:1]
+    gold = items[0].label[0]
+    other = next(c.letter for c in items[0].choices if c.letter != gold)
+    hedged = [Answer(item_id=items[0].item_id, model="m", text=f"{gold} or {other}", letters=[gold, other],
+                     status="ok")]
+    assert [r.score for r in item_scores(items, hedged, "skip")[0]] == [0.0]  # the paper's rule, the default
+    assert [r.score for r in item_scores(items, hedged, "skip", "released")[0]] == [100.0]
+
+
+async def test_an_empty_reply_is_a_failure_never_an_answer(make_gateway, loopback):
+    from rpbench.tasks.modes.roleinteract.answering import answer_all
+
+    items = load_file(EXAMPLE).items
+    picked = [next(i for i in items if i.choices), next(i for i in items if not i.choices)]
+    loopback.responder = lambda body: ""
+    made = await answer_all(make_gateway(), picked, "judge", "m")
+    assert [a.status for a in made] == ["failed", "failed"] and all("empty" in (a.error or "") for a in made)
+    rows, failures = item_scores(picked, made, "zero")
+    assert [r.score for r in rows] == [None, None] and len(failures) == 2  # not "wrong" under --policy zero
+
+
 # -- the flow ------------------------------------------------------------------------------------------
 def _respond(body: dict) -> str:
     prompt = body["messages"][-1]["content"]
@@ -241,7 +282,9 @@ def test_flow_end_to_end_policies_and_a_cached_rerun(harness, loopback, tmp_path
     mumbled = [a for a in answers if a.model == "mumbler"]
     assert sum(a.status == "unparsed" for a in mumbled) == 17 and board["mumbler"]["unreadable"] == 17
     assert sum(r["model"] == "mumbler" for r in loopback.requests) == 17 * 3 + 4
-    assert table["mumbler"]["SA Style"] is None and table["mumbler"]["Avg"] == 0.0
+    # Only its memory columns have scores: no Avg (the paper's needs all nine columns).
+    assert table["mumbler"]["SA Style"] is None and table["mumbler"]["Avg"] is None
+    assert table["mumbler"]["CM Short"] == 0.0 and board["mumbler"]["Avg"] == 0.0  # the mean of those present
     assert len(read_records(out / ITEMS.filename, ITEMS)) == 21
     report = (out / "report.md").read_text()
     assert "| CM Long | 2 | 42.0 |" in report  # the questions, as the paper's Table 1 counts them
@@ -260,6 +303,10 @@ def test_flow_end_to_end_policies_and_a_cached_rerun(harness, loopback, tmp_path
     assert zero["roleinteract"]["table"]["mumbler"]["SA Style"] == 0.0
     rows = read_records(out / ITEM_SCORES.filename, ITEM_SCORES)
     assert all(r.score == 0.0 for r in rows if r.model == "mumbler" and r.status == "unparsed")
+    # So does the released code's scoring rule, and the report names the rule it used.
+    released = roleinteract(s.model_copy(update={"scoring": "released"}))
+    assert len(loopback.requests) == sent and released["roleinteract"]["scoring"] == "released"
+    assert "scored by the `released` rule" in (out / "report.md").read_text()
 
 
 def test_cli_errors_are_one_line(tmp_path):

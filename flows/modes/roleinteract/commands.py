@@ -23,7 +23,11 @@ def run(s: RoleInteractSettings) -> None:
     for model, cols in r.get("table", {}).items():
         typer.echo(f"{model}: " + "  ".join(f"{c} {fmt(v, 1)}" for c, v in cols.items()))
     for row in r.get("leaderboard", []):
-        typer.echo(f"{row['model']}: Avg {fmt(row['Avg'], 2)} [{fmt(row['ci_low'], 2)}, {fmt(row['ci_high'], 2)}]  "
+        cols = r.get("table", {}).get(row["model"], {})
+        present = sum(v is not None for c, v in cols.items() if c != "Avg")
+        # The paper's Avg needs all nine columns; with fewer, say what the number is.
+        name = "Avg" if cols.get("Avg") is not None else f"mean of {present} columns"
+        typer.echo(f"{row['model']}: {name} {fmt(row['Avg'], 2)} [{fmt(row['ci_low'], 2)}, {fmt(row['ci_high'], 2)}]  "
                    f"n={row['n']} unreadable={fmt(row.get('unreadable'), 0)} (policy {r.get('policy')}) "
                    f"failed={row['failed']}")
     typer.echo(stages_line(manifest))

@@ -33,17 +33,18 @@ async def answers(run: StageRun, data: list[str], columns: list[str], languages:
 
 @stage("roleinteract-report", inputs=("data", "answers"))
 async def report(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
-                 answers: list[str], policy: str, resamples: int, seed: int, out: str) -> StageResult:
+                 answers: list[str], policy: str, scoring: str, resamples: int, seed: int, out: str) -> StageResult:
     items, repaired = select(data, columns, languages, limit)
     made = [a for p in answers for a in read_records(p, ANSWERS)]
     pol: Policy = "zero" if policy == "zero" else "skip"
-    rows, failures = item_scores(items, made, pol)
+    rows, failures = item_scores(items, made, pol, "released" if scoring == "released" else "paper")
     run.write(ITEMS, items, final=True)
     run.write(ANSWERS, made, final=True)
     run.write(ITEM_SCORES, rows, final=True)
     run.write(FAILURES, failures, final=True)
     done = await publish_report(run, "roleinteract", REPORT, rows, failures, len(items), resamples, seed,
-                                {"policy": policy, "repaired_bytes": repaired, "data": data_stats(items)})
+                                {"policy": policy, "scoring": scoring, "repaired_bytes": repaired,
+                                 "data": data_stats(items)})
     return run.result(leaderboard=done.board, **done.analysis.summary)
 
 
@@ -57,8 +58,8 @@ def roleinteract(settings: RoleInteractSettings) -> dict:
     made = stages.map(answers, [{**common, "role": role, "name": name, "shard": slug(name),
                                  "models_file": s.models_file, "cache": s.cache} for name, role in roles.items()])
     done = stages.run(report, **common, answers=[m.path("answers") for m in made], policy=s.policy,
-                      resamples=s.resamples, seed=s.seed)
+                      scoring=s.scoring, resamples=s.resamples, seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "table": done.summary["table"], "policy": s.policy,
-               "report": done.path("report_html")}
+               "scoring": s.scoring, "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "roleinteract", roleinteract=summary,
                       roleinteract_settings=s.model_dump(exclude={"models_file", "cache"}))

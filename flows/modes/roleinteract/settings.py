@@ -24,6 +24,10 @@ class RoleInteractSettings(RunSettings):
         default="skip", description="An answer in which no option can be read (after the retries): skip it (left "
                                     "out of the averages, as the released code does) or count it as wrong. "
                                     "Counted and reported either way.")
+    scoring: Literal["paper", "released"] = Field(
+        default="paper", description="How a choice item scores. paper (Appendix C): any chosen option that is not "
+                                     "gold gives 0, single-gold items included. released (SocialBench's dataset.py): "
+                                     "a single-gold item is right when the first option chosen is gold.")
     columns: list[str] = Field(default_factory=list, json_schema_extra=cli("--column"),
                                description="Only these columns (SA Style, SA Know., EP Situ., EP Emo., CM Short, "
                                            "CM Long, Pos., Neu., Neg.). Repeat. Default: all.")

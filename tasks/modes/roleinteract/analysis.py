@@ -20,7 +20,7 @@ from rpbench.tasks.modes.roleinteract.catalog import (
     REPORTED,
 )
 from rpbench.tasks.modes.roleinteract.records import Answer, Item, ItemScore
-from rpbench.tasks.modes.roleinteract.scoring import choice_score, cover, table_average
+from rpbench.tasks.modes.roleinteract.scoring import Rule, choice_score, cover, covered_average, table_average
 from rpbench.tasks.reports.render import fmt
 from rpbench.tasks.reports.spec import (
     Analysis,
@@ -35,20 +35,24 @@ from rpbench.tasks.reports.spec import (
 from rpbench.tasks.stats.similarity import tokens
 
 Policy = Literal["skip", "zero"]
+RULES = {"paper": "any chosen option that is not gold gives 0, and several gold options earn a share each "
+                  "(Appendix C), single-gold items included.",
+         "released": "a single-gold item is right when the first option chosen is gold, as SocialBench's released "
+                     "code scores it; several gold options as in the paper."}
 LENGTH_EDGES = (20, 40, 60, 80, 100)  # memory items binned by utterances: 1-20, 21-40, ..., over 100
 
 
-def item_scores(items: Sequence[Item], answers: Sequence[Answer], policy: Policy
+def item_scores(items: Sequence[Item], answers: Sequence[Answer], policy: Policy, rule: Rule = "paper"
                 ) -> tuple[list[ItemScore], list[Failure]]:
     """One row per (model, item). An unreadable answer scores 0 under ``zero`` and None under ``skip``; a
-    failed call scores None and is a failure."""
+    failed call (an empty reply included) scores None and is a failure. Choice items score by ``rule``."""
     by_id = {i.item_id: i for i in items}
     rows, failures = [], []
     for a in answers:
         item = by_id[a.item_id]
         if a.status == "ok":
             value = cover(a.text or "", item.label) if item.column in MEMORY else choice_score(a.letters or [],
-                                                                                              item.label)
+                                                                                              item.label, rule)
             score: float | None = 100.0 * value
         elif a.status == "unparsed":
             score = 0.0 if policy == "zero" else None
@@ -69,7 +73,8 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 
 def nine_columns(rows: Sequence[ItemScore]) -> dict[str, dict[str, float | None]]:
-    """model -> column -> mean score (x100) over its scored items, and "Avg", the unweighted mean of columns."""
+    """model -> column -> mean score (x100) over its scored items, and "Avg", the unweighted mean of the nine
+    columns (None unless all nine have a score)."""
     out: dict[str, dict[str, float | None]] = {}
     for model in sorted({r.model for r in rows}):
         cols = {c: _mean(r.score for r in rows if r.model == model and r.column == c) for c in NAMES}
@@ -124,9 +129,17 @@ def _table(head: Sequence[str], body: Iterable[Sequence[str]]) -> list[str]:
 
 def _sections(rows: Sequence[ItemScore], context: dict[str, Any]) -> list[Section]:
     table = nine_columns(rows)
+    rule = context.get("scoring", "paper")
     lines = ["Each column is the mean over its items (x100); Avg is the unweighted mean of the nine columns, as "
-             "the paper's Table 2. A column without items shows -.", ""]
+             "the paper's Table 2. A column without items shows -, and then Avg is undefined (-).",
+             "", f"Choice items scored by the `{rule}` rule: " + RULES[rule], ""]
     lines += _table(["model", *NAMES, "Avg"], [[m, *(fmt(v, 2) for v in cols.values())] for m, cols in table.items()])
+    partial = {m: covered_average({c: v for c, v in cols.items() if c != "Avg"}) for m, cols in table.items()
+               if cols["Avg"] is None}
+    if any(v is not None for v in partial.values()):
+        lines += ["", "Not every column has items here, so there is no Avg; the mean of the columns that have "
+                  "items (not comparable with the paper's Avg): "
+                  + ", ".join(f"{m} {fmt(v, 2)}" for m, v in partial.items() if v is not None) + "."]
     lines += ["", "The paper's Table 2, for comparison (a few rows):", ""]
     lines += _table(["model", *NAMES, "Avg"], [[m, *(f"{v:.2f}" for v in PAPER_TABLE[m]), f"{PAPER_AVG[m]:.2f}"]
                                                for m in REPORTED])
@@ -210,17 +223,19 @@ def _analyze(data: AnalysisInput) -> Analysis:
     unread = Counter(r.model for r in rows if r.status == "unparsed")
     for row in data.board:
         row["unreadable"] = float(unread.get(row["model"], 0))
-    return Analysis(_sections(rows, data.context), {"table": nine_columns(rows), "policy": data.context.get("policy")})
+    return Analysis(_sections(rows, data.context), {"table": nine_columns(rows), "policy": data.context.get("policy"),
+                                                    "scoring": data.context.get("scoring", "paper")})
 
 
 REPORT = ReportSpec(
     title="RoleInteract: social interaction of role-playing agents",
     unit="questions per model",
     scoring=Scoring(
-        metrics=(MetricSpec("Avg", "the unweighted mean of the nine columns (self-awareness of style and knowledge, "
-                                   "emotional perception of situations and emotions, short- and long-term memory, "
-                                   "and keeping a positive, neutral or negative social preference in a group), "
-                                   "each the mean over its items x100; intervals resample items within each column",
+        metrics=(MetricSpec("Avg", "the unweighted mean of the columns the data has items in (the paper's Avg when "
+                                   "all nine do: self-awareness of style and knowledge, emotional perception of "
+                                   "situations and emotions, short- and long-term memory, and keeping a positive, "
+                                   "neutral or negative social preference in a group), each the mean over its items "
+                                   "x100; intervals resample items within each column",
                             column="score", digits=2, macro_over="column"),),
         groups=(GroupKey("column", "column", order=NAMES), GroupKey("language", "language", breakdown=False)),
     ),

@@ -3,7 +3,8 @@
 Multiple-choice replies are read for option letters; a reply with none is shown back to the model with what
 is missing, as many times as the retry policy allows, and then recorded as unreadable with its text (the
 scoring policy decides whether it is skipped or counts as wrong; it is counted either way). Memory replies
-are kept as text. A call that fails outright is a failure with its reason.
+are kept as text. A call that fails outright, or whose replies were empty, is a failure with its reason,
+never an answer.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ async def answer_all(gateway: Model, items: Sequence[Item], role: str, model: st
         if res.ok:
             out.append(Answer(item_id=item.item_id, model=model, text=res.text,
                               letters=res.parsed if item.choices else None, status="ok"))
-        elif res.raw_replies and len(res.raw_replies) == res.attempts:  # it answered every time, unreadably
+        elif res.raw_replies and len(res.raw_replies) == res.attempts and all(t.strip() for t in res.raw_replies):
+            # It answered every time, unreadably: the model's own answer. An empty reply is no answer at all.
             out.append(Answer(item_id=item.item_id, model=model, text=res.text, letters=[] if item.choices else None,
                               status="unparsed", error=res.error))
         else:

@@ -1,10 +1,12 @@
 """Reading the option letters a reply chooses, whatever text surrounds them.
 
-Models answer "B", "答案：C。", "**(D)**", "I'd pick A and C", or "A good choice is D". The letters are
-taken, in order of first appearance and each once, from (1) an explicit answer phrase ("the answer is",
-"I choose", "选择", "答案") if the reply has one; else (2) every letter A-H standing on its own: not inside a
-word, with punctuation, spaces, Chinese text or another option letter around it, and not the English article
-"A" before a word. Full-width letters count as letters. Only letters that are options of the item count.
+Models answer "B", "答案：C。", "**(D)**", "I'd pick A and C", "A is correct" or "A good choice is D". The
+letters are taken, in order of first appearance and each once, from (1) an explicit answer phrase ("the answer
+is", "I choose", "选择", "答案") if the reply has one; else (2) every letter A-H standing on its own: not inside
+a word, with punctuation, spaces, Chinese text or another option letter around it, and not the English article
+"A" before a word ("A is", "A and", "A or" are letters, "A good" is the article). A phrase or letter
+right after a negation ("I would not choose A", "not A", "neither A nor B", "不选A") is turned down, not
+chosen. Full-width letters count as letters. Only letters that are options of the item count.
 If no letter is found, a reply that quotes exactly one option's text (the longest quoted one wins where one
 option's text contains another's, "non-neutral" over "neutral") chooses that option. Nothing found is
 nothing chosen: the caller records the answer as unreadable, never as an option.
@@ -20,12 +22,24 @@ _CJK = "\u4e00-\u9fff"
 _LETTER_LIST = r"([A-H](?:\s*(?:[,，、/&和与及]|and|or|以及)?\s*[A-H](?![A-Za-z]))*)(?![A-Za-z])"
 _PHRASE = re.compile(
     r"(?i:answers?|choices?|options?|selections?|(?:i\s+)?(?:would\s+)?(?:choose|pick|select)|my\s+pick"
-    r"|答案|选择|选项|我选|应选|选)"
+    r"|go(?:ing)?\s+with|答案|选择|选项|我选|应选|选)"
     r"\s*(?i:is|are|would\s+be|:|：|为|是|应该是|应为)?\s*[(\[（【\"'“]*\s*" + _LETTER_LIST)
 _BRACKETED_LOWER = re.compile(r"[(\[（【]([a-h])[)\]）】]")  # "(b)": a lower-case letter only in brackets
 _STANDALONE = re.compile(rf"(?:(?<=^)|(?<=[^A-Za-z0-9_])|(?<=[{_CJK}])|(?<=[A-H]))([A-H])"
                          rf"(?=$|[^A-Za-z0-9_]|[{_CJK}]|[A-H](?![a-z]))")
-_ARTICLE = re.compile(r"A\s+[a-z]")
+# "A" before a lower-case word is the English article ("A good choice is D")... unless the word shows "A" is the
+# subject of an answer or one of a list: "A is correct", "A and C", "A or C", "A fits her best".
+_ARTICLE = re.compile(r"A\s+(?!(?:is|was|seems|would|could|should|must|might|fits|matches|and|or|because|since"
+                      r"|best|looks|sounds|feels|describes|reflects|captures|shows|applies|makes)\b)[a-z]")
+# A letter (or an answer phrase) just after a negation is one the reply turns down: "I would not choose A",
+# "not A", "neither A nor B", "不选A", "不是A".
+_NEGATION = re.compile(r"(?:\bnot|n't|\bnever|\bneither|\bnor|\bexcept|\brather\s+than|\binstead\s+of"
+                       r"|\brule\s+out|\beliminate)\s*(?:choose|pick|select|option|answer)?\s*[(\[\"'“]?\s*$"
+                       r"|(?:[不非别]|排除)\s*(?:选|是|选择)?\s*[(\[（]?\s*$", re.IGNORECASE)
+
+
+def _negated(text: str, start: int) -> bool:
+    return bool(_NEGATION.search(text[max(0, start - 24):start]))
 
 
 def _normalise(reply: str) -> str:
@@ -49,12 +63,13 @@ def option_letters(reply: str, options: Mapping[str, str] | str = "ABCDEFGH") ->
     text = _normalise(reply)
     phrased: list[str] = []
     for m in _PHRASE.finditer(text):
-        phrased += re.findall(r"(?<![A-Za-z])[A-H](?![A-Za-z])", m.group(1))
+        if not _negated(text, m.start()):
+            phrased += re.findall(r"(?<![A-Za-z])[A-H](?![A-Za-z])", m.group(1))
     found = _dedupe(phrased or _BRACKETED_LOWER.findall(text), allowed)
     if found:
         return found
     standalone = [m.group(1) for m in _STANDALONE.finditer(text)
-                  if not (m.group(1) == "A" and _ARTICLE.match(text, m.start()))]
+                  if not (m.group(1) == "A" and _ARTICLE.match(text, m.start())) and not _negated(text, m.start())]
     found = _dedupe(standalone, allowed)
     if found or isinstance(options, str):
         return found
