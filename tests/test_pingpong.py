@@ -44,6 +44,26 @@ def test_length_normalisation_matches_the_papers_russian_table():
     assert factors["a"] == factors["b"] == 1.0 and factors["c"] == pytest.approx(1 + (0.5 - 1) * 0.07)
 
 
+def test_length_factors_come_from_each_languages_own_median():
+    from rpbench.tasks.modes.pingpong.analysis import with_length_factors
+    from rpbench.tasks.modes.pingpong.records import ConversationScore
+
+    def row(model: str, lang: str, length: float) -> ConversationScore:
+        return ConversationScore(model=model, conversation_id=f"{lang}-c", language=lang, character="x",
+                                 situation_id="s", judges=["j"], refusal=False, in_character=4.0, entertaining=4.0,
+                                 fluency=4.0, final=4.0, ln_score=None, length=length, messages=2)
+
+    rows = [row("a", "en", 100), row("b", "en", 200), row("c", "en", 300),
+            row("a", "ru", 1000), row("b", "ru", 100), row("c", "ru", 100)]
+    scored, factors = with_length_factors(rows)
+    # English median 200: c is long there. Russian median 100: a is. Pooled over both languages (a 550, b 150,
+    # c 200: median 200) c would not be penalised at all, and a would be in English too.
+    assert factors["en"]["c"] < 1 and factors["en"]["a"] == factors["en"]["b"] == 1.0
+    assert factors["ru"]["a"] < 1 and factors["ru"]["b"] == factors["ru"]["c"] == 1.0
+    by = {(r.model, r.language): r.ln_score for r in scored}
+    assert by[("c", "en")] == pytest.approx(4.0 * factors["en"]["c"]) and by[("a", "en")] == 4.0
+
+
 def test_judge_score_is_turn_means_then_criteria_mean_and_refusal_is_any_turn():
     s = judge_score([grades(5, 3, 4), grades(3, 3, 2)])
     assert s.criteria == {"in_character": 4.0, "entertaining": 3.0, "fluency": 3.0}
@@ -191,6 +211,11 @@ def test_run_rerun_and_rejudge(harness, loopback, tmp_path, monkeypatch):
     assert asks and all("gruff airship captain" in json.dumps(r["messages"]) or "茶馆" in json.dumps(
         r["messages"], ensure_ascii=False) for r in asks)
     assert not any("Thirty years flying" in json.dumps(r["messages"]) for r in asks)
+    # Each conversation draws its own opening: the same first prompt for both players, each with its own
+    # sample (seed); with one shared index the call cache handed every player the very same first message.
+    first = [r for r in asks if r["messages"] == asks[0]["messages"]]
+    assert len(first) == 2 and first[0]["seed"] != first[1]["seed"], [r.get("seed") for r in first]
+    assert len({r["seed"] for r in asks}) == 10  # one sample per (player, situation)
     assert any("Chinese" in json.dumps(r["messages"]) for r in asks)
     # the player saw its card as the system prompt
     player = [r for r in loopback.requests if r["model"] in ("short", "long")]
@@ -207,6 +232,9 @@ def test_run_rerun_and_rejudge(harness, loopback, tmp_path, monkeypatch):
     # the long player is above the median length: penalised, the short one is not
     assert board["long"]["ln_score"] < board["long"]["final"] and board["short"]["ln_score"] == board["short"]["final"]
     assert (Path(out) / "report.md").read_text().count("| long |") >= 1
+    # One leaderboard per language beside the pooled one, as the paper publishes them.
+    report = (Path(out) / "report.md").read_text()
+    assert "## Leaderboard per language" in report and "**English (en)**" in report and "**Chinese (zh)**" in report
 
     sent = len(loopback.requests)
     again = pingpong(s)

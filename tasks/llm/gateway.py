@@ -221,7 +221,7 @@ class Gateway:
         return {**reply, "latency_s": latency, "cost_usd": cost}
 
     async def _reply(self, spec: ModelSpec, record: CallRecord, convo: list[Message],
-                     response_format: dict[str, Any] | None) -> dict[str, Any]:
+                     response_format: dict[str, Any] | None, sample_index: int = 0) -> dict[str, Any]:
         """The reply to one attempt, from the cache or the model; a permanent failure raises.
 
         Identical requests in flight at the same time (two models whose answers coincide, judged at once)
@@ -240,6 +240,10 @@ class Gateway:
             return await asyncio.wrap_future(shared)  # answered by the call that sent it (cached stays True)
         try:
             record.cached = False
+            if sample_index and spec.seed is not None:
+                # A seeded model answers the same request the same way: each sample index sends its own seed,
+                # so the samples differ (the cache key keeps the index and the spec's own seed).
+                spec = spec.model_copy(update={"seed": spec.seed + sample_index})
             reply = await self._send(spec, convo, response_format, record)
             if self.cache is not None:
                 self.cache.put(record.cache_key, reply)
@@ -310,7 +314,7 @@ class Gateway:
             record = CallRecord(call_id=next_call_id(), cache_key=key, role=role, model=spec.model, tag=tag,
                                 attempt=attempt, cached=True, outcome="ok")
             try:
-                reply = await self._reply(spec, record, convo, response_format)
+                reply = await self._reply(spec, record, convo, response_format, sample_index)
             except ModelUnusable:
                 raise ModelUnusable(role, spec.model, self._unusable[(spec.model, spec.api_base)].error,
                                     spec.api_key_env) from None

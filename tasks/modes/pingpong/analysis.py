@@ -1,13 +1,16 @@
 """From PingPong's turns and judgments to conversation scores, and what its report adds to the shared one:
-the refusal ratio, reply length, rank groups, the length factors and each judge's own numbers."""
+the refusal ratio, reply length, rank groups, one leaderboard per language (as the paper publishes them),
+the length factors (per language) and each judge's own numbers."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
+from rpbench.tasks.core.languages import language_name
 from rpbench.tasks.modes.pingpong.judging import complete_conversations
 from rpbench.tasks.modes.pingpong.records import CRITERIA, ConversationScore, Turn, TurnJudgment
 from rpbench.tasks.modes.pingpong.scoring import JudgeScore, judge_score, length_factors, pool_judges, rank_groups
@@ -62,11 +65,38 @@ def model_lengths(rows: Sequence[ConversationScore]) -> dict[str, float]:
     return {m: chars[m] / count[m] for m in chars if count[m]}
 
 
-def with_length_factors(rows: Sequence[ConversationScore]) -> tuple[list[ConversationScore], dict[str, float]]:
-    """Rows with ``ln_score`` = final x the model's length factor, and the factors."""
-    factors = length_factors(model_lengths(rows))
-    return [r.model_copy(update={"ln_score": None if r.final is None else r.final * factors[r.model]})
+def with_length_factors(rows: Sequence[ConversationScore]
+                        ) -> tuple[list[ConversationScore], dict[str, dict[str, float]]]:
+    """Rows with ``ln_score`` = final x the model's length factor in the row's language, and the factors by
+    language. The paper ranks each language on its own, so each has its own median: Russian replies are not
+    measured against English ones."""
+    factors = {lang: length_factors(model_lengths([r for r in rows if r.language == lang]))
+               for lang in sorted({r.language for r in rows})}
+    return [r.model_copy(update={"ln_score": None if r.final is None else r.final * factors[r.language][r.model]})
             for r in rows], factors
+
+
+def language_boards(rows: Sequence[ConversationScore], scores: Sequence[dict[str, Any]]
+                    ) -> dict[str, list[dict[str, Any]]]:
+    """One leaderboard per language, as the paper publishes them: per model its length-normalised score with
+    the interval, the final score, the refusal ratio, the mean reply length; ranked by the score."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for lang in sorted({r.language for r in rows}):
+        board = []
+        for model in sorted({r.model for r in rows if r.language == lang}):
+            mine = [r for r in rows if r.model == model and r.language == lang]
+            found = {s["metric"]: s for s in scores if s["model"] == model and s.get("language") == lang}
+            ln, final = found.get("ln_score", {}), found.get("final", {})
+            board.append({"model": model, "ln_score": ln.get("score"), "ci_low": ln.get("ci_low"),
+                          "ci_high": ln.get("ci_high"), "final": final.get("score"), "n": len(mine),
+                          "refusal_ratio": sum(r.refusal for r in mine) / len(mine),
+                          "length": model_lengths(mine).get(model)})
+        board.sort(key=lambda b: -(b["ln_score"] if b["ln_score"] is not None else -math.inf))
+        ranks = rank_groups([b["ln_score"] for b in board if b["ln_score"] is not None])
+        for b, rank in zip(board, ranks, strict=False):
+            b["rank"] = rank
+        out[lang] = board
+    return out
 
 
 def per_judge(turns: Sequence[Turn], judgments: Sequence[TurnJudgment], judges: Sequence[str]) -> list[dict[str, Any]]:
@@ -96,14 +126,31 @@ def _analyze(data: AnalysisInput) -> Analysis:
         row["length"] = lengths.get(row["model"])
     for row, rank in zip(data.board, rank_groups([r["ln_score"] for r in data.board]), strict=True):
         row["rank"] = float(rank)
-    factors = data.context.get("length_factors", {})
+    factors: dict[str, dict[str, float]] = data.context.get("length_factors", {})
+    boards = language_boards(rows, data.scores)
     sections = []
+    if boards:
+        lines = ["The paper publishes one leaderboard per language; here they are, each ranked by its own "
+                 "length-normalised score (95% interval over conversations), beside the pooled leaderboard above.",
+                 ""]
+        for lang, board in boards.items():
+            lines += [f"**{language_name(lang)} ({lang})**", "",
+                      "| rank | model | length-normalised score | 95% interval | final | refusal ratio | length | "
+                      "conversations |", "|---|---|---|---|---|---|---|---|"]
+            lines += [f"| {b.get('rank', '-')} | {b['model']} | {fmt(b['ln_score'], 2)} | "
+                      f"[{fmt(b['ci_low'], 2)}, {fmt(b['ci_high'], 2)}] | {fmt(b['final'], 2)} | "
+                      f"{fmt(b['refusal_ratio'], 2)} | {fmt(b['length'], 0)} | {b['n']} |" for b in board]
+            lines.append("")
+        sections.append(Section("Leaderboard per language", "\n".join(lines)))
     if factors:
-        median = statistics.median(lengths.values()) if lengths else 0.0
-        lines = [f"Median of the models' mean reply lengths: {median:.0f} characters. A model above it has its "
-                 "conversation scores multiplied by 1 + (median / length - 1) x 0.07, at least 0.93.", "",
-                 "| model | mean reply length | factor |", "|---|---|---|"]
-        lines += [f"| {m} | {lengths.get(m, 0):.0f} | {f:.4f} |" for m, f in sorted(factors.items())]
+        lines = ["Per language, the median of the models' mean reply lengths in that language; a model above it has "
+                 "its conversation scores multiplied by 1 + (median / length - 1) x 0.07, at least 0.93.", "",
+                 "| language | median length | model | mean reply length | factor |", "|---|---|---|---|---|"]
+        for lang, by_model in sorted(factors.items()):
+            mine = model_lengths([r for r in rows if r.language == lang])
+            median = statistics.median(mine.values()) if mine else 0.0
+            lines += [f"| {lang} | {median:.0f} | {m} | {mine.get(m, 0):.0f} | {f:.4f} |"
+                      for m, f in sorted(by_model.items())]
         sections.append(Section("Length normalisation", "\n".join(lines)))
     judges = data.context.get("per_judge", [])
     if judges:
@@ -114,7 +161,7 @@ def _analyze(data: AnalysisInput) -> Analysis:
                   for j in judges]
         sections.append(Section("Judges", "\n".join(lines)))
     scale = data.context.get("scale", "1-5")
-    summary = {"length_factors": factors, "scale": scale}
+    summary = {"length_factors": factors, "scale": scale, "by_language": boards}
     return Analysis(sections, summary)
 
 

@@ -15,6 +15,7 @@ failed turn is kept with its error, never filled in.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -97,6 +98,14 @@ async def _player_reply(gateway: Model, role: str, card: Card, turns: list[Turn]
     return (reply.text, None) if reply.ok else (None, f"player: {reply.error}")
 
 
+def conversation_sample(model: str, cid: str, repeat: int = 0) -> int:
+    """The sample index of one conversation's emulated-user calls: the same (player, situation, repeat) always
+    draws the same opening (so a rerun is answered from the cache), and different ones draw their own, where a
+    shared index would give every player the very same first message through the call cache."""
+    digest = hashlib.sha256(f"{model}\n{cid}\n{repeat}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % 1_000_000 + 1  # 0 stays the index of ordinary calls
+
+
 async def converse_v2(gateway: Model, card: Card, situation: Situation, role: str, model: str,
                       cfg: ConversationConfig) -> list[Turn]:
     turns: list[Turn] = []
@@ -106,6 +115,7 @@ async def converse_v2(gateway: Model, card: Card, situation: Situation, role: st
                               language_name=language_name(situation.language), history=transcript(turns),
                               card=card_prompt(card) if cfg.symmetric else None).text
         asked = await gateway.complete("interrogator", [{"role": "user", "content": text}], schema=NextUtterance,
+                                       sample_index=conversation_sample(model, cid),
                                        tag=f"pingpong:{cid}:{model}:turn{k}:interrogator")
         if not asked.ok:
             turns.append(_turn(card, situation, model, k, None, None, f"interrogator: {asked.error}"))
@@ -129,6 +139,7 @@ async def converse_v1(gateway: Model, card: Card, situation: Situation, role: st
                               language_name=language_name(situation.language), history=transcript(turns)).text
         schema: type[BaseModel] = TesterTurn if turns else TesterOpening
         out = await gateway.complete("tester", [{"role": "user", "content": text}], schema=schema,
+                                     sample_index=conversation_sample(model, cid),
                                      tag=f"pingpong:{cid}:{model}:turn{k}:tester")
         if not out.ok:
             # The last grades are missing: the conversation is not complete, so it is not scored.
