@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import Literal
 
@@ -234,3 +235,25 @@ def test_which_errors_stop_a_run():
     for exc in (refused, no_openai_key, no_gemini_key, MissingKeyError("X is not set")):
         assert is_fatal(exc) and not is_transient(exc), exc
     assert is_transient(down) and not is_fatal(down)
+
+
+async def test_a_reply_that_could_not_be_read_gets_one_fresh_round_on_a_rerun(make_gateway, loopback):
+    """The earlier run's unreadable replies are in the cache; a rerun tries afresh once (new attempt numbers),
+    unless it replays failures (--keep-failures); a later rerun finds that round in the cache too."""
+    loopback.responder = lambda body: "not json"
+    first = await make_gateway().complete("judge", MSG, schema=Verdict)
+    assert not first.ok and first.attempts == 3 and len(loopback.requests) == 3
+    loopback.responder = lambda body: json.dumps({"reason": "fine", "score": 4})
+    replay = make_gateway()
+    replay.heal = False
+    kept = await replay.complete("judge", MSG, schema=Verdict)
+    assert not kept.ok and kept.cached and len(loopback.requests) == 3  # the same failure, nothing sent
+    healed = await make_gateway().complete("judge", MSG, schema=Verdict)
+    assert healed.ok and healed.parsed.score == 4 and len(loopback.requests) == 4
+    assert [r.attempt for r in (await _ledger_of(make_gateway(), Verdict))] == [0, 1, 2, 3]
+    assert len(loopback.requests) == 4
+
+
+async def _ledger_of(gateway, schema):
+    await gateway.complete("judge", MSG, schema=schema)
+    return gateway.ledger.records()

@@ -166,3 +166,35 @@ def test_a_missing_key_is_one_line_before_any_flow_or_request(loopback, tmp_path
 
     assert missing_key(ModelSpec(model="openai/mine", api_base=loopback.base_url)) is None
     assert missing_key(ModelSpec(model="anthropic/claude-3-5-haiku-20241022")) == "ANTHROPIC_API_KEY"
+
+
+def test_a_rerun_after_an_outage_sends_the_failed_items_again_and_heals(harness, loopback, tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = lambda body: "I choose B."
+    args = ["roleinteract", "run", "--data", str(sample_path("roleinteract", "example.json")), "--model", "steady",
+            "--out", str(tmp_path / "run"), "--resamples", "50", "--max-failure-share", "1",
+            "--models-file", _models(tmp_path, loopback), "--cache", str(tmp_path / "c.sqlite")]
+    loopback.random_faults(0.6, ("500",), seed=3)  # an outage: most requests fail, each retried once
+    first = rpbench(*args)
+    assert first.returncode == 0, first.stderr
+    failed = {f["item_id"] for f in _table(tmp_path / "run" / "failures.parquet")}
+    assert failed, "the outage failed nothing: the test would prove nothing"
+    answered = 21 - len(failed)
+    loopback.random_faults(0.0)
+    loopback.requests.clear()
+    # --keep-failures replays the earlier run exactly: nothing is sent, the failures stay.
+    kept = rpbench(*args, "--keep-failures")
+    assert kept.returncode == 0 and not loopback.requests
+    assert {f["item_id"] for f in _table(tmp_path / "run" / "failures.parquet")} == failed
+    # By default the rerun heals: only the failed items are sent again, and none is failed at the end.
+    healed = rpbench(*args)
+    assert healed.returncode == 0, healed.stderr
+    assert len(loopback.requests) == len(failed) and answered + len(failed) == 21
+    assert _table(tmp_path / "run" / "failures.parquet") == []
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["this_run"]["calls_sent"] == len(failed)
+
+
+def _table(path: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()

@@ -293,8 +293,16 @@ def test_flow_end_to_end_policies_and_a_cached_rerun(harness, loopback, tmp_path
     # one in a tied (mixed) group.
     assert "| positive | - | - | 0.0 (1) | 100.0 (1) |" in report
 
+    # A rerun heals: each question no option could be read in gets one fresh round of attempts (an earlier
+    # run's unreadable replies come from the cache); --keep-failures would replay them as they were.
     sent = len(loopback.requests)
-    again = roleinteract(s)
+    kept = roleinteract(s.model_copy(update={"keep_failures": True}))
+    assert len(loopback.requests) == sent and kept["this_run"]["calls_sent"] == 0
+    healed = roleinteract(s)
+    assert len(loopback.requests) == sent + 17 * 3 and healed["this_run"]["calls_sent"] == 17 * 3
+    assert {r["model"] for r in loopback.requests[sent:]} == {"mumbler"}
+    sent = len(loopback.requests)
+    again = roleinteract(s)  # that fresh round is in the cache now: nothing more is sent
     assert len(loopback.requests) == sent and again["this_run"]["calls_sent"] == 0
 
     # Counting unreadable answers as wrong changes only the report: no call is sent.

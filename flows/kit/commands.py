@@ -3,6 +3,7 @@ field's default and description, so a command can never drift from its flow's pa
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -11,11 +12,13 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from rpbench.flows.kit.settings import RunSettings
+from rpbench.storage.folder_lock import folder_lock
+from rpbench.storage.user_files import check_output_folder
 from rpbench.tasks.core.errors import InputError, first_error
 from rpbench.tasks.llm import load_models_config
 
 S = TypeVar("S", bound=BaseModel)
-LAST = ("models_file", "cache", "max_failure_share")  # shared options go at the end of --help
+LAST = ("models_file", "cache", "keep_failures", "max_failure_share")  # shared options go at the end of --help
 
 
 def flag_of(model: type[BaseModel], name: str) -> str:
@@ -82,7 +85,9 @@ def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., 
             # Read (and check) the models file now: an error in it is one line before any flow starts,
             # not Prefect's report of a failed flow run followed by the same line.
             load_models_config(settings.models_file)
-        run(settings)
+        folder = run_folder(model, settings)
+        with folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext():
+            run(settings)
 
     hidden = [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
                                 default=typer.Option(None, flag, hidden=True)) for param, (_n, flag) in old.items()]
@@ -91,6 +96,14 @@ def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., 
     command.__doc__ = run.__doc__
     command.__name__ = run.__name__
     return command
+
+
+def run_folder(model: type[BaseModel], settings: BaseModel) -> str | None:
+    """The folder the command writes its run into (an ``out`` field checked as a folder), if it has one."""
+    field = model.model_fields.get("out")
+    if field is None or not any(getattr(m, "func", None) is check_output_folder for m in field.metadata):
+        return None
+    return str(settings.out)
 
 
 def stages_line(manifest: dict[str, Any]) -> str:

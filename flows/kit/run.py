@@ -17,7 +17,7 @@ from prefect import Task
 from rpbench.flows.kit.outcome import judge_run
 from rpbench.flows.kit.runners import chosen_runner, with_chosen_runner
 from rpbench.flows.kit.settings import RunSettings
-from rpbench.flows.kit.stage import StageResult, final_folder, slug
+from rpbench.flows.kit.stage import KEEP_FAILURES_ENV, StageResult, final_folder, slug
 from rpbench.flows.kit.ui import publish_markdown_now
 from rpbench.storage.runs import RunDir
 from rpbench.storage.schemas import CALLS
@@ -33,20 +33,26 @@ from rpbench.tasks.reports.summary import run_summary_markdown
 class Stages:
     """The stage tasks one flow run ran: their results, and which of them Prefect took from its cache."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Any = None) -> None:
         self.started = time.time()  # the run's wall time counts from here
         self.results: list[StageResult] = []
         self.cached: list[bool] = []
+        # By default a rerun heals: a cached stage with calls that got no usable reply runs again (its answered
+        # calls come from the call cache; the failed ones are sent again). --keep-failures replays them instead.
+        self.keep_failures = bool(getattr(settings, "keep_failures", False))
+        os.environ[KEEP_FAILURES_ENV] = "1" if self.keep_failures else "0"
 
     def map(self, stage: Task[..., Any], shards: Sequence[Mapping[str, Any]]) -> list[StageResult]:
         """One call of ``stage`` per shard, submitted together so the flow's task runner can spread them.
 
-        A cached result whose tables are gone (a deleted folder) is run again, never trusted.
+        A cached result whose tables are gone (a deleted folder) is run again, never trusted; so is one with
+        calls that got no usable reply, unless the run keeps failures.
         """
         futures = [stage.submit(**shard) for shard in shards]
         results: list[StageResult] = [f.result() for f in futures]
         cached = [f.state.name == "Cached" for f in futures]
-        stale = [i for i, r in enumerate(results) if r.missing()]
+        stale = [i for i, r in enumerate(results) if r.missing()
+                 or (cached[i] and r.unanswered and not self.keep_failures)]
         if stale:
             again = stage.with_options(refresh_cache=True)
             redone = {i: again.submit(**shards[i]) for i in stale}

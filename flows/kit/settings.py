@@ -45,6 +45,10 @@ class RunSettings(BaseModel):
     cache: CacheFile = Field(
         default=None, description="SQLite call cache; a rerun repeats no call found here. "
         "Default: .rpbench/calls.sqlite")
+    keep_failures: bool = Field(
+        default=False, description="Replay the failures of an earlier run of the same stages exactly. By default a "
+        "rerun heals: calls that got no usable reply are sent again, and a reply that could not be read gets fresh "
+        "attempts.")
     max_failure_share: float = Field(
         default=0.1, ge=0, le=1,
         description="The run fails (Failed in Prefect, exit status 3, after writing everything it made) when a "

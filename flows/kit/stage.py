@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import inspect
 import json
+import os
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -63,6 +64,7 @@ class StageResult(BaseModel):
     # killed after the stage wrote its calls table but before Prefect persisted the result runs the stage
     # again, and the journal is then all that remembers which of its calls were really sent.
     journal: str | None = None
+    unanswered: int = 0  # calls that got no usable reply: a rerun runs the stage again to retry them
 
     def path(self, table: str) -> str:
         return self.tables[table]
@@ -96,6 +98,8 @@ class StageSpec:
 
 
 # -- the cache key --------------------------------------------------------------------------------
+# Set by the flow (``Stages``) for its stages: replay an earlier run's failures rather than retry them.
+KEEP_FAILURES_ENV = "RPBENCH_KEEP_FAILURES"
 _NOT_HASHED = ("cache", "models_file")  # where calls are cached, and the file whose effect comes in resolved
 
 
@@ -233,6 +237,7 @@ class StageRun:
     async def gateway(self) -> AsyncIterator[Gateway]:
         """The run's gateway, with this stage's own ledger; its HTTP session and workers close after."""
         gateway = shared_gateway(self.models_file, self.cache).fork(Ledger(self.journal))
+        gateway.heal = os.environ.get(KEEP_FAILURES_ENV) != "1"
         self._gateways.append(gateway)
         try:
             yield gateway
@@ -259,7 +264,8 @@ class StageRun:
             raise RuntimeError(f"stage {self.spec.name} rendered undeclared templates {undeclared}")
         return StageResult(stage=self.spec.name, shard=self.shard, tables=dict(self.tables), summary=summary,
                            templates=dict(sorted(self.templates.items())), calls=calls,
-                           journal=str(self.journal) if calls else None)
+                           journal=str(self.journal) if calls else None,
+                           unanswered=sum(g.ledger.unanswered for g in self._gateways))
 
 
 async def _publish(run: StageRun, result: StageResult) -> None:

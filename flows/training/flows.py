@@ -145,7 +145,7 @@ async def register(run: StageRun, adapter: str, losses: str, base: str, summary:
 def train_lora_flow(settings: TrainSettings) -> Any:
     """A LoRA adapter from RoleBench-layout data and built benchmarks (SFT, or DPO on the judge's preferences),
     registered as a local model; with --eval-bench, the base and the adapter evaluated side by side."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     got = check_train(s)
     data = stages.run(training_data, sources=got.sources, files=got.files, parts=list(got.request.parts),
                       profiles=list(got.request.profiles), objective=s.objective, mix_weights=parse_mix(s.mix),

@@ -111,6 +111,9 @@ class Gateway:
         # Requests being sent now, by cache key, shared by every fork and event loop (see ``_reply``).
         self._in_flight: dict[str, concurrent.futures.Future[dict[str, Any]]] = {}
         self._in_flight_lock = threading.Lock()
+        # A rerun gives a call whose every earlier attempt failed to parse (all served from the cache) a fresh
+        # round of attempts; off for an exact replay of an earlier run's failures (--keep-failures).
+        self.heal = True
         # Models found unusable (a refused or missing key, a model the provider does not know), by model and
         # endpoint: later calls to them stop at once instead of sending. Shared by every fork.
         self._unusable: dict[tuple[str, str | None], ModelUnusable] = {}
@@ -308,7 +311,11 @@ class Gateway:
         error = "no attempt was made (parse_attempts is 0)"
         all_cached = True
         fingerprint = model_fingerprint(spec.model)
-        for attempt in range(self.config.retry.parse_attempts):
+        per_round = self.config.retry.parse_attempts
+        start, attempt, limit, fresh = convo, 0, per_round, False
+        while attempt < limit:
+            if attempt and attempt % per_round == 0:  # a fresh round starts from the request itself
+                convo = start
             key = request_key(model=fingerprint, api_base=spec.api_base, messages=convo, sampling=spec.sampling(),
                               sample_index=sample_index, attempt=attempt, response_schema=response_format)
             record = CallRecord(call_id=next_call_id(), cache_key=key, role=role, model=spec.model, tag=tag,
@@ -326,13 +333,16 @@ class Gateway:
                     unusable = ModelUnusable(role, spec.model, _plain(exc), spec.api_key_env)
                     self._unusable.setdefault((spec.model, spec.api_base), unusable)
                     raise unusable from None
+                self.ledger.unanswered += 1
                 return NoReply(role, spec.model, raw[-1] if raw else None, record.error, attempt + 1,
                                raw_replies=tuple(raw))
             all_cached = all_cached and record.cached
+            fresh = fresh or not record.cached
             record.prompt_tokens, record.completion_tokens = reply["prompt_tokens"], reply["completion_tokens"]
             record.latency_s, record.cost_usd = reply["latency_s"], reply["cost_usd"]
             text: str = reply["text"]
             raw.append(text)
+            attempt += 1
             try:
                 if not text.strip():
                     raise ValueError("the reply is empty")
@@ -342,9 +352,15 @@ class Gateway:
                 self.ledger.add(record)
                 error = str(exc)
                 convo = repair_messages(convo, text, error, *(("Reply again.",) if parse else ()))
+                if attempt == per_round and self.heal and not fresh:
+                    # Every reply of the first round came from the cache and none could be read: an earlier run's
+                    # failure, which this run tries afresh, once (new attempt numbers, so new requests; a later
+                    # rerun finds that round cached too and sends nothing).
+                    limit += per_round
                 continue
             self.ledger.add(record)
-            return Reply(role, spec.model, text, parsed, attempt + 1, all_cached, tuple(raw))
+            return Reply(role, spec.model, text, parsed, len(raw), all_cached, tuple(raw))
+        self.ledger.unanswered += 1
         return NoReply(role, spec.model, raw[-1] if raw else None, error, len(raw), all_cached, tuple(raw))
 
     async def run(self, req: Request[T]) -> CallResult[T]:

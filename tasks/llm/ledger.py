@@ -34,6 +34,7 @@ class Ledger:
         self._records: list[CallRecord] = []
         self._lock = threading.Lock()
         self.in_flight = 0  # calls begun and not yet answered (progress lines show it)
+        self.unanswered = 0  # calls that ended with no usable reply (a rerun retries the stage that made them)
         self.journal = Path(journal) if journal is not None else None
         if self.journal is not None:
             self.journal.parent.mkdir(parents=True, exist_ok=True)

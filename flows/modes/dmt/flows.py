@@ -104,7 +104,7 @@ async def report(run: StageRun, rounds: list[str], steps: list[str], ends: list[
 @stops_cleanly
 def dmt(settings: DmtSettings) -> dict:
     """DMT-RoleBench: dialogues steered by topic and intent (role `dmt-generator`), labels (role `dmt-judge`)."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     roles, n = check_run(s)
     common = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
     made = stages.map(dialogues, [

@@ -114,7 +114,7 @@ async def items(run: StageRun, characters: list[Character], pool: str, dialogues
 @stops_cleanly
 def build_benchmark(settings: BuildSettings) -> dict:
     """Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark items."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     characters, sources = check(s)
     config = s.build(sources)
     pool = str(Path(s.pool) / SCENES.filename)

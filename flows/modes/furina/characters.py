@@ -88,7 +88,7 @@ async def collect(run: StageRun, characters: list[str], scenes: list[str], chara
 @stops_cleanly
 def synthesize_characters(settings: SynthesisSettings) -> dict:
     """Synthesize original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     roles = resolve_all(load_models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer",
                         option="--seed-role")
     pool = str(Path(s.pool) / SCENES.filename) if s.pool else None

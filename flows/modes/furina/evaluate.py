@@ -106,7 +106,7 @@ async def report(run: StageRun, items: str, characters: str, scenes: str, genera
 @stops_cleanly
 def evaluate(settings: EvalSettings) -> dict:
     """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     files = bench_files(s.bench)
     n_items = len(load_bench(**files).items)
     roles = check_models(s)

@@ -116,7 +116,7 @@ async def merge(run: StageRun, books: list[str], chunks: list[str], scenes: list
 @stops_cleanly
 def build_pool(settings: PoolSettings) -> dict:
     """Books to a pool of scenes (tables under ``settings.out``)."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     run = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
     shards = book_shards(s.books)
     chunked = stages.map(chunk, [{"book": b, "language": s.language, "target_tokens": s.target_tokens,

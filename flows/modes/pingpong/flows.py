@@ -126,7 +126,7 @@ def carried_calls(folder: str, judges: Sequence[str]) -> list[CallRecord]:
 @stops_cleanly
 def pingpong(settings: PingPongSettings) -> dict:
     """PingPong: players chat with an emulated user (role `interrogator`); judges score every turn."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     players, judges = check_run(s)
     common = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
     made = stages.map(conversations, [
@@ -164,7 +164,7 @@ def stored_run(folder: str) -> dict[str, str]:
 @stops_cleanly
 def rejudge(settings: RejudgeSettings) -> dict:
     """Score a run's stored conversations with more judges; the report pools them with the run's own."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     tables = stored_run(s.run)
     out = s.out or s.run
     judges = _judge_roles(s, s.judges)

@@ -52,7 +52,7 @@ async def report(run: StageRun, data: list[str], columns: list[str], languages: 
 @stops_cleanly
 def roleinteract(settings: RoleInteractSettings) -> dict:
     """RoleInteract: each model answers every question; the nine-column table and its average."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     roles = check_run(s)
     common = {"out": s.out, "data": s.data, "columns": s.columns, "languages": s.languages, "limit": s.limit}
     made = stages.map(answers, [{**common, "role": role, "name": name, "shard": slug(name),

@@ -139,7 +139,7 @@ async def report(run: StageRun, data: list[str], limit: int | None, answers: lis
 @stops_cleanly
 def rolellm_eval(settings: EvalSettings) -> dict:
     """RoleLLM evaluation: models answer RoleBench questions in role; Rouge-L (CUS, RAW, SPE); optional ranking."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     got = check_eval(s)
     common = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
     made = stages.map(answers, [{**common, "data": got.data, "profiles": got.profiles, "limit": s.limit,
@@ -197,7 +197,7 @@ async def write_layout(run: StageRun, triplets: list[str], failures: list[str], 
 def context_instruct(settings: ContextInstructSettings) -> dict:
     """Context-Instruct: question-confidence-answer triplets from each role's profile, filtered, in RoleBench's
     layout (instruction- and role-generalisation splits)."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     files, kept, dropped = check_roles(s)
     plan = _plan(s)
     made = stages.map(triplets, [{"roles": files, "role": name, "plan": plan, "max_segments": s.max_segments,
@@ -251,7 +251,7 @@ async def general_files(run: StageRun, responses: list[str], instructions: str, 
 def rolebench_general(settings: GeneralSettings) -> dict:
     """RoleBench-general: every role answers the general instructions six times in role; five answers are
     references, the sixth the RoleGPT baseline; split 4:1 by instruction and by held-out roles."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     files, profiles, _ = check_general(s)
     common = {"instructions": s.instructions, "duplicate_share": s.duplicate_share, "limit": s.limit, "out": s.out}
     made = stages.map(general_responses, [{**common, "roles": files, "role": name, "mode": s.mode, "top_k": s.top_k,
@@ -290,7 +290,7 @@ async def write_profile(run: StageRun, name: str, script_name: str, language: st
 @stops_cleanly
 def role_profile(settings: ProfileSettings) -> dict:
     """A role file: the generator describes the role (third person, then second) and names its catchphrases."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     done = stages.run(write_profile, name=s.name, script_name=s.script_name, language=s.language, script=s.script,
                       aliases=s.aliases, out=s.out, models_file=s.models_file, cache=s.cache)
     return finish_run(s.out, stages, s, "rolellm-profile", profile={
@@ -329,7 +329,7 @@ async def select(run: StageRun, scripts: str, language: str, out: str, models_fi
 @stops_cleanly
 def role_selection(settings: SelectSettings) -> dict:
     """Role selection: for each script, its main character and how distinct that character's speech is."""
-    s, stages = settings, Stages()
+    s, stages = settings, Stages(settings)
     read_scripts(s.scripts)
     done = stages.run(select, scripts=s.scripts, language=s.language, out=s.out, models_file=s.models_file,
                       cache=s.cache)
