@@ -191,3 +191,20 @@ def test_models_check_asks_each_role_once_and_says_which_answer(loopback, tmp_pa
     loopback.model_faults.clear()
     assert rpbench("models", "check", "--models-file", str(models)).returncode == 0
     assert rpbench("models", "chek").returncode == 2
+
+
+def test_a_misspelled_role_section_is_refused_with_a_suggestion(tmp_path):
+    models = tmp_path / "models.toml"
+    data = ["roleinteract", "run", "--data", str(tmp_path / "none.json")]  # an error after the models file's
+    models.write_text('[roles.judgee]\ntemperature = 0.5\n[roles.warm]\ntemperature = 0.9\n')
+    ran = rpbench(*data, "--model", "warm", "--out", str(tmp_path / "o"), "--models-file", str(models))
+    assert ran.returncode == 2
+    assert ran.stderr.strip() == (f"error: {models}: [roles.judgee] names no role of any mode: did you mean "
+                                  "[roles.judge]? (a role of your own, for --model, needs a name further from the "
+                                  "modes' roles: rpbench models lists them)")
+    # The user's own roles stay allowed: one named on the command line, a numbered second judge, a far name.
+    models.write_text('[roles.judge2]\ntemperature = 0.5\n[roles.warm]\ntemperature = 0.9\n'
+                      '[roles.scenes]\ntemperature = 0.1\n')
+    for extra in (["--model", "scenes"], ["--model", "warm", "--model", "scenes"]):
+        ran = rpbench(*data, *extra, "--out", str(tmp_path / "o"), "--models-file", str(models))
+        assert ran.returncode == 2 and "none.json: no such file" in ran.stderr, ran.stderr

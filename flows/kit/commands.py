@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
 from pydantic import BaseModel, ValidationError
 
+from rpbench.flows.kit.registry import builtin_roles
 from rpbench.flows.kit.settings import RunSettings
 from rpbench.storage.folder_lock import folder_lock
 from rpbench.storage.user_files import check_output_folder
 from rpbench.tasks.core.errors import InputError, first_error
-from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm import ModelsConfig, load_models_config
 
 S = TypeVar("S", bound=BaseModel)
 LAST = ("models_file", "cache", "keep_failures", "max_failure_share")  # shared options go at the end of --help
@@ -84,7 +86,8 @@ def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., 
         if isinstance(settings, RunSettings):
             # Read (and check) the models file now: an error in it is one line before any flow starts,
             # not Prefect's report of a failed flow run followed by the same line.
-            load_models_config(settings.models_file)
+            check_role_sections(load_models_config(settings.models_file), settings.models_file,
+                                _names_given(settings))
         folder = run_folder(model, settings)
         with folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext():
             run(settings)
@@ -96,6 +99,35 @@ def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., 
     command.__doc__ = run.__doc__
     command.__name__ = run.__name__
     return command
+
+
+def _names_given(settings: BaseModel) -> set[str]:
+    """Every text value of the settings (a role named with --model or --judge is among them)."""
+    out: set[str] = set()
+    for value in settings.model_dump().values():
+        for v in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(v, str):
+                out.add(v)
+    return out
+
+
+def check_role_sections(config: ModelsConfig, models_file: str | None, given: set[str] = frozenset()) -> None:
+    """A ``[roles.X]`` section a letter or two off a role some mode calls ("judgee" for "judge"), and named by
+    no option of the command, is a typo: left alone, the mode would quietly use [default] for the role meant.
+    Other names are the user's own roles (models under test such as ``[roles.warm]``, a second judge
+    ``[roles.judge2]`` given with --judge), which stay allowed."""
+    import difflib
+
+    known = builtin_roles()
+    for name in config.roles:
+        if name in known or name in given or re.fullmatch(r".+?[-_]?\d+", name):
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+        if close:
+            where = models_file or "the models file"
+            raise InputError(f"{where}: [roles.{name}] names no role of any mode: did you mean [roles.{close[0]}]? "
+                             "(a role of your own, for --model, needs a name further from the modes' roles: "
+                             "rpbench models lists them)")
 
 
 def run_folder(model: type[BaseModel], settings: BaseModel) -> str | None:
