@@ -52,6 +52,10 @@ def _run(*args: str) -> Ran:
           "openai/gpt-4o", "--out", "OUT"], "--base: 'openai/gpt-4o' is not a local model"),
         (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--objective", "dpo", "--out", "OUT"],
          "preference pairs come from benchmark folders"),
+        # Checked against the base's modules built on the meta device, before its weights load.
+        (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--part", "test", "--target", "q_proj",
+          "--target", "nosuch_proj", "--out", "OUT"],
+         "--target nosuch_proj: no module of local/smollm2-135m is called that (its modules: act_fn, down_proj,"),
     ],
 )
 def test_bad_input_gives_one_line_and_exit_2(args, message, tmp_path):

@@ -136,6 +136,8 @@ def test_pingpongs_own_layout_is_read_unchanged(tmp_path):
     (lambda d: d["en"]["situations"][0].update(num_turns=0), "situation 'bio': field 'num_turns'"),
     (lambda d: d["en"].update(judges=[]), "language 'en': unknown field 'judges'"),
     (lambda d: d["ru"]["characters"].append(dict(d["ru"]["characters"][0])), "character 'Юля' appears more than once"),
+    (lambda d: d.update(xx=d.pop("ru")), "language 'xx': not a language code \\(use one such as en, ru, zh"),
+    (lambda d: d.update({"klingon-nonsense-42": d.pop("ru")}), "language 'klingon-nonsense-42': not a language code"),
 ])
 def test_a_bad_settings_file_names_the_language_record_and_field(tmp_path, change, message):
     data = json.loads(json.dumps(PINGPONG_LAYOUT))

@@ -1,6 +1,7 @@
 """Training's input checks, run by the command before any flow starts (and by the flow itself).
 
-Nothing here imports Prefect, torch or the gateway, so bad data or an unknown base model is one line at once."""
+Nothing here imports Prefect or the gateway, so bad data or an unknown base model is one line at once; torch
+and transformers only for the last check (the LoRA targets against the base's modules, its weights unread)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,18 @@ from rpbench.flows.kit.registry import load_ref, modes
 from rpbench.flows.training.settings import TrainSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.local_models import EMBEDDED, local_name, register_local_models, split_adapter
+from rpbench.tasks.llm.local_models import (
+    EMBEDDED,
+    local_model,
+    local_name,
+    register_local_models,
+    split_adapter,
+    weights_path,
+)
 from rpbench.tasks.training.data import parse_mix
 from rpbench.tasks.training.recipe import recipe
 from rpbench.tasks.training.sources import TrainingRequest, TrainingSource
+from rpbench.tasks.training.targets import check_targets, module_names
 
 
 @dataclass(frozen=True)
@@ -93,4 +102,7 @@ def check_train(s: TrainSettings) -> Inputs:
     files = [f for name, paths in claimed.items() for f in sources[name].check(paths, request)]
     if s.eval_bench:
         evaluator(s.eval_bench, request)
-    return Inputs(claimed, files, request, base_name(s))
+    base = base_name(s)
+    # Last, as it imports torch: the LoRA targets against the base's own modules, before its weights load.
+    check_targets(s.targets, module_names(weights_path(local_model(base))), s.base)
+    return Inputs(claimed, files, request, base)

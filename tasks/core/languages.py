@@ -6,9 +6,12 @@ import functools
 
 
 def is_language_code(code: str) -> bool:
+    """A well-formed language tag whose language is a known one ("xx" and "qaa" are not; "tlh" is)."""
     import langcodes
 
-    return bool(code) and langcodes.tag_is_valid(code)
+    if not code or not langcodes.tag_is_valid(code):
+        return False
+    return not str(langcodes.Language.get(code).display_name("en")).startswith("Unknown language")
 
 
 @functools.cache

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from rpbench.storage.user_files import parse_json_or_yaml
 from rpbench.tasks.core.errors import InputError, duplicates, first_error
+from rpbench.tasks.core.languages import is_language_code
 from rpbench.tasks.modes.pingpong.records import Card, Situation
 
 # field as written -> field of the record
@@ -113,6 +114,10 @@ def load_settings(path: str | Path) -> Settings:
     for lang, block in data.items():
         lang = str(lang)
         where = f"{path}: language '{lang}'"
+        if not is_language_code(lang):
+            # The interrogator and judges are told the language by name: "xx" would reach them as
+            # "Unknown language [xx]".
+            raise InputError(f"{where}: not a language code (use one such as en, ru, zh or zh-Hant)")
         if not isinstance(block, dict):
             raise InputError(f"{where}: expected a mapping with 'characters' and 'situations'")
         for key in block:
