@@ -12,12 +12,15 @@ checks them against the flow's parameter schema. ``PREFECT_API_URL`` says which 
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rpbench.tasks.core.errors import InputError
+from pydantic import BaseModel, ValidationError
+
+from rpbench.tasks.core.errors import InputError, first_error
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,55 @@ def typed(settings: Mapping[str, Any], schema: Mapping[str, Any], deployment: st
     return out
 
 
+def check_server() -> str:
+    """The Prefect server's URL, once it answers; one line otherwise (no server set, or nothing there)."""
+    import httpx
+    from prefect.settings import PREFECT_API_URL
+
+    url = str(PREFECT_API_URL.value() or "")
+    if not url:
+        raise InputError("PREFECT_API_URL is not set: a triggered run goes to a Prefect server (prefect server "
+                         "start, then export PREFECT_API_URL=http://127.0.0.1:4200/api)")
+    try:
+        httpx.get(url.rstrip("/") + "/health", timeout=5.0).raise_for_status()
+    except httpx.HTTPError as exc:
+        raise InputError(f"no Prefect server answers at {url} ({type(exc).__name__}: {str(exc)[:120]}); start "
+                         "one (prefect server start) or point PREFECT_API_URL at it") from None
+    return url
+
+
+def _flow_checks(flow_name: str) -> tuple[type[BaseModel], Callable[[Any], Any] | None] | None:
+    """The settings model of the flow Prefect calls ``flow_name``, and its input check (if it has one)."""
+    from rpbench.flows.kit.registry import load_ref, modes
+    from rpbench.flows.training.checks import check_train
+    from rpbench.flows.training.flows import train_lora_flow
+
+    found: list[tuple[Any, Any]] = [(train_lora_flow, check_train)]
+    for mode in modes().values():
+        found += [(load_ref(ref), mode.checks.get(short)) for short, ref in mode.flows.items()]
+    for flow, check in found:
+        if flow.name == flow_name:
+            model = inspect.signature(flow.fn, eval_str=True).parameters["settings"].annotation
+            return model, load_ref(check) if check is not None else None
+    return None
+
+
+def check_settings(deployment: str, settings: Mapping[str, Any]) -> None:
+    """The run's settings as its flow will read them (types, names), then the flow's own input checks (files,
+    models), here rather than in a worker after the run was sent."""
+    known = _flow_checks(deployment.split("/", 1)[0])
+    if known is None:
+        return
+    model, check = known
+    try:
+        parsed = model.model_validate(dict(settings))
+    except ValidationError as exc:
+        field, msg = first_error(exc)
+        raise InputError(f"--param {field}: {msg}") from None
+    if check is not None:
+        check(parsed)
+
+
 def trigger(deployment: str, settings: Mapping[str, Any] | None = None, *, wait: bool = True,
             timeout: float | None = None, tags: Sequence[str] = ()) -> Triggered:
     """Start a flow run of ``deployment`` (``FLOW/DEPLOYMENT``) with ``settings`` fields over its defaults;
@@ -99,10 +151,12 @@ def trigger(deployment: str, settings: Mapping[str, Any] | None = None, *, wait:
     from prefect.deployments import run_deployment
     from prefect.utilities.asyncutils import run_coro_as_sync
 
+    check_server()
     found: Any = run_coro_as_sync(_deployment(deployment))
     defaults = dict((found.parameters or {}).get("settings") or {})
     given = typed(settings or {}, found.parameter_openapi_schema or {}, deployment)
     parameters = {"settings": {**defaults, **given}}
+    check_settings(deployment, parameters["settings"])
     # Called outside an event loop, Prefect's sync-compatible run_deployment returns the flow run itself.
     run: Any = run_deployment(deployment, parameters=parameters, timeout=timeout if wait else 0, tags=list(tags),
                               as_subflow=False, poll_interval=1)

@@ -145,12 +145,47 @@ def _start_and_follow(folder, models, get_client, run_coro_as_sync, trigger) -> 
     (["rpbench-nothing/on-demand"], "unknown deployment 'rpbench-nothing/on-demand' (known: "),
     ([DEPLOYMENT, "--param", "colour=blue"], "has no setting 'colour' (known: "),
     ([DEPLOYMENT, "--param", "nothing"], "--param: 'nothing' is not key=value"),
+    # Types, model names and paths are checked here, before the run is sent (a worker would fail on them later).
+    ([DEPLOYMENT, "--param", "limit=abc", "--param", f"data={ZH}", "--param", "models=rolellm-player"],
+     "--param limit: Input should be a valid integer"),
+    ([DEPLOYMENT, "--no-wait", "--param", "models=nosuch-model", "--param", f"data={ZH}"],
+     "--model: unknown model 'nosuch-model'"),
+    ([DEPLOYMENT, "--no-wait", "--param", "models=rolellm-player", "--param", "data=/nonexistent-rolebench"],
+     "/nonexistent-rolebench"),
 ])
 def test_bad_triggers_are_one_line(served, args, message):
     env, _, _ = served
     proc = subprocess.run([*CLI, "trigger", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_trigger_with_no_server_is_one_line():
+    closed = f"http://127.0.0.1:{_free_port()}/api"
+    for url, message in ((closed, f"no Prefect server answers at {closed} (ConnectError"),
+                         ("", "PREFECT_API_URL is not set")):
+        env = {**os.environ, "PREFECT_API_URL": url}
+        proc = subprocess.run([*CLI, "trigger", DEPLOYMENT], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [proc.stderr.strip()], proc.stderr
+        assert message in proc.stderr, proc.stderr
+
+
+def test_a_triggered_run_that_fails_exits_1(served, _server):
+    env, folder, _ = served
+    models = folder / "failing.toml"
+    models.write_text(f'[default]\nmodel = "openai/down-for-trigger"\napi_base = "{_server.base_url}"\n'
+                      f'api_key_env = "{TEST_KEY_ENV}"\ntimeout = 5\n[retry]\ntransient_attempts = 1\n')
+    _server.model_faults["down-for-trigger"] = "500"
+    try:
+        proc = subprocess.run([*CLI, "trigger", DEPLOYMENT, "--param", f"data={ZH}", "--param", "limit=1",
+                               "--param", "models=rolellm-player", "--param", f"models_file={models}", "--param",
+                               f"out={folder / 'failing'}", "--param", "resamples=20", "--timeout", "300"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
+    finally:
+        _server.model_faults.pop("down-for-trigger", None)
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
+    assert "Failed" in proc.stdout
 
 
 def _peak(log: list[dict]) -> int:

@@ -85,8 +85,10 @@ class BenchmarkMode:
     report: Ref
     # Its other tables (TableSpecs), for documentation and checks.
     tables: Sequence[Ref] = ()
-    # Its flows by short name (deployments serve them).
+    # Its flows by short name (deployments serve them), and for some of them the function that checks a
+    # flow's settings before it starts (files, model names): `rpbench trigger` runs it before sending a run.
     flows: Mapping[str, Ref] = field(default_factory=dict)
+    checks: Mapping[str, Ref] = field(default_factory=dict)
     # A function adding its commands to a Typer app: `rpbench <name> ...`, or, for the commands named in
     # ``top_commands`` (name -> one-line help), at the top level.
     commands: Ref | None = None

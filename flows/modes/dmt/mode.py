@@ -29,6 +29,7 @@ DMT = BenchmarkMode(
     item_table=f"{TABLES}:DIALOGUE_SCORES",
     report="rpbench.tasks.modes.dmt.analysis:REPORT",
     flows={"dmt": f"{FLOWS}:dmt"},
+    checks={"dmt": "rpbench.flows.modes.dmt.checks:check_run"},
     commands="rpbench.flows.modes.dmt.commands:add_commands",
     tables=(f"{TABLES}:ROUNDS", f"{TABLES}:LABELS", f"{TABLES}:DIALOGUE_SCORES",),
     smoke=_smoke,

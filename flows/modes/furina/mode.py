@@ -49,6 +49,8 @@ FURINA = BenchmarkMode(
            "build-benchmark": f"{HERE}.build:build_benchmark",
            "evaluate": f"{HERE}.evaluate:evaluate",
            "demo": f"{HERE}.demo:demo"},
+    checks={"build-benchmark": "rpbench.flows.modes.furina.checks:check",
+            "evaluate": "rpbench.flows.modes.furina.checks:check_models"},
     # FURINA's commands sit at the top level of `rpbench` (they predate the other modes).
     commands=f"{HERE}.commands:add_commands",
     top_commands={

@@ -34,6 +34,7 @@ PINGPONG = BenchmarkMode(
     item_table=f"{TABLES}:CONVERSATION_SCORES",
     report="rpbench.tasks.modes.pingpong.analysis:REPORT",
     flows={"pingpong": f"{FLOWS}:pingpong", "pingpong-rejudge": f"{FLOWS}:rejudge"},
+    checks={"pingpong": "rpbench.flows.modes.pingpong.checks:check_run"},
     commands="rpbench.flows.modes.pingpong.commands:add_commands",
     tables=(f"{TABLES}:CONVERSATIONS", f"{TABLES}:TURN_JUDGMENTS", f"{TABLES}:CONVERSATION_SCORES",),
     smoke=_smoke,
