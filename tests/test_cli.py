@@ -212,3 +212,21 @@ def test_a_misspelled_role_section_is_refused_with_a_suggestion(tmp_path):
     for extra in (["--model", "scenes"], ["--model", "warm", "--model", "scenes"]):
         ran = rpbench(*data, *extra, "--out", str(tmp_path / "o"), "--models-file", str(models))
         assert ran.returncode == 2 and "none.json: no such file" in ran.stderr, ran.stderr
+
+
+def test_a_dask_address_is_checked_before_any_flow(tmp_path, monkeypatch):
+    import socket
+
+    # The options set these for the process: put them back after the test, whatever happens.
+    monkeypatch.setenv("RPBENCH_RUNNER", "")
+    monkeypatch.setenv("RPBENCH_DASK_ADDRESS", "")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once the socket is closed
+    data = ["roleinteract", "run", "--data", str(ROOT / "samples" / "roleinteract" / "example.json"), "--model",
+            "roleinteract-player", "--out", str(tmp_path / "o")]
+    for address, message in ((f"tcp://127.0.0.1:{port}", "no scheduler answers there"),
+                             ("not an address", "expected tcp://HOST:PORT")):
+        ran = rpbench("--runner", "dask", "--dask-address", address, *data)
+        assert ran.returncode == 2 and ran.stderr.strip().splitlines() == [ran.stderr.strip()], ran.stderr
+        assert ran.stderr.startswith(f"error: --dask-address {address}: {message}"), ran.stderr

@@ -112,7 +112,7 @@ def choose_runner(
                                                                                    "Dask cluster (default 2).")] = None,
 ) -> None:
     """Options before the command: where the flow's stage shards run (see `Scaling out` in the README)."""
-    from rpbench.flows.kit.runners import chosen_runner
+    from rpbench.flows.kit.runners import check_dask_address, chosen_runner
 
     # The environment carries the choice, so that flow runs in other processes (a served deployment's
     # subprocess) see the same as this one.
@@ -121,6 +121,8 @@ def choose_runner(
         if value is not None:
             os.environ[name] = str(value)
     chosen_runner()  # an unknown runner is one line now, not when the first flow starts
+    if dask_address is not None:
+        check_dask_address(dask_address)
 
 
 def make_app() -> typer.Typer:

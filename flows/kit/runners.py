@@ -37,6 +37,27 @@ def chosen_runner() -> str:
     return name
 
 
+def check_dask_address(address: str) -> str:
+    """A scheduler address that is well formed and answers (a TCP connection within a few seconds); one line
+    otherwise, before any flow starts (Dask's own client would wait 30 s and end in a traceback)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, None
+    if parts.scheme not in ("tcp", "tls") or not host or not port:
+        raise InputError(f"--dask-address {address}: expected tcp://HOST:PORT (a running `dask scheduler`)")
+    try:
+        socket.create_connection((host, port), timeout=3.0).close()
+    except OSError as exc:
+        raise InputError(f"--dask-address {address}: no scheduler answers there ({exc.strerror or exc}); start "
+                         "one (dask scheduler) or leave the option out for a local cluster per run") from None
+    return address
+
+
 def dask_workers() -> int:
     raw = os.environ.get("RPBENCH_DASK_WORKERS", "").strip()
     if not raw:
@@ -57,7 +78,7 @@ def dask_runner(threads_per_worker: int) -> TaskRunner[Any]:
         raise InputError("runner 'dask' needs prefect-dask: pip install 'rpbench[scale]'") from None
     address = os.environ.get("RPBENCH_DASK_ADDRESS", "").strip()
     if address:
-        return DaskTaskRunner(address=address)
+        return DaskTaskRunner(address=check_dask_address(address))
     # Processes, not threads: what a second process buys is CPU (parsing, scoring, retrieval) beside the
     # flow's own; the LLM calls are I/O and overlap within each worker's event loop anyway.
     return DaskTaskRunner(cluster_kwargs={"n_workers": dask_workers(), "processes": True,
