@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from typing import Literal
@@ -257,3 +258,27 @@ async def test_a_reply_that_could_not_be_read_gets_one_fresh_round_on_a_rerun(ma
 async def _ledger_of(gateway, schema):
     await gateway.complete("judge", MSG, schema=schema)
     return gateway.ledger.records()
+
+
+async def test_a_request_in_flight_at_a_kill_is_journaled_as_sent(make_gateway, loopback, tmp_path):
+    """Cost is never under-reported: a request that reached the provider and whose run died before the reply
+    is read back from the journal as sent, its tokens and cost unknown; a finished call replaces that line."""
+    from rpbench.tasks.llm.ledger import Ledger, read_journal, summarize_calls
+
+    journal = tmp_path / "stage.journal.jsonl"
+    gateway = make_gateway().fork(Ledger(journal))
+    done = await gateway.complete("judge", [{"role": "user", "content": "answered"}])
+    loopback.latency = 1.0
+    pending = asyncio.ensure_future(gateway.complete("judge", [{"role": "user", "content": "cut off"}]))
+    while len(loopback.requests) < 2:
+        await asyncio.sleep(0.05)
+    pending.cancel()  # what a kill does to it, as far as the journal can tell
+    with contextlib.suppress(asyncio.CancelledError):
+        await pending
+    records = read_journal(journal)
+    assert [r.outcome for r in records] == ["ok", "interrupted"] and done.ok
+    cut = records[1]
+    assert not cut.cached and cut.prompt_tokens is None and cut.cost_usd is None and "in flight" in cut.error
+    totals = summarize_calls(records)
+    assert totals["calls_sent"] == 2 == len(loopback.requests) and totals["interrupted"] == 1
+    assert totals["cost_unknown_calls"] >= 1

@@ -48,7 +48,8 @@ class CallRecord(Record):
     tag: str | None
     attempt: int
     cached: bool
-    outcome: Literal["ok", "parse_error", "failed"]
+    # "interrupted": sent, and the run was stopped before the reply came (its tokens and cost are unknown).
+    outcome: Literal["ok", "parse_error", "failed", "interrupted"]
     error: str | None = None
     prompt_tokens: int | None = 0
     completion_tokens: int | None = 0

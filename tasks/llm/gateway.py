@@ -243,6 +243,7 @@ class Gateway:
             return await asyncio.wrap_future(shared)  # answered by the call that sent it (cached stays True)
         try:
             record.cached = False
+            self.ledger.sending(record)
             if sample_index and spec.seed is not None:
                 # A seeded model answers the same request the same way: each sample index sends its own seed,
                 # so the samples differ (the cache key keeps the index and the spec's own seed).

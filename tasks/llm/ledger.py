@@ -14,6 +14,7 @@ from rpbench.storage.tables import write_records
 from rpbench.tasks.core.records import CallRecord
 
 _PROCESS_TAG = f"{os.getpid():x}-{os.urandom(4).hex()}"
+INTERRUPTED = "interrupted: the run was stopped while this request was in flight; its tokens and cost are unknown"
 _counter = itertools.count()
 
 
@@ -42,14 +43,27 @@ class Ledger:
     def add(self, record: CallRecord) -> None:
         with self._lock:
             self._records.append(record)
-            if self.journal is not None:
-                line = record.model_dump_json().encode("utf-8") + b"\n"
-                # O_APPEND and a single write: a kill leaves whole lines behind, never half of one.
-                fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                try:
-                    os.write(fd, line)
-                finally:
-                    os.close(fd)
+            self._journal(record)
+
+    def sending(self, record: CallRecord) -> None:
+        """Note in the journal that ``record``'s request is going out now. If the run is killed before the
+        reply, a resumed run still counts it as sent (its tokens and cost unknown, never taken as free);
+        when it finishes, ``add`` journals the final record, which replaces this one."""
+        with self._lock:
+            self._journal(record.model_copy(update={
+                "outcome": "interrupted", "cached": False, "prompt_tokens": None, "completion_tokens": None,
+                "cost_usd": None, "error": INTERRUPTED}))
+
+    def _journal(self, record: CallRecord) -> None:
+        if self.journal is None:
+            return
+        line = record.model_dump_json().encode("utf-8") + b"\n"
+        # O_APPEND and a single write: a kill leaves whole lines behind, never half of one.
+        fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
 
     def begin(self) -> None:
         with self._lock:
@@ -72,17 +86,20 @@ class Ledger:
 
 
 def read_journal(path: str | Path) -> list[CallRecord]:
-    """The call records a killed run left in its journal (a torn last line, if any, is not a record)."""
+    """The call records a killed run left in its journal (a torn last line, if any, is not a record): the last
+    line of each call, so a request that was in flight at the kill is there as ``interrupted``."""
     path = Path(path)
     if not path.is_file():
         return []
-    out = []
+    out: dict[str, CallRecord] = {}
     for line in path.read_bytes().splitlines():
         try:
-            out.append(CallRecord.model_validate_json(line))
+            record = CallRecord.model_validate_json(line)
         except ValueError:
             continue
-    return out
+        out.pop(record.call_id, None)  # keep the order in which calls finished
+        out[record.call_id] = record
+    return list(out.values())
 
 
 def summarize_calls(calls: Sequence[CallRecord]) -> dict[str, Any]:
@@ -95,6 +112,7 @@ def summarize_calls(calls: Sequence[CallRecord]) -> dict[str, Any]:
         "calls_cached": len(calls) - len(fresh),
         "parse_errors": sum(c.outcome == "parse_error" for c in calls),
         "failed": sum(c.outcome == "failed" for c in calls),
+        "interrupted": sum(c.outcome == "interrupted" for c in calls),
         "transient_retries": sum(c.transient_retries for c in fresh),
         "prompt_tokens": sum(c.prompt_tokens or 0 for c in fresh),
         "completion_tokens": sum(c.completion_tokens or 0 for c in fresh),
