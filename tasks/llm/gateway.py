@@ -44,9 +44,9 @@ from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
 from rpbench.tasks.llm.local_models import model_fingerprint
 from rpbench.tasks.llm.local_provider import register_local_provider
 from rpbench.tasks.llm.process_pool import ProcessPool
+from rpbench.tasks.llm.provider_schema import family_of, response_format
 from rpbench.tasks.llm.requests import CallResult, Message, NoReply, Parser, Reply, Request
 from rpbench.tasks.llm.structured import (
-    json_schema,
     parse_reply,
     repair_messages,
     schema_instruction,
@@ -160,10 +160,8 @@ class Gateway:
             return None
         if self._structured_mode(spec) == "json_object":
             return {"type": "json_object"}
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": schema.__name__, "schema": json_schema(schema), "strict": False},
-        }
+        # The schema in the form the model's provider family accepts (OpenAI strict, Gemini's subset, ...).
+        return response_format(schema, family_of(spec.model, spec.api_base))
 
     @staticmethod
     def _structured_mode(spec: ModelSpec) -> str:

@@ -51,7 +51,11 @@ def with_reasoning_cap(model: type[BaseModel], cap: int) -> type[BaseModel]:
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    return model.model_json_schema()
+    """The schema shown in a prompt (models with no native schema support): standard JSON Schema, references
+    inlined, rpbench's own markers left out."""
+    from rpbench.tasks.llm.provider_schema import schema_for
+
+    return schema_for(model, "vllm")
 
 
 def _candidates(text: str) -> list[str]:
