@@ -111,7 +111,8 @@ def _names_given(settings: BaseModel) -> set[str]:
     return out
 
 
-def check_role_sections(config: ModelsConfig, models_file: str | None, given: set[str] = frozenset()) -> None:
+def check_role_sections(config: ModelsConfig, models_file: str | None,
+                        given: frozenset[str] | set[str] = frozenset()) -> None:
     """A ``[roles.X]`` section a letter or two off a role some mode calls ("judgee" for "judge"), and named by
     no option of the command, is a typo: left alone, the mode would quietly use [default] for the role meant.
     Other names are the user's own roles (models under test such as ``[roles.warm]``, a second judge
@@ -135,7 +136,7 @@ def run_folder(model: type[BaseModel], settings: BaseModel) -> str | None:
     field = model.model_fields.get("out")
     if field is None or not any(getattr(m, "func", None) is check_output_folder for m in field.metadata):
         return None
-    return str(settings.out)
+    return str(settings.model_dump()["out"])
 
 
 def stages_line(manifest: dict[str, Any]) -> str:

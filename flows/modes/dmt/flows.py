@@ -52,7 +52,8 @@ async def dialogues(run: StageRun, seeds_file: str, only_seeds: list[str], forma
 
 def _last_error(d: Dialogue) -> str | None:
     """What the failed call that ended a dialogue said."""
-    errors = [x.error for x in [*d.steps, *d.rounds] if x.status != "ok" and x.error]
+    errors = [x.error for x in d.steps if x.status != "ok" and x.error]
+    errors += [r.error for r in d.rounds if r.status != "ok" and r.error]
     return f"{d.end.reason}: {errors[-1]}" if errors else None
 
 

@@ -4,7 +4,7 @@ exact formula), the round curve, and scores by prompt format and by role type.""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from rpbench.tasks.core.records import Failure
@@ -32,8 +32,8 @@ from rpbench.tasks.reports.spec import (
 
 
 def dialogue_scores(seeds: dict[str, Seed], rounds: Sequence[Round], labels: Sequence[Label], max_rounds: int,
-                    policy: Policy, failed: set[tuple[str, str]] = frozenset()) -> tuple[list[DialogueScore],
-                                                                                         list[Failure]]:
+                    policy: Policy, failed: Collection[tuple[str, str]] = frozenset()
+                    ) -> tuple[list[DialogueScore], list[Failure]]:
     """One row per (model, dialogue, allocated metric) whose every round has a label; a missing label (a
     failed judge call) leaves that pair out, as a failure of the judge. ``failed`` (model, dialogue) pairs
     ended on a failed call: they are failures already (of the dialogues stage), never scored."""

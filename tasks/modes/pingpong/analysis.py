@@ -82,7 +82,7 @@ def language_boards(rows: Sequence[ConversationScore], scores: Sequence[dict[str
     the interval, the final score, the refusal ratio, the mean reply length; ranked by the score."""
     out: dict[str, list[dict[str, Any]]] = {}
     for lang in sorted({r.language for r in rows}):
-        board = []
+        board: list[dict[str, Any]] = []
         for model in sorted({r.model for r in rows if r.language == lang}):
             mine = [r for r in rows if r.model == model and r.language == lang]
             found = {s["metric"]: s for s in scores if s["model"] == model and s.get("language") == lang}
@@ -91,8 +91,8 @@ def language_boards(rows: Sequence[ConversationScore], scores: Sequence[dict[str
                           "ci_high": ln.get("ci_high"), "final": final.get("score"), "n": len(mine),
                           "refusal_ratio": sum(r.refusal for r in mine) / len(mine),
                           "length": model_lengths(mine).get(model)})
-        board.sort(key=lambda b: -(b["ln_score"] if b["ln_score"] is not None else -math.inf))
-        ranks = rank_groups([b["ln_score"] for b in board if b["ln_score"] is not None])
+        board.sort(key=lambda b: -(float(b["ln_score"]) if b["ln_score"] is not None else -math.inf))
+        ranks = rank_groups([float(b["ln_score"]) for b in board if b["ln_score"] is not None])
         for b, rank in zip(board, ranks, strict=False):
             b["rank"] = rank
         out[lang] = board
@@ -147,9 +147,9 @@ def _analyze(data: AnalysisInput) -> Analysis:
                  "its conversation scores multiplied by 1 + (median / length - 1) x 0.07, at least 0.93.", "",
                  "| language | median length | model | mean reply length | factor |", "|---|---|---|---|---|"]
         for lang, by_model in sorted(factors.items()):
-            mine = model_lengths([r for r in rows if r.language == lang])
-            median = statistics.median(mine.values()) if mine else 0.0
-            lines += [f"| {lang} | {median:.0f} | {m} | {mine.get(m, 0):.0f} | {f:.4f} |"
+            means = model_lengths([r for r in rows if r.language == lang])
+            median = statistics.median(means.values()) if means else 0.0
+            lines += [f"| {lang} | {median:.0f} | {m} | {means.get(m, 0):.0f} | {f:.4f} |"
                       for m, f in sorted(by_model.items())]
         sections.append(Section("Length normalisation", "\n".join(lines)))
     judges = data.context.get("per_judge", [])
