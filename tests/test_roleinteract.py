@@ -341,3 +341,31 @@ def test_roleinteract_runs_on_the_local_model(tmp_path):
     # Every answer is read, or kept with its text as unreadable, or a recorded failure: never a guessed option.
     assert all((a.status == "ok" and a.letters) or (a.status == "unparsed" and a.text) or a.error for a in answers)
     assert "Avg" in p.stdout
+
+
+def test_answers_given_as_a_file_score_exactly_as_live_ones(harness, loopback, tmp_path, monkeypatch):
+    from rpbench.flows.modes.roleinteract.flows import roleinteract
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _respond
+    models, cache = _models(tmp_path, loopback), str(tmp_path / "c.sqlite")
+    live = roleinteract(RoleInteractSettings(data=[str(EXAMPLE)], models=["always-b"], out=str(tmp_path / "live"),
+                                             resamples=50, models_file=models, cache=cache))
+    replies = read_records(tmp_path / "live" / ANSWERS.filename, ANSWERS)
+    path = tmp_path / "always-b.jsonl"
+    path.write_text("\n".join(json.dumps({"id": a.item_id, "answer": a.text}, ensure_ascii=False) for a in replies))
+    sent = len(loopback.requests)
+    given = roleinteract(RoleInteractSettings(data=[str(EXAMPLE)], answers=[f"always-b={path}"],
+                                              out=str(tmp_path / "given"), resamples=50, models_file=models,
+                                              cache=cache))
+    assert len(loopback.requests) == sent  # no call
+    for table in (ANSWERS, ITEM_SCORES):
+        assert read_records(tmp_path / "given" / table.filename, table) == \
+            read_records(tmp_path / "live" / table.filename, table), table.name
+    assert given["roleinteract"]["table"] == live["roleinteract"]["table"]
+    # A file naming an item the data does not have is one line naming the file, the line and the field.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "example:99999", "answer": "B"}\n')
+    ran = rpbench("roleinteract", "run", "--data", str(EXAMPLE), "--answers", str(bad), "--out",
+                  str(tmp_path / "bad"))
+    assert ran.returncode == 2 and f"{bad}: line 1: field 'id': 'example:99999' is no item" in ran.stderr

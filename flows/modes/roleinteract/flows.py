@@ -12,20 +12,28 @@ from rpbench.flows.modes.roleinteract.checks import check_run, select
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
+from rpbench.tasks.llm.given import given_systems, read_answers
 from rpbench.tasks.modes.roleinteract.analysis import REPORT, Policy, data_stats, item_scores
-from rpbench.tasks.modes.roleinteract.answering import answer_all
+from rpbench.tasks.modes.roleinteract.answering import answer_all, given_answers
 from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEM_SCORES, ITEMS
 
 WORKERS = 4
 
 
-@stage("roleinteract-answers", templates=("roleinteract/",), roles=lambda p: [p["role"]], inputs=("data",))
+@stage("roleinteract-answers", templates=("roleinteract/",), roles=lambda p: [p["role"]] if p["role"] else [],
+       inputs=("data", "given"))
 async def answers(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
-                  role: str, name: str, out: str, shard: str, models_file: str | None,
+                  role: str | None, given: str | None, name: str, out: str, shard: str, models_file: str | None,
                   cache: str | None) -> StageResult:
+    """``name``'s answers: asked of the model bound to ``role``, or read from the file ``given``."""
     items, _ = select(data, columns, languages, limit)
-    async with run.gateway() as gateway:
-        made = await answer_all(gateway, items, role, name, run.progress.track(f"answers of {name}", len(items)))
+    if given is not None:
+        made = given_answers(items, read_answers(given), name, given)
+    else:
+        assert role is not None
+        async with run.gateway() as gateway:
+            made = await answer_all(gateway, items, role, name,
+                                    run.progress.track(f"answers of {name}", len(items)))
     run.write(ANSWERS, made)
     return run.result(answers=len(made), unreadable=sum(a.status == "unparsed" for a in made),
                       failed=sum(a.status == "failed" for a in made))
@@ -55,8 +63,10 @@ def roleinteract(settings: RoleInteractSettings) -> dict:
     s, stages = settings, Stages(settings)
     roles = check_run(s)
     common = {"out": s.out, "data": s.data, "columns": s.columns, "languages": s.languages, "limit": s.limit}
-    made = stages.map(answers, [{**common, "role": role, "name": name, "shard": slug(name),
-                                 "models_file": s.models_file, "cache": s.cache} for name, role in roles.items()])
+    systems = [(name, role, None) for name, role in roles.items()]
+    systems += [(name, None, path) for name, path in given_systems(s.answers).items()]
+    made = stages.map(answers, [{**common, "role": role, "given": path, "name": name, "shard": slug(name),
+                                 "models_file": s.models_file, "cache": s.cache} for name, role, path in systems])
     done = stages.run(report, **common, answers=[m.path("answers") for m in made], policy=s.policy,
                       scoring=s.scoring, resamples=s.resamples, seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "table": done.summary["table"], "policy": s.policy,

@@ -10,12 +10,14 @@ never an answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rpbench import prompts
 from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
+from rpbench.tasks.llm.given import given_reply
+from rpbench.tasks.llm.requests import CallResult
 from rpbench.tasks.modes.roleinteract.letters import option_letters
 from rpbench.tasks.modes.roleinteract.loader import readable
 from rpbench.tasks.modes.roleinteract.records import Answer, Item, Profile
@@ -72,6 +74,17 @@ async def answer_all(gateway: Model, items: Sequence[Item], role: str, model: st
                      on_done: OnDone = None) -> list[Answer]:
     """``model`` (bound to ``role``) on every item; answers in item order."""
     results = await gateway.run_all([request(i, role, model) for i in items], on_done=on_done)
+    return answers_of(items, results, model)
+
+
+def given_answers(items: Sequence[Item], texts: Mapping[str, str], model: str, source: str) -> list[Answer]:
+    """A file's answers (item id -> text) read as ``model``'s replies, exactly as live ones are read."""
+    results = [given_reply(texts.get(i.item_id), model, parse=letter_reader(i) if i.choices else None,
+                           missing=f"{source} has no answer for this item") for i in items]
+    return answers_of(items, results, model)
+
+
+def answers_of(items: Sequence[Item], results: Sequence[CallResult[Any]], model: str) -> list[Answer]:
     out = []
     for item, res in zip(items, results, strict=True):
         if res.ok:

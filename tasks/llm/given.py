@@ -1,0 +1,80 @@
+"""Answers a user already has, read as a model's replies: scored exactly as live ones, with no call.
+
+A file of answers (JSONL, one ``{"id": ..., "answer": ...}`` per item) stands for a model's replies. Each
+answer goes through the same reading a live reply does (an empty one is a failure; a schema or a parser must
+accept it), once: a live reply that cannot be read is shown back to the model, a given one cannot be, so it
+stays unreadable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from rpbench.storage.user_files import read_user_text
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm.requests import CallResult, NoReply, Parser, Reply
+from rpbench.tasks.llm.structured import parse_reply
+
+GIVEN = "given"  # the model string recorded for answers read from a file
+
+
+def given_reply(text: str | None, role: str, schema: type[BaseModel] | None = None,
+                parse: Parser | None = None, missing: str = "no answer was given") -> CallResult[object]:
+    """A given answer as the gateway would return it for a live reply with that text, on its only attempt."""
+    if text is None:
+        return NoReply(role, GIVEN, None, missing, 0)
+    if not text.strip():
+        return NoReply(role, GIVEN, text, "the reply is empty", 1, raw_replies=(text,))
+    try:
+        parsed = parse_reply(text, schema) if schema is not None else parse(text) if parse else None
+    except ValueError as exc:
+        return NoReply(role, GIVEN, text, str(exc), 1, raw_replies=(text,))
+    return Reply(role, GIVEN, text, parsed, 1, True, (text,))
+
+
+def read_answers(path: str | Path, known: Mapping[str, object] | None = None) -> dict[str, str]:
+    """id -> answer from a JSONL file; a bad line, a repeated id or one that names no item is one InputError
+    naming the file, the line and the field."""
+    import orjson
+
+    out: dict[str, str] = {}
+    for n, line in enumerate(read_user_text(Path(path), "a file of answers").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {n}"
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"{where}: not JSON ({exc})") from None
+        if not isinstance(record, dict):
+            raise InputError(f"{where}: expected an object with 'id' and 'answer'")
+        for field in ("id", "answer"):
+            if not isinstance(record.get(field), str):
+                raise InputError(f"{where}: field '{field}': {'missing' if field not in record else 'not text'}")
+        key = record["id"]
+        if key in out:
+            raise InputError(f"{where}: field 'id': '{key}' appears more than once")
+        if known is not None and key not in known:
+            raise InputError(f"{where}: field 'id': '{key}' is no item of the data given")
+        out[key] = record["answer"]
+    if not out:
+        raise InputError(f"{path}: no answers in the file")
+    return out
+
+
+def given_systems(values: list[str], option: str = "--answers") -> dict[str, str]:
+    """``NAME=FILE`` (or ``FILE``, named by its stem) -> {name: file}; a missing file is an InputError."""
+    out: dict[str, str] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep:
+            name, path = Path(value).stem, value
+        if not Path(path).is_file():
+            raise InputError(f"{option} {value}: {path}: no such file")
+        if name in out:
+            raise InputError(f"{option}: two answer files are named '{name}'; give NAME=FILE")
+        out[name] = path
+    return out
