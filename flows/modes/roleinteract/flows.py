@@ -63,7 +63,7 @@ def roleinteract(settings: RoleInteractSettings) -> dict:
     s, stages = settings, Stages(settings)
     roles = check_run(s)
     common = {"out": s.out, "data": s.data, "columns": s.columns, "languages": s.languages, "limit": s.limit}
-    systems = [(name, role, None) for name, role in roles.items()]
+    systems: list[tuple[str, str | None, str | None]] = [(name, role, None) for name, role in roles.items()]
     systems += [(name, None, path) for name, path in given_systems(s.answers).items()]
     made = stages.map(answers, [{**common, "role": role, "given": path, "name": name, "shard": slug(name),
                                  "models_file": s.models_file, "cache": s.cache} for name, role, path in systems])
