@@ -50,7 +50,15 @@ from rpbench.tasks.modes.rolellm.rolebench import read_rolebench
 from rpbench.tasks.modes.rolellm.rolegpt import Retriever, messages
 from rpbench.tasks.modes.rolellm.rouge import rouge_l
 from rpbench.tasks.modes.rolellm.segments import Rules, segments, size
-from rpbench.tasks.modes.rolellm.tables import ANSWERS, GENERAL_RESPONSES, RANKINGS, ROW_SCORES, SELECTION, TRIPLETS
+from rpbench.tasks.modes.rolellm.tables import (
+    ANSWERS,
+    GENERAL_RESPONSES,
+    QUESTIONS,
+    RANKINGS,
+    ROW_SCORES,
+    SELECTION,
+    TRIPLETS,
+)
 from tests.helpers import CLI, TEST_KEY_ENV
 
 ROLES = sample_path("rolellm", "roles")
@@ -323,13 +331,21 @@ def test_eval_flow_scores_ranks_and_reruns_from_cache(harness, loopback, tmp_pat
                      cache=str(tmp_path / "c.sqlite"))
     manifest = rolellm_eval(s)
     answers = read_records(out / ANSWERS.filename, ANSWERS)
-    assert len(answers) == 28 and all(a.status == "ok" for a in answers)
+    asked_answers = [a for a in answers if a.model != "rolegpt-baseline"]
+    assert len(asked_answers) == 28 and all(a.status == "ok" for a in answers)
+    # The RoleGPT answers RoleBench ships beside the test files are scored as a system of their own, on the
+    # questions they cover (the instruction-generalization and Chinese files here), with no call.
+    baseline = [a for a in answers if a.model == "rolegpt-baseline"]
+    assert baseline and all("role-generalization" not in a.row_id for a in baseline)
+    board = {r["model"]: r for r in manifest["rolellm"]["leaderboard"]}
+    assert set(board) == {"echo", "blank", "rolegpt-baseline"} and board["rolegpt-baseline"]["failed"] == 0
     # fsd: the retrieved examples from the role's own script came as earlier turns
     asked = [r for r in loopback.requests if r["model"] == "echo"]
     assert all(r["messages"][0]["role"] == "system" and len(r["messages"]) == 12 for r in asked)
     scores = read_records(out / ROW_SCORES.filename, ROW_SCORES)
     assert {s.reference for s in scores} == {"CUS", "RAW", "SPE"}
-    assert sum(s.reference == "RAW" for s in scores) == 2 * 5  # the three questions, twice in role-generalization
+    # the three questions, twice in role-generalization, for each model asked
+    assert sum(s.reference == "RAW" and s.model != "rolegpt-baseline" for s in scores) == 2 * 5
     by_split = manifest["rolellm"]["by_split"]
     assert set(by_split) == {"eng-instruction-generalization", "eng-role-generalization", "zh"}
     assert by_split["zh"]["echo"]["RAW"] is None  # no RAW references for Chinese
@@ -347,6 +363,29 @@ def test_eval_flow_scores_ranks_and_reruns_from_cache(harness, loopback, tmp_pat
     sent = len(loopback.requests)
     again = rolellm_eval(s)
     assert len(loopback.requests) == sent and again["this_run"]["calls_sent"] == 0
+
+
+def test_answers_given_as_a_file_score_exactly_as_live_ones(harness, loopback, tmp_path, monkeypatch):
+    from rpbench.flows.modes.rolellm.flows import rolellm_eval
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _respond
+    models, cache = _models(tmp_path, loopback), str(tmp_path / "c.sqlite")
+    live = rolellm_eval(EvalSettings(data=[str(BENCH)], models=["echo"], out=str(tmp_path / "live"), resamples=50,
+                                     models_file=models, cache=cache))
+    questions = {q.row_id: q for q in read_records(tmp_path / "live" / QUESTIONS.filename, QUESTIONS)}
+    replies = [a for a in read_records(tmp_path / "live" / ANSWERS.filename, ANSWERS) if a.model == "echo"]
+    path = tmp_path / "echo.jsonl"  # keyed as RoleBench keys its rows: role and question
+    path.write_text("\n".join(json.dumps({"role": questions[a.row_id].role, "question": questions[a.row_id].question,
+                                          "answer": a.text}, ensure_ascii=False) for a in replies))
+    sent = len(loopback.requests)
+    given = rolellm_eval(EvalSettings(data=[str(BENCH)], answers=[f"echo={path}"], out=str(tmp_path / "given"),
+                                      resamples=50, models_file=models, cache=cache))
+    assert len(loopback.requests) == sent  # no call
+    for table in (ANSWERS, ROW_SCORES):
+        assert read_records(tmp_path / "given" / table.filename, table) == \
+            read_records(tmp_path / "live" / table.filename, table), table.name
+    assert given["rolellm"]["leaderboard"] == live["rolellm"]["leaderboard"]
 
 
 def test_context_instruct_writes_rolebench_files_that_eval_and_training_read(harness, loopback, tmp_path,

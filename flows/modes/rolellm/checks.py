@@ -19,8 +19,9 @@ from rpbench.flows.modes.rolellm.settings import (
 )
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.given import given_systems
 from rpbench.tasks.llm.names import resolve_all
-from rpbench.tasks.modes.rolellm.answering import load_raw
+from rpbench.tasks.modes.rolellm.answering import load_raw, read_rolebench_answers
 from rpbench.tasks.modes.rolellm.context_instruct import Plan
 from rpbench.tasks.modes.rolellm.general import (
     Instruction,
@@ -87,6 +88,11 @@ def check_eval(s: EvalSettings) -> Inputs:
     players = resolve_all(config, s.models, builtin_roles(), like="rolellm-player", option="--model")
     judges = resolve_all(config, s.judges, builtin_roles(), like=JUDGE, option="--judge") if s.judges else {}
     baselines = baseline_files(files)
+    for name, path in given_systems(s.answers).items():
+        if name in players or name == BASELINE:
+            raise InputError(f"--answers: '{name}' is also {'a --model' if name in players else 'the baseline'}; "
+                             "name the answers otherwise (NAME=FILE)")
+        read_rolebench_answers(path)
     if judges and s.reference == BASELINE and not baselines:
         raise InputError("--reference: no rolegpt_baseline.jsonl beside the test files; name one of the --model "
                          "values instead")

@@ -32,8 +32,9 @@ from rpbench.storage.tables import atomic_write_bytes, read_records
 from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Failure
+from rpbench.tasks.llm.given import given_reply, given_systems
 from rpbench.tasks.modes.rolellm.analysis import REPORT, row_scores
-from rpbench.tasks.modes.rolellm.answering import answer_all, load_raw
+from rpbench.tasks.modes.rolellm.answering import answer_all, load_raw, read_rolebench_answers
 from rpbench.tasks.modes.rolellm.authoring import DISTINCT_ENOUGH, GENERATOR, AuthoringFailed, describe, select_roles
 from rpbench.tasks.modes.rolellm.context_instruct import Plan, filter_triplets, generate, layout
 from rpbench.tasks.modes.rolellm.general import (
@@ -49,7 +50,7 @@ from rpbench.tasks.modes.rolellm.profiles import (
     load_profiles,
     role_turns,
 )
-from rpbench.tasks.modes.rolellm.records import BenchRow, Mode
+from rpbench.tasks.modes.rolellm.records import BenchRow, Mode, RoleAnswer
 from rpbench.tasks.modes.rolellm.rolebench import read_file, write_rows
 from rpbench.tasks.modes.rolellm.segments import Rules, segments
 from rpbench.tasks.modes.rolellm.tables import (
@@ -78,6 +79,37 @@ async def answers(run: StageRun, data: list[str], profiles: list[str], limit: in
                                 run.progress.track(f"answers of {name}", len(rows)))
     run.write(ANSWERS, made)
     return run.result(answers=len(made), failed=sum(a.status == "failed" for a in made))
+
+
+@stage("rolellm-given-answers", inputs=("data", "given"))
+async def given_answers(run: StageRun, data: list[str], limit: int | None, mode: str, given: list[str], kind: str,
+                        name: str, out: str, shard: str) -> StageResult:
+    """Answers read from files, scored as the system ``name``'s: a user's (``--answers``; a question with no
+    answer is a failure) or the RoleGPT baseline RoleBench ships (``baseline``; rows it does not cover are left
+    out, not failed)."""
+    rows = first_rows(data, limit)
+    how: Mode = "zsp" if mode == "zsp" else "fsp" if mode == "fsp" else "fsd"
+    texts = _baseline_answers(given, rows) if kind == "baseline" else _user_answers(given[0], rows)
+    if kind == "baseline":
+        rows = [r for r in rows if r.row_id in texts]
+    made = []
+    for r in rows:
+        res = given_reply(texts.get(r.row_id), name, missing=f"{given[0]} has no answer to this question")
+        made.append(RoleAnswer(row_id=r.row_id, model=name, mode=how, text=res.text if res.ok else None,
+                               status=res.status, error=res.error))
+    run.write(ANSWERS, made)
+    return run.result(answers=len(made), failed=sum(a.status == "failed" for a in made))
+
+
+def _user_answers(path: str, rows: Sequence[BenchRow]) -> dict[str, str]:
+    """Row id -> answer, from a JSONL keyed by ``id`` (the row id) or by ``role`` and ``question``."""
+    by_key = read_rolebench_answers(path)
+    out = {}
+    for r in rows:
+        text = by_key.get(r.row_id, by_key.get(f"{r.role}\n{r.question.strip()}"))
+        if text is not None:
+            out[r.row_id] = text
+    return out
 
 
 def _baseline_answers(files: Sequence[str], rows: Sequence[BenchRow]) -> dict[str, str]:
@@ -145,6 +177,12 @@ def rolellm_eval(settings: EvalSettings) -> dict:
     made = stages.map(answers, [{**common, "data": got.data, "profiles": got.profiles, "limit": s.limit,
                                  "mode": s.mode, "top_k": s.top_k, "role": role, "name": name, "shard": slug(name)}
                                 for name, role in got.players.items()])
+    # Systems whose answers are read, not asked: the user's --answers, and the RoleGPT baseline beside the data.
+    read = [(name, [path], "answers") for name, path in given_systems(s.answers).items()]
+    read += [(BASELINE, got.baselines, "baseline")] if got.baselines else []
+    made += stages.map(given_answers, [{"out": s.out, "data": got.data, "limit": s.limit, "mode": s.mode,
+                                        "given": files, "kind": kind, "name": name, "shard": slug(name)}
+                                       for name, files, kind in read])
     ranked = stages.map(rankings, [{**common, "data": got.data, "baselines": got.baselines, "profiles": got.profiles,
                                     "limit": s.limit, "answers": [m.path("answers") for m in made],
                                     "per_role": s.judge_per_role, "judge": judge, "judge_role": role,

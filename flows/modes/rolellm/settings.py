@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rpbench.flows.kit.settings import OutputFolder, RunSettings, cli
 
@@ -15,8 +15,12 @@ class EvalSettings(RunSettings):
     data: list[str] = Field(min_length=1, json_schema_extra=cli("--data"),
                             description="A RoleBench file (role, question, generated[, type]) or a folder in its "
                                         "released layout (rolebench-eng/..., rolebench-zh/...). Repeat.")
-    models: list[str] = Field(min_length=1, json_schema_extra=cli("--model"),
+    models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
                               description="Model under test: a litellm model string, or a role name. Repeat.")
+    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
+                               description="Answers you already have, scored as a system's with no call: NAME=FILE "
+                                           "(or FILE, named by its stem), JSONL of answer with the row's id, or with "
+                                           "role and question. Repeat; combine with --model.")
     out: OutputFolder = Field(default="runs/rolellm", description="Folder for answers, scores and report.")
     profiles: list[str] = Field(default_factory=list, json_schema_extra=cli("--profiles"),
                                 description="Role profiles: role files (YAML), folders of them, or RoleBench profile "
@@ -41,6 +45,12 @@ class EvalSettings(RunSettings):
     judge_per_role: int = Field(default=20, ge=1, description="Questions per role and file the judge ranks.")
     resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
     seed: int = Field(default=0, description="Bootstrap seed.")
+
+    @model_validator(mode="after")
+    def _something_to_score(self) -> EvalSettings:
+        if not self.models and not self.answers:
+            raise ValueError("give a model to ask (--model) or answers to score (--answers)")
+        return self
 
 
 class ContextInstructSettings(RunSettings):

@@ -31,6 +31,35 @@ async def answer_all(gateway: Model, rows: Sequence[BenchRow], profiles: Mapping
                        status=res.status, error=res.error) for r, res in zip(rows, results, strict=True)]
 
 
+def read_rolebench_answers(path: str | Path) -> dict[str, str]:
+    """A user's answers to RoleBench questions: JSONL of ``answer`` with the row's ``id``, or with ``role`` and
+    ``question`` (as RoleBench's own files key them); keys are the id, or role and question on two lines."""
+    out: dict[str, str] = {}
+    for n, line in enumerate(read_user_text(path, "a file of answers (JSONL)", 256 * 2**20).splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {n}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or not isinstance(row.get("answer"), str):
+            problem = "not text" if isinstance(row, dict) and "answer" in row else "missing"
+            raise InputError(f"{where}: field 'answer': {problem}")
+        if isinstance(row.get("id"), str):
+            key = row["id"]
+        elif isinstance(row.get("role"), str) and isinstance(row.get("question"), str):
+            key = f"{row['role']}\n{row['question'].strip()}"
+        else:
+            raise InputError(f"{where}: field 'id': missing (give the row's id, or its role and question)")
+        if key in out and out[key] != row["answer"]:  # one question in two files may be answered twice alike
+            raise InputError(f"{where}: the same question is answered twice, differently")
+        out[key] = row["answer"]
+    if not out:
+        raise InputError(f"{path}: no answers in the file")
+    return out
+
+
 def load_raw(path: str | Path) -> dict[str, list[str]]:
     """RAW references: JSON Lines of ``question`` and the original answer (``answer``, ``output``,
     ``response``, or ``generated`` as a list), keyed by the question's text."""
