@@ -201,6 +201,29 @@ def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback
     assert (out / "report.md").is_file()
 
 
+def test_replies_given_as_a_file_are_judged_exactly_as_live_ones(harness, loopback, tmp_path, monkeypatch):
+    from rpbench.flows.modes.furina.evaluate import evaluate
+    from rpbench.tasks.modes.furina.tables import GENERATIONS
+
+    monkeypatch.setenv(TEST_KEY_ENV, "sk-flow-test")
+    loopback.responder = _respond
+    models, cache, bench = _models_file(tmp_path, loopback), str(tmp_path / "cache.sqlite"), str(_bench(tmp_path))
+    live = evaluate(EvalSettings(bench=bench, models=["openai/mut"], out=str(tmp_path / "live"), resamples=50,
+                                 models_file=models, cache=cache))
+    replies = [g for g in read_records(tmp_path / "live" / "generations.parquet", GENERATIONS)
+               if g.model == "openai/mut"]
+    path = tmp_path / "mut.jsonl"
+    path.write_text("\n".join(json.dumps({"id": g.item_id, "answer": g.text}) for g in replies))
+    answered = {json.dumps(r["messages"]) for r in loopback.requests if r["model"] == "mut"}
+    given = evaluate(EvalSettings(bench=bench, answers=[f"openai/mut={path}"], out=str(tmp_path / "given"), resamples=50,
+                                  models_file=models, cache=cache))
+    assert {json.dumps(r["messages"]) for r in loopback.requests if r["model"] == "mut"} == answered  # not asked
+    for name, spec in (("generations", GENERATIONS), ("judgments", JUDGMENTS), ("item_scores", ITEM_SCORES)):
+        assert read_records(tmp_path / "given" / f"{name}.parquet", spec) == \
+            read_records(tmp_path / "live" / f"{name}.parquet", spec), name
+    assert given["evaluation"]["leaderboard"] == live["evaluation"]["leaderboard"]
+
+
 def test_pool_and_build_flows_run_stage_by_stage(harness, loopback, tmp_path, monkeypatch, stage_lines):
     from rpbench.flows.modes.furina.build import build_benchmark
     from rpbench.flows.modes.furina.pool import build_pool

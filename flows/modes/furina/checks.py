@@ -9,6 +9,7 @@ from pathlib import Path
 from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.given import given_systems, read_answers
 from rpbench.tasks.llm.keys import require_keys
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.furina.builder.build import (
@@ -16,6 +17,7 @@ from rpbench.tasks.modes.furina.builder.build import (
 )
 from rpbench.tasks.modes.furina.character_files import load_characters
 from rpbench.tasks.modes.furina.domain import Character
+from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench
 from rpbench.tasks.modes.furina.evaluation.run import BASE
 from rpbench.tasks.modes.furina.roles import ROLES
 from rpbench.tasks.modes.furina.scene_files import read_scenes
@@ -46,12 +48,22 @@ def check(s: BuildSettings) -> tuple[list[Character], tuple[str, ...]]:
 
 
 def check_models(s: EvalSettings) -> dict[str, str]:
-    """Model name -> role; a name that is neither a role nor a model string is an input error."""
+    """Model name -> role; a name that is neither a role nor a model string is an input error; the answer
+    files (--answers) are read and their ids checked against the benchmark's items."""
     if BASE in s.models:
         raise InputError(f"--model: '{BASE}' is the reference every model is compared with, not a model under test")
     config = load_models_config(s.models_file)
     require_keys(config, ["judge"], "--models-file")  # the judge of every item: no run without its key
-    return resolve_all(config, s.models, ROLES, like="test", option="--model")
+    roles = resolve_all(config, s.models, ROLES, like="test", option="--model")
+    given = given_systems(s.answers)
+    if given:
+        items = {i.item_id: i for i in load_bench(**bench_files(s.bench)).items}
+        for name, path in given.items():
+            if name in roles or name == BASE:
+                raise InputError(f"--answers: '{name}' is also {'a --model' if name in roles else 'the base'}; "
+                                 "name the answers otherwise (NAME=FILE)")
+            read_answers(path, items)
+    return roles
 
 
 def book_shards(books: list[str]) -> list[str]:

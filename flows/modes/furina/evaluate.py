@@ -22,10 +22,11 @@ from rpbench.flows.modes.furina.settings import EvalSettings
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.given import given_systems, read_answers
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench, shows_scene_extras
 from rpbench.tasks.modes.furina.evaluation.explorer import item_browser
-from rpbench.tasks.modes.furina.evaluation.run import BASE, EvalConfig, answer, check, judge, score
+from rpbench.tasks.modes.furina.evaluation.run import BASE, EvalConfig, answer, check, given_generations, judge, score
 from rpbench.tasks.modes.furina.tables import CHECKS, GENERATIONS, ITEM_SCORES, JUDGMENTS
 from rpbench.tasks.reports.report import failure_counts
 
@@ -33,14 +34,20 @@ WORKERS = 4  # model shards at once; LLM calls are bounded by the gateway whatev
 BENCH = ("items", "characters", "scenes")
 
 
-@stage("eval-answers", templates=("furina/builder/test_turn", "furina/dims/"), roles=lambda p: [p["role"]],
-       inputs=BENCH)
-async def answers(run: StageRun, items: str, characters: str, scenes: str, role: str, name: str, extras: bool,
-                  out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
+@stage("eval-answers", templates=("furina/builder/test_turn", "furina/dims/"),
+       roles=lambda p: [p["role"]] if p["role"] else [], inputs=(*BENCH, "given"))
+async def answers(run: StageRun, items: str, characters: str, scenes: str, role: str | None, given: str | None,
+                  name: str, extras: bool, out: str, shard: str, models_file: str | None,
+                  cache: str | None) -> StageResult:
+    """``name``'s replies: asked of the model bound to ``role``, or read from the file ``given``."""
     bench = load_bench(items, characters, scenes)
-    async with run.gateway() as gateway:
-        made = await answer(gateway, bench, role, name, EvalConfig(test_sees_scene_extras=extras),
-                            run.progress.track(f"answers of {name}", len(bench.items)))
+    if given is not None:
+        made = given_generations(bench, read_answers(given), name, given)
+    else:
+        assert role is not None
+        async with run.gateway() as gateway:
+            made = await answer(gateway, bench, role, name, EvalConfig(test_sees_scene_extras=extras),
+                                run.progress.track(f"answers of {name}", len(bench.items)))
     run.write(GENERATIONS, made)
     return run.result(failed=sum(g.status == "failed" for g in made))
 
@@ -112,12 +119,14 @@ def evaluate(settings: EvalSettings) -> dict:
     roles = check_models(s)
     run = {**files, "extras": shows_scene_extras(s.bench), "out": s.out, "models_file": s.models_file,
            "cache": s.cache}
-    named = {BASE: BASE, **roles}
-    made = stages.map(answers, [{**run, "role": role, "name": name, "shard": slug(name)}
-                                for name, role in named.items()])
+    given = given_systems(s.answers)
+    systems: list[tuple[str, str | None, str | None]] = [(BASE, BASE, None), *((n, r, None) for n, r in roles.items()),
+                                                          *((n, None, path) for n, path in given.items())]
+    made = stages.map(answers, [{**run, "role": role, "given": path, "name": name, "shard": slug(name)}
+                                for name, role, path in systems])
     base = made[0].path("generations")
     shards = [{**run, "name": name, "shard": slug(name), "base": base, "answers": m.path("generations")}
-              for name, m in zip(roles, made[1:], strict=True)]
+              for (name, _r, _p), m in zip(systems[1:], made[1:], strict=True)]
     judged = stages.map(judgments, shards)
     shards = [{**sh, "judgments": j.path("judgments")} for sh, j in zip(shards, judged, strict=True)]
     checked = stages.map(checks, [{k: v for k, v in sh.items() if k not in ("base", "answers", "extras")}
@@ -131,7 +140,7 @@ def evaluate(settings: EvalSettings) -> dict:
                       n_items=n_items, resamples=s.resamples, seed=s.seed,
                       judge_model=load_models_config(s.models_file).for_role("judge").model, out=s.out)
     failures = failure_counts(read_records(done.path("failures"), FAILURES))
-    summary = {"items": n_items, "models": s.models, "leaderboard": done.summary["leaderboard"],
+    summary = {"items": n_items, "models": [*s.models, *given], "leaderboard": done.summary["leaderboard"],
                "pareto": done.summary["pareto"], "separability_index": done.summary["separability_index"],
                "failures": failures, "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "evaluate", evaluation=summary,

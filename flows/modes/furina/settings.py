@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rpbench.flows.kit.settings import OutputFile, OutputFolder, RunSettings, cli
 from rpbench.tasks.core.records import LANGUAGES
@@ -138,12 +138,22 @@ class EvalSettings(RunSettings):
     """Models under test against a benchmark: answers, both-order judgments, checks, scores, report."""
 
     bench: str = Field(description="Benchmark folder (from `rpbench build`).")
-    models: list[str] = Field(min_length=1, json_schema_extra=cli("--model"),
+    models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
                               description="Model under test: a litellm model string, or a role name. Repeat.")
+    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
+                               description="Replies you already have, judged as a system's with no call to it: "
+                                           "NAME=FILE (or FILE, named by its stem), JSONL of {\"id\": item id, "
+                                           "\"answer\": reply}. Repeat; combine with --model.")
     out: OutputFolder = Field(default="runs/eval", description="Folder for generations, judgments, scores and reports.")
     resamples: int = Field(default=EvalConfig.resamples, ge=1,
                            description="Bootstrap resamples for the 95% intervals.")
     seed: int = Field(default=EvalConfig.seed, description="Bootstrap seed.")
+
+    @model_validator(mode="after")
+    def _something_to_judge(self) -> EvalSettings:
+        if not self.models and not self.answers:
+            raise ValueError("give a model to ask (--model) or replies to judge (--answers)")
+        return self
 
 
 class SynthesisSettings(RunSettings):

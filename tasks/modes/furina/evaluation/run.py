@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from rpbench import prompts
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.llm import CallResult, Model, Request
+from rpbench.tasks.llm.given import given_reply
 from rpbench.tasks.llm.structured import REASONING
 from rpbench.tasks.modes.furina.builder.turns import REASONING_CAP, dimension_text, test_turn_messages, test_view
 from rpbench.tasks.modes.furina.config import EvalConfig
@@ -91,7 +92,14 @@ async def answer(gateway: Model, bench: Bench, role: str, name: str, cfg: EvalCo
     return [_generation(it.item_id, name, r) for it, r in zip(bench.items, results, strict=True)]
 
 
-def _generation(item_id: str, model: str, res: CallResult[None]) -> Generation:
+def given_generations(bench: Bench, texts: Mapping[str, str], name: str, source: str) -> list[Generation]:
+    """A file's replies (item id -> text) as ``name``'s generations, read as live replies are."""
+    return [_generation(it.item_id, name, given_reply(texts.get(it.item_id), name,
+                                                      missing=f"{source} has no reply for this item"))
+            for it in bench.items]
+
+
+def _generation(item_id: str, model: str, res: CallResult[Any]) -> Generation:
     if res.ok and res.text.strip():
         return Generation(item_id=item_id, model=model, text=res.text, status="ok")
     error = res.error if not res.ok else "empty reply"
