@@ -257,6 +257,30 @@ def test_run_rerun_and_rejudge(harness, loopback, tmp_path, monkeypatch):
     assert again["totals"]["calls"] == pooled["totals"]["calls"]
 
 
+def test_conversations_given_as_a_file_are_judged_exactly_as_live_ones(harness, loopback, tmp_path, monkeypatch):
+    from rpbench.flows.modes.pingpong.flows import pingpong
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _respond
+    models, cache = _models(tmp_path, loopback), str(tmp_path / "c.sqlite")
+    common = {"settings": str(SETTINGS), "judges": ["strict-judge"], "max_turns": 2, "characters": ["林晚照"],
+              "resamples": 50, "models_file": models, "cache": cache}
+    live = pingpong(PingPongSettings(players=["short"], out=str(tmp_path / "live"), **common))
+    turns = read_records(tmp_path / "live" / CONVERSATIONS.filename, CONVERSATIONS)
+    by_id: dict[str, list] = {}
+    for t in turns:
+        by_id.setdefault(t.conversation_id, []).append({"user": t.user, "player": t.player})
+    path = tmp_path / "short.jsonl"
+    path.write_text("\n".join(json.dumps({"id": k, "turns": v}, ensure_ascii=False) for k, v in by_id.items()))
+    asked = len([r for r in loopback.requests if r["model"] == "short"])
+    given = pingpong(PingPongSettings(answers=[f"short={path}"], out=str(tmp_path / "given"), **common))
+    assert len([r for r in loopback.requests if r["model"] == "short"]) == asked  # the player is not asked
+    for table in (CONVERSATIONS, TURN_JUDGMENTS, CONVERSATION_SCORES):
+        assert read_records(tmp_path / "given" / table.filename, table) == \
+            read_records(tmp_path / "live" / table.filename, table), table.name
+    assert given["pingpong"]["leaderboard"] == live["pingpong"]["leaderboard"]
+
+
 def test_v1_tester_talks_and_grades_on_ten_points(harness, loopback, tmp_path, monkeypatch):
     from rpbench.flows.modes.pingpong.flows import pingpong
 

@@ -8,8 +8,10 @@ from rpbench.flows.kit.registry import builtin_roles
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, Scoring
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.given import given_systems
 from rpbench.tasks.llm.names import resolve_all
-from rpbench.tasks.modes.pingpong.cards import Settings, load_settings
+from rpbench.tasks.modes.pingpong.cards import Settings, conversation_id, load_settings
+from rpbench.tasks.modes.pingpong.given import read_conversations
 from rpbench.tasks.modes.pingpong.records import Card, Situation
 
 
@@ -40,7 +42,12 @@ def _judge_roles(s: Scoring, judges: list[str]) -> dict[str, str]:
 
 def check_run(s: PingPongSettings) -> tuple[dict[str, str], dict[str, str]]:
     """Players and judges resolved to roles, the settings file read: every input error before any call."""
-    select(load_settings(s.settings), s.characters, s.situations, s.max_turns, s.settings)
+    grid = select(load_settings(s.settings), s.characters, s.situations, s.max_turns, s.settings)
     players = resolve_all(load_models_config(s.models_file), s.players, builtin_roles(), like="player",
                           option="--player")
+    known = [conversation_id(c, situation) for c, situation in grid]
+    for name, path in given_systems(s.answers).items():
+        if name in players:
+            raise InputError(f"--answers: '{name}' is also a --player; name the conversations otherwise (NAME=FILE)")
+        read_conversations(path, known)
     return players, ({} if s.version == "v1" else _judge_roles(s, s.judges))

@@ -24,9 +24,11 @@ from rpbench.storage.schemas import CALLS, FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import CallRecord, Failure
+from rpbench.tasks.llm.given import given_systems
 from rpbench.tasks.modes.pingpong.analysis import REPORT, conversation_scores, per_judge, with_length_factors
-from rpbench.tasks.modes.pingpong.cards import load_settings
+from rpbench.tasks.modes.pingpong.cards import conversation_id, load_settings
 from rpbench.tasks.modes.pingpong.conversation import ConversationConfig, converse_all, tester_judgments
+from rpbench.tasks.modes.pingpong.given import given_turns, read_conversations
 from rpbench.tasks.modes.pingpong.judging import judge_all
 from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATION_SCORES, CONVERSATIONS, TURN_JUDGMENTS
 
@@ -35,20 +37,29 @@ TESTER = "tester"
 
 
 def _conversation_roles(p: Mapping[str, Any]) -> list[str]:
+    if p["role"] is None:  # a conversation read from a file: nobody is asked
+        return []
     return [p["role"], TESTER if p["version"] == "v1" else "interrogator"]
 
 
-@stage("pingpong-conversations", templates=("pingpong/",), roles=_conversation_roles, inputs=("settings_file",))
+@stage("pingpong-conversations", templates=("pingpong/",), roles=_conversation_roles,
+       inputs=("settings_file", "given"))
 async def conversations(run: StageRun, settings_file: str, characters: list[str], situations: list[str],
-                        max_turns: int | None, role: str, name: str, version: str, merge_system: bool,
-                        symmetric: bool, out: str, shard: str, models_file: str | None,
+                        max_turns: int | None, role: str | None, given: str | None, name: str, version: str,
+                        merge_system: bool, symmetric: bool, out: str, shard: str, models_file: str | None,
                         cache: str | None) -> StageResult:
+    """``name``'s conversations: played by the model bound to ``role``, or read from the file ``given``."""
     grid = select(load_settings(settings_file), characters, situations, max_turns, settings_file)
     cfg = ConversationConfig(version="v1" if version == "v1" else "v2", merge_system=merge_system,
                              symmetric=symmetric)
-    async with run.gateway() as gateway:
-        turns = await converse_all(gateway, grid, role, name, cfg, run.progress.track(f"conversations of {name}",
-                                                                                        len(grid)))
+    if given is not None:
+        known = [conversation_id(c, s) for c, s in grid]
+        turns = given_turns(grid, read_conversations(given, known), name, given)
+    else:
+        assert role is not None
+        async with run.gateway() as gateway:
+            turns = await converse_all(gateway, grid, role, name, cfg,
+                                       run.progress.track(f"conversations of {name}", len(grid)))
     failures = [Failure(stage="pingpong-conversations", model=name, item_id=t.conversation_id,
                         kind=(t.error or "failed").split(":")[0], error=t.error) for t in turns if t.status == "failed"]
     run.write(CONVERSATIONS, turns)
@@ -129,12 +140,15 @@ def pingpong(settings: PingPongSettings) -> dict:
     s, stages = settings, Stages(settings)
     players, judges = check_run(s)
     common = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
+    systems: list[tuple[str, str | None, str | None]] = [(n, r, None) for n, r in players.items()]
+    systems += [(n, None, path) for n, path in given_systems(s.answers).items()]
     made = stages.map(conversations, [
         {**common, "settings_file": s.settings, "characters": s.characters, "situations": s.situations,
-         "max_turns": s.max_turns, "role": role, "name": name, "version": s.version,
+         "max_turns": s.max_turns, "role": role, "given": path, "name": name, "version": s.version,
          "merge_system": s.no_system_role, "symmetric": s.symmetric, "shard": slug(name)}
-        for name, role in players.items()])
-    pairs = [(m, name, judge, role) for m, name in zip(made, players, strict=True) for judge, role in judges.items()]
+        for name, role, path in systems])
+    pairs = [(m, name, judge, role) for m, (name, _r, _p) in zip(made, systems, strict=True)
+             for judge, role in judges.items()]
     judged = stages.map(judgments, [
         {**common, "conversations": m.path("conversations"), "cards": m.path("cards"), "model": name,
          "judge": judge, "judge_role": role, "shard": f"{slug(name)}--{slug(judge)}"}

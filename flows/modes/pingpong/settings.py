@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from rpbench.flows.kit.settings import OutputFolder, RunSettings, cli
 from rpbench.tasks.modes.pingpong.records import CRITERIA
@@ -57,8 +57,13 @@ class PingPongSettings(Scoring):
     settings: str = Field(json_schema_extra=cli("--settings"),
                           description="Settings file (YAML or JSON): character cards and situations per language, "
                                       "in rpbench's layout or PingPong's own.")
-    players: list[str] = Field(min_length=1, json_schema_extra=cli("--player"),
+    players: list[str] = Field(default_factory=list, json_schema_extra=cli("--player"),
                                description="Model under test: a litellm model string, or a role name. Repeat.")
+    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
+                               description="Conversations you already have, judged as a player's with no call: "
+                                           "NAME=FILE (or FILE, named by its stem), JSONL of {\"id\": "
+                                           "language/character/situation, \"turns\": [{\"user\", \"player\"}]}. "
+                                           "Repeat; v2 only.")
     judges: list[str] = Field(default_factory=lambda: ["pingpong-judge"], json_schema_extra=cli("--judge"),
                               description="Judge: a role name or a model string; several are averaged. Repeat. "
                                           "(v1 has one combined tester instead, the role `tester`.)")
@@ -73,6 +78,14 @@ class PingPongSettings(Scoring):
     situations: list[str] = Field(default_factory=list, json_schema_extra=cli("--situation"),
                                   description="Only these situations (by id or first tag). Repeat. Default: all.")
     max_turns: int | None = Field(default=None, ge=1, description="Cap every situation's turns (a quick run).")
+
+    @model_validator(mode="after")
+    def _something_to_judge(self) -> PingPongSettings:
+        if not self.players and not self.answers:
+            raise ValueError("give a player to ask (--player) or conversations to judge (--answers)")
+        if self.answers and self.version == "v1":
+            raise ValueError("--answers needs --version v2 (v1's tester grades as it talks)")
+        return self
 
 
 class RejudgeSettings(Scoring):
