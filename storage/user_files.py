@@ -100,6 +100,28 @@ def load_records(path: str | Path, what: str) -> list[Any]:
     return data if isinstance(data, list) else [data]
 
 
+def jsonl_objects(path: str | Path, what: str, fields: str,
+                  max_bytes: int = MAX_USER_FILE_BYTES) -> list[tuple[str, dict[str, Any]]]:
+    """The objects of a JSON Lines file, each with where it is ("FILE: line N") for the errors its reader
+    raises; a line that is not a JSON object, or a file with none, is an InputError naming the file and line.
+    ``what`` names the file ("a file of answers"), ``fields`` what an object should hold."""
+    out = []
+    for n, line in enumerate(read_user_text(path, what, max_bytes).splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {n}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}: not JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise InputError(f"{where}: expected an object with {fields}")
+        out.append((where, record))
+    if not out:
+        raise InputError(f"{path}: no records in the file")
+    return out
+
+
 def load_rows(path: str | Path, what: str, fields: str) -> list[dict[str, Any]]:
     """The rows of a CSV or JSON Lines file (by suffix: ``.csv``, else one JSON object per line).
 

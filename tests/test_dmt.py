@@ -216,3 +216,30 @@ def test_failed_dialogues_are_failures_and_each_failure_is_counted_once(harness,
     assert "- mute: reply 1" in report
     board = {r["model"]: r for r in manifest["dmt"]["leaderboard"]}
     assert board["fine"]["failed"] == 1  # one (dialogue, metric) item lost to the failed label
+
+
+def test_dialogues_given_as_a_file_are_labelled_exactly_as_live_ones(harness, loopback, tmp_path, monkeypatch):
+    from rpbench.flows.modes.dmt.flows import dmt
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _respond
+    models = tmp_path / "models.toml"
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+                      f'api_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 5\n'
+                      '[roles.weak]\nmodel = "openai/weak"\n')
+    common = {"seeds": str(SEEDS), "only_seeds": ["harbour-pilot-knowledge"], "formats": ["detailed"],
+              "max_rounds": 4, "resamples": 50, "models_file": str(models), "cache": str(tmp_path / "c.sqlite")}
+    live = dmt(DmtSettings(models=["weak"], out=str(tmp_path / "live"), **common))
+    rounds = read_records(tmp_path / "live" / ROUNDS.filename, ROUNDS)
+    by_id: dict[str, list] = {}
+    for r in rounds:
+        by_id.setdefault(r.dialogue_id, []).append({"query": r.query, "response": r.response})
+    path = tmp_path / "weak.jsonl"
+    path.write_text("\n".join(json.dumps({"id": k, "rounds": v}) for k, v in by_id.items()))
+    asked = sum(r["model"] == "weak" for r in loopback.requests)
+    given = dmt(DmtSettings(answers=[f"weak={path}"], out=str(tmp_path / "given"), **common))
+    assert sum(r["model"] == "weak" for r in loopback.requests) == asked  # the model is not asked
+    for table in (LABELS, DIALOGUE_SCORES):
+        assert read_records(tmp_path / "given" / table.filename, table) == \
+            read_records(tmp_path / "live" / table.filename, table), table.name
+    assert given["dmt"]["table4"] == live["dmt"]["table4"]

@@ -8,12 +8,12 @@ stays unreadable.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from rpbench.storage.user_files import read_user_text
+from rpbench.storage.user_files import jsonl_objects
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm.requests import CallResult, NoReply, Parser, Reply
 from rpbench.tasks.llm.structured import parse_reply
@@ -38,19 +38,8 @@ def given_reply(text: str | None, role: str, schema: type[BaseModel] | None = No
 def read_answers(path: str | Path, known: Mapping[str, object] | None = None) -> dict[str, str]:
     """id -> answer from a JSONL file; a bad line, a repeated id or one that names no item is one InputError
     naming the file, the line and the field."""
-    import orjson
-
     out: dict[str, str] = {}
-    for n, line in enumerate(read_user_text(Path(path), "a file of answers").splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {n}"
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise InputError(f"{where}: not JSON ({exc})") from None
-        if not isinstance(record, dict):
-            raise InputError(f"{where}: expected an object with 'id' and 'answer'")
+    for where, record in jsonl_objects(path, "a file of answers", "'id' and 'answer'"):
         for field in ("id", "answer"):
             if not isinstance(record.get(field), str):
                 raise InputError(f"{where}: field '{field}': {'missing' if field not in record else 'not text'}")
@@ -60,8 +49,6 @@ def read_answers(path: str | Path, known: Mapping[str, object] | None = None) ->
         if known is not None and key not in known:
             raise InputError(f"{where}: field 'id': '{key}' is no item of the data given")
         out[key] = record["answer"]
-    if not out:
-        raise InputError(f"{path}: no answers in the file")
     return out
 
 
@@ -77,4 +64,30 @@ def given_systems(values: list[str], option: str = "--answers") -> dict[str, str
         if name in out:
             raise InputError(f"{option}: two answer files are named '{name}'; give NAME=FILE")
         out[name] = path
+    return out
+
+
+def read_exchanges(path: str | Path, known: Collection[str], what: str, turns: str, fields: tuple[str, str],
+                   id_means: str) -> dict[str, list[tuple[str, str]]]:
+    """A file of transcripts a user already has (conversations, dialogues): JSONL of ``{"id": ..., turns: [{
+    fields[0]: ..., fields[1]: ...}, ...]}`` as id -> its pairs; a bad line, a field, a repeated id or one not
+    in ``known`` is one InputError naming the file, the line and the field."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for where, record in jsonl_objects(path, f"a file of {what}", f"'id' and '{turns}'"):
+        key = record.get("id")
+        if not isinstance(key, str):
+            raise InputError(f"{where}: field 'id': missing (the id, {id_means})")
+        if key not in known:
+            raise InputError(f"{where}: field 'id': '{key}' is none of the {what} of the data given")
+        items = record.get(turns)
+        if not isinstance(items, list) or not items:
+            raise InputError(f"{where}: field '{turns}': expected a list of {{{', '.join(fields)}}}")
+        pairs = []
+        for k, t in enumerate(items):
+            if not isinstance(t, dict) or not all(isinstance(t.get(f), str) for f in fields):
+                raise InputError(f"{where}: field '{turns}.{k}': expected {' and '.join(fields)} as text")
+            pairs.append((t[fields[0]], t[fields[1]]))
+        if key in out:
+            raise InputError(f"{where}: field 'id': '{key}' appears more than once")
+        out[key] = pairs
     return out

@@ -8,9 +8,11 @@ from rpbench.flows.kit.registry import builtin_roles
 from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.given import given_systems
 from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.modes.dmt.given import read_dialogues
 from rpbench.tasks.modes.dmt.records import Seed
-from rpbench.tasks.modes.dmt.seeds import load_seeds
+from rpbench.tasks.modes.dmt.seeds import dialogue_id, load_seeds
 
 
 def select(seeds: list[Seed], only: list[str], formats: list[str], path: str) -> list[tuple[Seed, str]]:
@@ -31,4 +33,9 @@ def check_run(s: DmtSettings) -> tuple[dict[str, str], int]:
     picked = select(load_seeds(s.seeds), s.only_seeds, list(s.formats), s.seeds)
     roles = resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="dmt-player",
                         option="--model")
+    known = [dialogue_id(seed, fmt) for seed, fmt in picked]
+    for name, path in given_systems(s.answers).items():
+        if name in roles:
+            raise InputError(f"--answers: '{name}' is also a --model; name the dialogues otherwise (NAME=FILE)")
+        read_dialogues(path, known)
     return roles, len(picked)

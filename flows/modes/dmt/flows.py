@@ -15,28 +15,37 @@ from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.records import Failure
+from rpbench.tasks.llm.given import given_systems
 from rpbench.tasks.modes.dmt.analysis import REPORT, dialogue_scores
 from rpbench.tasks.modes.dmt.catalog import allocated
 from rpbench.tasks.modes.dmt.dialogue import GENERATOR, Dialogue, DialogueConfig, run_all
+from rpbench.tasks.modes.dmt.given import given_dialogues, read_dialogues
 from rpbench.tasks.modes.dmt.judging import JUDGE, label_all, to_judge
 from rpbench.tasks.modes.dmt.records import GENERATOR_FAILED
 from rpbench.tasks.modes.dmt.scoring import Policy
-from rpbench.tasks.modes.dmt.seeds import load_seeds
+from rpbench.tasks.modes.dmt.seeds import dialogue_id, load_seeds
 from rpbench.tasks.modes.dmt.tables import DIALOGUE_SCORES, ENDS, LABELS, ROUNDS, SEEDS, STEPS
 
 WORKERS = 4
 
 
-@stage("dmt-dialogues", templates=("dmt/",), roles=lambda p: [p["role"], GENERATOR], inputs=("seeds_file",))
-async def dialogues(run: StageRun, seeds_file: str, only_seeds: list[str], formats: list[str], role: str, name: str,
-                    max_rounds: int, max_regenerations: int, merge_system: bool, out: str, shard: str,
-                    models_file: str | None, cache: str | None) -> StageResult:
+@stage("dmt-dialogues", templates=("dmt/",), roles=lambda p: [p["role"], GENERATOR] if p["role"] else [],
+       inputs=("seeds_file", "given"))
+async def dialogues(run: StageRun, seeds_file: str, only_seeds: list[str], formats: list[str], role: str | None,
+                    given: str | None, name: str, max_rounds: int, max_regenerations: int, merge_system: bool,
+                    out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
+    """``name``'s dialogues: held with the model bound to ``role``, or read from the file ``given``."""
     seeds = load_seeds(seeds_file)
     picked = select(seeds, only_seeds, formats, seeds_file)
     cfg = DialogueConfig(max_rounds, max_regenerations, merge_system)
-    async with run.gateway() as gateway:
-        made = await run_all(gateway, picked, role, name, cfg, run.progress.track(f"dialogues of {name}",
-                                                                                  len(picked)))
+    if given is not None:
+        known = [dialogue_id(s, f) for s, f in picked]
+        made = given_dialogues(picked, read_dialogues(given, known), name, max_rounds, given)
+    else:
+        assert role is not None
+        async with run.gateway() as gateway:
+            made = await run_all(gateway, picked, role, name, cfg,
+                                 run.progress.track(f"dialogues of {name}", len(picked)))
     failures = [Failure(stage="dmt-dialogues", model=name, item_id=d.end.dialogue_id,
                         kind="generator" if d.end.reason.startswith(GENERATOR_FAILED) else "reply",
                         error=_last_error(d) or d.end.reason)
@@ -108,13 +117,15 @@ def dmt(settings: DmtSettings) -> dict:
     s, stages = settings, Stages(settings)
     roles, n = check_run(s)
     common = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
+    systems: list[tuple[str, str | None, str | None]] = [(n, r, None) for n, r in roles.items()]
+    systems += [(n, None, path) for n, path in given_systems(s.answers).items()]
     made = stages.map(dialogues, [
         {**common, "seeds_file": s.seeds, "only_seeds": s.only_seeds, "formats": list(s.formats), "role": role,
-         "name": name, "max_rounds": s.max_rounds, "max_regenerations": s.max_regenerations,
-         "merge_system": s.no_system_role, "shard": slug(name)} for name, role in roles.items()])
+         "given": path, "name": name, "max_rounds": s.max_rounds, "max_regenerations": s.max_regenerations,
+         "merge_system": s.no_system_role, "shard": slug(name)} for name, role, path in systems])
     labelled = stages.map(labels, [{**common, "rounds": m.path("rounds"), "seeds": m.path("seeds"),
                                     "ends": m.path("dialogue_ends"), "name": name, "shard": slug(name)}
-                                   for m, name in zip(made, roles, strict=True)])
+                                   for m, (name, _r, _p) in zip(made, systems, strict=True)])
     done = stages.run(report, rounds=[m.path("rounds") for m in made], steps=[m.path("steps") for m in made],
                       ends=[m.path("dialogue_ends") for m in made], seeds=[m.path("seeds") for m in made],
                       labels=[lb.path("labels") for lb in labelled],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from rpbench.flows.kit.settings import OutputFolder, RunSettings, cli
 from rpbench.tasks.modes.dmt.catalog import FORMATS
@@ -16,8 +16,12 @@ class DmtSettings(RunSettings):
     seeds: str = Field(json_schema_extra=cli("--seeds"),
                        description="Seeds file (YAML or JSON): role profile and type, topic, intent, first query, "
                                    "prompt formats.")
-    models: list[str] = Field(min_length=1, json_schema_extra=cli("--model"),
+    models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
                               description="Model under test: a litellm model string, or a role name. Repeat.")
+    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
+                               description="Dialogues you already have, labelled as a model's with no call: "
+                                           "NAME=FILE (or FILE, named by its stem), JSONL of {\"id\": seed id/format, "
+                                           "\"rounds\": [{\"query\", \"response\"}]}. Repeat.")
     out: OutputFolder = Field(default="runs/dmt", description="Folder for dialogues, labels, scores and report.")
     max_rounds: int = Field(default=5, ge=1, le=30, description="T: the most rounds a dialogue has (and the "
                             "prefix lengths scored).")
@@ -35,6 +39,12 @@ class DmtSettings(RunSettings):
                                            "Default: each seed's own list.")
     resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
     bootstrap_seed: int = Field(default=0, description="Bootstrap seed.")
+
+    @model_validator(mode="after")
+    def _something_to_label(self) -> DmtSettings:
+        if not self.models and not self.answers:
+            raise ValueError("give a model to ask (--model) or dialogues to label (--answers)")
+        return self
 
     @field_validator("formats")
     @classmethod

@@ -9,11 +9,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from rpbench.storage.user_files import read_user_text
-from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm.given import given_reply
+from rpbench.tasks.llm.given import given_reply, read_exchanges
 from rpbench.tasks.modes.pingpong.cards import conversation_id
 from rpbench.tasks.modes.pingpong.records import Card, Situation, Turn
 
@@ -22,33 +18,7 @@ Exchange = tuple[str, str]
 
 def read_conversations(path: str | Path, known: Collection[str]) -> dict[str, list[Exchange]]:
     """id -> its (user, player) messages; a bad line, field or unknown id is one InputError naming them."""
-    out: dict[str, list[Exchange]] = {}
-    for n, line in enumerate(read_user_text(Path(path), "a file of conversations").splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {n}"
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise InputError(f"{where}: not JSON ({exc})") from None
-        if not isinstance(record, dict) or not isinstance(record.get("id"), str):
-            raise InputError(f"{where}: field 'id': missing (the conversation's id, language/character/situation)")
-        if record["id"] not in known:
-            raise InputError(f"{where}: field 'id': '{record['id']}' is no conversation of the settings given")
-        turns = record.get("turns")
-        if not isinstance(turns, list) or not turns:
-            raise InputError(f"{where}: field 'turns': expected a list of {{user, player}}")
-        exchanges = []
-        for k, t in enumerate(turns):
-            if not isinstance(t, dict) or not all(isinstance(t.get(f), str) for f in ("user", "player")):
-                raise InputError(f"{where}: field 'turns.{k}': expected user and player as text")
-            exchanges.append((t["user"], t["player"]))
-        if record["id"] in out:
-            raise InputError(f"{where}: field 'id': '{record['id']}' appears more than once")
-        out[record["id"]] = exchanges
-    if not out:
-        raise InputError(f"{path}: no conversations in the file")
-    return out
+    return read_exchanges(path, known, "conversations", "turns", ("user", "player"), "language/character/situation")
 
 
 def given_turns(grid: Sequence[tuple[Card, Situation]], given: dict[str, list[Exchange]], name: str,

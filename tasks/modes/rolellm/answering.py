@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from rpbench.storage.user_files import read_user_text
+from rpbench.storage.user_files import jsonl_objects, read_user_text
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
@@ -35,16 +35,10 @@ def read_rolebench_answers(path: str | Path) -> dict[str, str]:
     """A user's answers to RoleBench questions: JSONL of ``answer`` with the row's ``id``, or with ``role`` and
     ``question`` (as RoleBench's own files key them); keys are the id, or role and question on two lines."""
     out: dict[str, str] = {}
-    for n, line in enumerate(read_user_text(path, "a file of answers (JSONL)", 256 * 2**20).splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {n}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict) or not isinstance(row.get("answer"), str):
-            problem = "not text" if isinstance(row, dict) and "answer" in row else "missing"
+    for where, row in jsonl_objects(path, "a file of answers (JSONL)", "'answer' and 'id' (or 'role' and "
+                                    "'question')", 256 * 2**20):
+        if not isinstance(row.get("answer"), str):
+            problem = "not text" if "answer" in row else "missing"
             raise InputError(f"{where}: field 'answer': {problem}")
         if isinstance(row.get("id"), str):
             key = row["id"]
@@ -55,8 +49,6 @@ def read_rolebench_answers(path: str | Path) -> dict[str, str]:
         if key in out and out[key] != row["answer"]:  # one question in two files may be answered twice alike
             raise InputError(f"{where}: the same question is answered twice, differently")
         out[key] = row["answer"]
-    if not out:
-        raise InputError(f"{path}: no answers in the file")
     return out
 
 
