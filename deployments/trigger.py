@@ -141,7 +141,10 @@ def check_settings(deployment: str, settings: Mapping[str, Any]) -> None:
         field, msg = first_error(exc)
         raise InputError(f"--param {field}: {msg}") from None
     if check is not None:
-        check(parsed)
+        from rpbench.tasks.llm.keys import keys_checked_elsewhere
+
+        with keys_checked_elsewhere():  # the worker that runs it reads its own keys
+            check(parsed)
 
 
 def trigger(deployment: str, settings: Mapping[str, Any] | None = None, *, wait: bool = True,

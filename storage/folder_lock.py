@@ -1,15 +1,18 @@
 """One command at a time per run folder.
 
 Two commands writing one ``--out`` would send many of the same paid requests twice and each report only
-its own share of the calls. A command holds an exclusive ``flock`` on ``<out>/.rpbench-lock`` while it runs;
-the kernel lets go of it when the process ends, however it ends (a kill included), so a stale lock never
-blocks a rerun. The file says who holds it, for the error the second command prints.
+its own share of the calls. A command holds an exclusive ``flock`` on a lock file of the folder's resolved
+path while it runs, kept under rpbench's cache folder (``locks/``), not in the run folder: a command that
+stops on bad input leaves the folder untouched, and a published run holds only its outputs. The kernel lets
+go of the lock when the process ends, however it ends (a kill included), so a stale lock never blocks a
+rerun. The file says who holds it, for the error the second command prints.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import sys
@@ -18,8 +21,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.paths import cache_dir
 
-LOCK_NAME = ".rpbench-lock"
+
+def lock_path(folder: str | Path) -> Path:
+    """Where ``folder``'s lock lives: one file per resolved path, under the cache folder."""
+    key = hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:32]
+    return cache_dir() / "locks" / f"{key}.lock"
 
 
 def _holder(path: Path) -> str:
@@ -34,9 +42,8 @@ def _holder(path: Path) -> str:
 @contextlib.contextmanager
 def folder_lock(folder: str | Path, option: str = "--out") -> Iterator[None]:
     """Hold ``folder``'s lock for the block; an InputError naming the holder if another process has it."""
-    root = Path(folder)
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / LOCK_NAME
+    path = lock_path(folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:

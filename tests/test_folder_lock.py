@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from rpbench.samples import sample_path
-from rpbench.storage.folder_lock import LOCK_NAME
+from rpbench.storage.folder_lock import lock_path
 from tests.helpers import rpbench
 
 HOLD = ("import sys, time\nfrom rpbench.storage.folder_lock import folder_lock\n"
@@ -35,4 +35,5 @@ def test_a_second_command_on_a_folder_in_use_exits_2_naming_the_holder(tmp_path)
                     "roleinteract-playr", "--out", str(out))
     assert again.returncode == 2 and "unknown model 'roleinteract-playr'" in again.stderr, again.stderr
     assert "in use" not in again.stderr
-    assert (out / LOCK_NAME).is_file()
+    # The lock lives outside the run folder: a command stopped by bad input left the folder untouched.
+    assert lock_path(out).is_file() and not out.exists()

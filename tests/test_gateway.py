@@ -127,11 +127,13 @@ async def test_a_free_text_parser_is_retried_like_a_schema_then_fails_with_the_r
     assert not failed.ok and failed.parsed is None and failed.text == "nope" and failed.attempts == 3
 
 
-async def test_permanent_error_fails_at_once(make_gateway, loopback):
-    # A 404 (no such route) is not worth retrying: one request, then a recorded failure.
+async def test_a_404_stops_at_once(make_gateway, loopback):
+    # A 404 (no such route, no such model) is not worth retrying, nor is any later call: one request.
+    from rpbench.tasks.core.errors import ModelUnusable
+
     gateway = make_gateway(api_base=loopback.base_url + "/nowhere")
-    result = await gateway.complete("judge", MSG)
-    assert not result.ok and result.attempts == 1 and result.text is None
+    with pytest.raises(ModelUnusable, match="NotFoundError"):
+        await gateway.complete("judge", MSG)
     assert gateway.ledger.totals()["failed"] == 1
 
 
