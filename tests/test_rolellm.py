@@ -436,7 +436,7 @@ def test_rolellm_runs_on_the_local_model(tmp_path):
                         "--limit", "1", "--mode", "fsd", "--top-k", "2", "--out", str(tmp_path / "eval"), "--cache",
                         cache, "--resamples", "100"], capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr[-2000:]
-    answers = read_records(tmp_path / "eval" / ANSWERS.filename, ANSWERS)
+    answers = [a for a in read_records(tmp_path / "eval" / ANSWERS.filename, ANSWERS) if a.model != "rolegpt-baseline"]
     assert len(answers) == 2 and all((a.status == "ok" and a.text) or a.error for a in answers)
     p = subprocess.run([*CLI, "rolellm", "context-instruct", "--role", str(ROLES / "liu_yun.zh.yaml"),
                         "--per-segment", "1", "--description-calls", "1", "--per-description-call", "1",

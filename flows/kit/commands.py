@@ -58,6 +58,8 @@ def parse_settings(model: type[S], values: dict[str, Any]) -> S:
     except ValidationError as exc:
         field, msg = first_error(exc)
         name = field.split(".")[0]
+        if not exc.errors()[0]["loc"]:  # a rule over several options: the message names them
+            raise InputError(msg) from None
         where = flag_of(model, name) if name in model.model_fields else field
         raise InputError(f"{where}: {msg}") from None
 
