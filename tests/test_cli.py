@@ -112,6 +112,17 @@ def test_help_and_modes_import_no_litellm_prefect_torch_or_scipy():
         assert code == 0 and loaded == [], (args, loaded, proc.stderr[-2000:])
 
 
+def test_the_entry_point_itself_imports_nothing_heavy_for_help_or_an_input_error(tmp_path):
+    """The whole process as a user runs it, exit included: Prefect is shut down only if a command used it."""
+    for args in (["--help"], ["roleinteract", "run", "--data", "/nonexistent", "--model", "x", "--out",
+                              str(tmp_path / "o")]):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "rpbench.flows.cli.main", *args],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
+        assert proc.returncode in (0, 2) and imported, proc.stderr[-2000:]
+        assert not {m for m in imported if m.split(".")[0] in ("prefect", "litellm", "torch")}, args
+
+
 def test_an_input_error_comes_before_prefect_or_the_gateway_is_imported(tmp_path):
     import json
 

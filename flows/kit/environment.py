@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 from pathlib import Path
 
 from rpbench.tasks.core.offline import OFFLINE_ENV
@@ -39,6 +40,8 @@ def shutdown_prefect() -> None:
     Left to interpreter exit, the workers may try to flush after the server is
     gone and print tracebacks; a finished command must end clean.
     """
+    if "prefect" not in sys.modules:  # this command never touched Prefect (help, an input error): nothing to stop
+        return
     try:
         from prefect.events.worker import EventsWorker
         from prefect.logging.handlers import APILogWorker
