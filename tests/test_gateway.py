@@ -284,3 +284,14 @@ async def test_a_request_in_flight_at_a_kill_is_journaled_as_sent(make_gateway, 
     totals = summarize_calls(records)
     assert totals["calls_sent"] == 2 == len(loopback.requests) and totals["interrupted"] == 1
     assert totals["cost_unknown_calls"] >= 1
+
+
+async def test_a_reply_shared_within_one_run_is_not_healed(make_gateway, loopback):
+    """Two roles on one model asking the same thing in one run: the second reads the first's unreadable replies
+    from the cache, which is this run's own failure, not an earlier run's: nothing is sent again (a rerun would
+    otherwise depend on which of the two asked first)."""
+    loopback.responder = lambda body: "not json"
+    gateway = make_gateway()
+    first = await gateway.complete("judge", MSG, schema=Verdict)
+    second = await gateway.fork().complete("director", MSG, schema=Verdict)
+    assert not first.ok and not second.ok and len(loopback.requests) == 3

@@ -111,6 +111,9 @@ class Gateway:
         # Requests being sent now, by cache key, shared by every fork and event loop (see ``_reply``).
         self._in_flight: dict[str, concurrent.futures.Future[dict[str, Any]]] = {}
         self._in_flight_lock = threading.Lock()
+        # Cache keys this process sent and stored (every fork's): a cache hit on one of them is this run's own
+        # reply (two models asking the same thing), not an earlier run's, so it is no reason to heal.
+        self._written: set[str] = set()
         # A rerun gives a call whose every earlier attempt failed to parse (all served from the cache) a fresh
         # round of attempts; off for an exact replay of an earlier run's failures (--keep-failures).
         self.heal = True
@@ -249,6 +252,7 @@ class Gateway:
             reply = await self._send(spec, convo, response_format, record)
             if self.cache is not None:
                 self.cache.put(record.cache_key, reply)
+                self._written.add(record.cache_key)
             mine.set_result(reply)
             return reply
         except BaseException as exc:
@@ -336,7 +340,8 @@ class Gateway:
                 return NoReply(role, spec.model, raw[-1] if raw else None, record.error, attempt + 1,
                                raw_replies=tuple(raw))
             all_cached = all_cached and record.cached
-            fresh = fresh or not record.cached
+            # A reply this run sent, or shared from a request of this run, is not an earlier run's failure.
+            fresh = fresh or not record.cached or record.cache_key in self._written
             record.prompt_tokens, record.completion_tokens = reply["prompt_tokens"], reply["completion_tokens"]
             record.latency_s, record.cost_usd = reply["latency_s"], reply["cost_usd"]
             text: str = reply["text"]
