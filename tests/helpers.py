@@ -145,7 +145,9 @@ def any_mode_responder(body: dict) -> str:
     if not fmt or not known.startswith("(nods)"):
         if not fmt:
             digest = hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:8]
-            return f"(nods) A fair question; my answer is {digest}."
+            # With an option letter a multiple-choice reader finds: a reply no mode can read would be healed
+            # (asked afresh) by every rerun.
+            return f"(nods) A fair question; my answer is {digest}. I choose B."
         return known
     salt = int(hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:6], 16)
     return json.dumps(schema_instance(fmt.get("schema") or {}, salt))

@@ -16,6 +16,7 @@ from prefect import Task
 
 from rpbench.flows.kit.outcome import judge_run
 from rpbench.flows.kit.runners import chosen_runner, with_chosen_runner
+from rpbench.flows.kit.runtime import new_run
 from rpbench.flows.kit.settings import RunSettings
 from rpbench.flows.kit.stage import KEEP_FAILURES_ENV, StageResult, final_folder, slug
 from rpbench.flows.kit.ui import publish_markdown_now
@@ -41,6 +42,7 @@ class Stages:
         # calls come from the call cache; the failed ones are sent again). --keep-failures replays them instead.
         self.keep_failures = bool(getattr(settings, "keep_failures", False))
         os.environ[KEEP_FAILURES_ENV] = "1" if self.keep_failures else "0"
+        new_run()
 
     def map(self, stage: Task[..., Any], shards: Sequence[Mapping[str, Any]]) -> list[StageResult]:
         """One call of ``stage`` per shard, submitted together so the flow's task runner can spread them.

@@ -33,3 +33,11 @@ def shared_gateway(models_file: str | None, cache: str | None) -> Gateway:
             _gateways[key] = Gateway(load_models_config(models_file), CallCache(cache_path))
         return _gateways[key]
 
+
+def new_run() -> None:
+    """A flow run starts: replies the process's gateways stored before now are an earlier run's (a rerun
+    in the same process heals their failures, as a rerun in a new process does)."""
+    with _lock:
+        for gateway in _gateways.values():
+            gateway.forget_written()
+

@@ -123,6 +123,10 @@ class Gateway:
         tune_litellm()
         register_local_provider(config.local_models)
 
+    def forget_written(self) -> None:
+        """From now on, replies stored so far count as an earlier run's (a new flow run in this process)."""
+        self._written.clear()
+
     def fork(self, ledger: Ledger | None = None) -> Gateway:
         """The same gateway (config, cache, sessions, worker processes) with its own accounting.
 
