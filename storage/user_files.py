@@ -128,19 +128,9 @@ def load_rows(path: str | Path, what: str, fields: str) -> list[dict[str, Any]]:
     ``what`` names the file in errors ("an annotations file"), ``fields`` what a row should hold.
     """
     path = Path(path)
-    text = read_user_text(path, f"{what} (CSV or JSONL)")
-    if path.suffix.lower() == ".csv":
-        rows = list(csv.DictReader(io.StringIO(text, newline="")))
-    else:
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}: line {n}: not JSON ({exc.msg})") from None
-                if not isinstance(rows[-1], dict):
-                    raise InputError(f"{path}: line {n}: expected an object with {fields}")
+    if path.suffix.lower() != ".csv":
+        return [row for _where, row in jsonl_objects(path, f"{what} (CSV or JSONL)", fields)]
+    rows = list(csv.DictReader(io.StringIO(read_user_text(path, f"{what} (CSV or JSONL)"), newline="")))
     if not rows:
         raise InputError(f"{path}: no records in the file")
     return rows
