@@ -91,19 +91,29 @@ def _tuple_as_array(node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
+def _plainer(node: dict[str, Any]) -> dict[str, Any]:
+    """What neither strict family takes, said another way: tuple items as plain items, ``const`` as an enum."""
+    node = dict(node)
+    if "prefixItems" in node:
+        node = _tuple_as_array(node)
+    if "const" in node:
+        node["enum"] = [node.pop("const")]
+    return node
+
+
+def _children(node: dict[str, Any], walk: Any) -> dict[str, Any]:
+    """``node`` with ``walk`` applied to every sub-schema (the property map's values, not its names)."""
+    return {k: (v if k in ("enum", "required") else
+                {p: walk(s) for p, s in v.items()} if k == "properties" else walk(v))
+            for k, v in node.items()}
+
+
 def _openai(node: Any) -> Any:
     if isinstance(node, list):
         return [_openai(v) for v in node]
     if not isinstance(node, dict):
         return node
-    node = {k: v for k, v in node.items() if k not in _OPENAI_DROPPED}
-    if "prefixItems" in node:
-        node = _tuple_as_array(node)
-    if "const" in node:
-        node["enum"] = [node.pop("const")]
-    node = {k: (v if k in ("enum", "required") else
-                {p: _openai(s) for p, s in v.items()} if k == "properties" else _openai(v))
-            for k, v in node.items()}
+    node = _children(_plainer({k: v for k, v in node.items() if k not in _OPENAI_DROPPED}), _openai)
     if node.get("type") == "object" or "properties" in node:
         node["properties"] = node.get("properties", {})
         node["required"] = list(node["properties"])
@@ -116,11 +126,7 @@ def _gemini(node: Any) -> Any:
         return [_gemini(v) for v in node]
     if not isinstance(node, dict):
         return node
-    node = dict(node)
-    if "prefixItems" in node:
-        node = _tuple_as_array(node)
-    if "const" in node:
-        node["enum"] = [node.pop("const")]
+    node = _plainer(node)
     options = node.get("anyOf")
     if isinstance(options, list) and {"type": "null"} in options:
         rest = [o for o in options if o != {"type": "null"}]
@@ -130,10 +136,7 @@ def _gemini(node: Any) -> Any:
         # Gemini takes enums of strings only: say the values in words and check them after parsing.
         allowed = ", ".join(str(v) for v in node.pop("enum"))
         node["description"] = f"{node.get('description', '')} (one of {allowed})".strip()
-    node = {k: v for k, v in node.items() if k in GEMINI_KEYS}
-    return {k: (v if k in ("enum", "required") else
-                {p: _gemini(s) for p, s in v.items()} if k == "properties" else _gemini(v))
-            for k, v in node.items()}
+    return _children({k: v for k, v in node.items() if k in GEMINI_KEYS}, _gemini)
 
 
 def schema_for(model: type[BaseModel], family: Family) -> dict[str, Any]:
