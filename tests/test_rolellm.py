@@ -24,7 +24,7 @@ from rpbench.samples import sample_path
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.rolellm.analysis import row_scores, split_table
-from rpbench.tasks.modes.rolellm.answering import load_raw
+from rpbench.tasks.modes.rolellm.answering import load_raw, read_rolebench_answers
 from rpbench.tasks.modes.rolellm.cleaning import unclean
 from rpbench.tasks.modes.rolellm.context_instruct import Plan, batch_schema, filter_triplets, layout
 from rpbench.tasks.modes.rolellm.general import general_layout, load_instructions, select_instructions
@@ -386,6 +386,27 @@ def test_answers_given_as_a_file_score_exactly_as_live_ones(harness, loopback, t
         assert read_records(tmp_path / "given" / table.filename, table) == \
             read_records(tmp_path / "live" / table.filename, table), table.name
     assert given["rolellm"]["leaderboard"] == live["rolellm"]["leaderboard"]
+
+
+def test_a_released_baseline_file_is_an_answers_file_as_it_stands(harness, tmp_path):
+    """RoleBench's answer files keep the answer in ``generated`` (a list of one); given as --answers, they score
+    exactly as the baseline found beside the test files does, with no model to call."""
+    from rpbench.flows.modes.rolellm.flows import rolellm_eval
+
+    split = BENCH / "rolebench-eng" / "instruction-generalization" / "role_specific"
+    released = split / "rolegpt_baseline.jsonl"
+    rolellm_eval(EvalSettings(data=[str(split)], answers=[f"released={released}"], out=str(tmp_path / "o"),
+                              resamples=50, cache=str(tmp_path / "c.sqlite")))
+    scores = read_records(tmp_path / "o" / ROW_SCORES.filename, ROW_SCORES)
+    mine = {(s.row_id, s.reference): s.rouge_l for s in scores if s.model == "released"}
+    shipped = {(s.row_id, s.reference): s.rouge_l for s in scores if s.model == "rolegpt-baseline"}
+    assert mine and mine == shipped
+    assert {s.split for s in scores} == {"eng-instruction-generalization"}
+
+    bad = tmp_path / "two.jsonl"
+    bad.write_text(json.dumps({"role": "Captain Vane", "question": "q", "generated": ["a", "b"]}) + "\n")
+    with pytest.raises(InputError, match=r"two.jsonl: line 1: field 'generated': expected one answer.*a list of 2"):
+        read_rolebench_answers(bad)
 
 
 def test_context_instruct_writes_rolebench_files_that_eval_and_training_read(harness, loopback, tmp_path,

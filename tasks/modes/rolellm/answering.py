@@ -33,10 +33,15 @@ async def answer_all(gateway: Model, rows: Sequence[BenchRow], profiles: Mapping
 
 def read_rolebench_answers(path: str | Path) -> dict[str, str]:
     """A user's answers to RoleBench questions: JSONL of ``answer`` with the row's ``id``, or with ``role`` and
-    ``question`` (as RoleBench's own files key them); keys are the id, or role and question on two lines."""
+    ``question`` (as RoleBench's own files key them); keys are the id, or role and question on two lines.
+
+    RoleBench's own answer files (``rolegpt_baseline.jsonl``) hold the answer as ``generated``, a list of one text;
+    that is read too, so a released answer file is an answers file as it stands."""
     out: dict[str, str] = {}
     for where, row in jsonl_objects(path, "a file of answers (JSONL)", "'answer' and 'id' (or 'role' and "
                                     "'question')", 256 * 2**20):
+        if "answer" not in row and "generated" in row:
+            row = {**row, "answer": _single_generated(row["generated"], where)}
         if not isinstance(row.get("answer"), str):
             problem = "not text" if "answer" in row else "missing"
             raise InputError(f"{where}: field 'answer': {problem}")
@@ -50,6 +55,15 @@ def read_rolebench_answers(path: str | Path) -> dict[str, str]:
             raise InputError(f"{where}: the same question is answered twice, differently")
         out[key] = row["answer"]
     return out
+
+
+def _single_generated(value: object, where: str) -> str:
+    """RoleBench's ``generated``: one answer, as text or a list holding one text (more would be references)."""
+    texts = value if isinstance(value, list) else [value]
+    if len(texts) != 1 or not isinstance(texts[0], str):
+        raise InputError(f"{where}: field 'generated': expected one answer as text (a list of one), "
+                         f"got {f'a list of {len(texts)}' if isinstance(value, list) else type(value).__name__}")
+    return texts[0]
 
 
 def load_raw(path: str | Path) -> dict[str, list[str]]:
