@@ -151,3 +151,24 @@ def any_mode_responder(body: dict) -> str:
         return known
     salt = int(hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:6], 16)
     return json.dumps(schema_instance(fmt.get("schema") or {}, salt))
+
+
+def headless_chromium(window: str = "1400,1000"):
+    """Headless Chromium (Debian's chromium and chromium-driver; .ci/setup installs them) under Selenium; the
+    test is skipped where either is missing."""
+    import shutil
+
+    import pytest
+
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (bash .ci/setup dev)")
+    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not binary or not driver:
+        pytest.skip("chromium or chromedriver is not installed (bash .ci/setup dev installs them with apt-get)")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = binary
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={window}"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(driver), options=options)

@@ -24,8 +24,8 @@ from rpbench.tasks.modes.furina.builder.simulate import BuildConfig, Dialogue, s
 from rpbench.tasks.modes.furina.builder.turns import dimension_text
 from rpbench.tasks.modes.furina.domain import Character, Generation, Item, Scene
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
-from rpbench.tasks.modes.furina.evaluation.explorer import item_browser
 from rpbench.tasks.modes.furina.evaluation.run import Bench, EvalConfig, JudgeVerdict, evaluate, judge_request, score
+from rpbench.tasks.modes.furina.evaluation.samples import samples as furina_samples
 from rpbench.tasks.modes.furina.records import ItemScore
 from rpbench.tasks.reports.report import build_report
 from rpbench.tasks.stats import bootstrap_ci, cluster_bootstrap_ci
@@ -299,8 +299,9 @@ def test_the_report_says_its_intervals_resample_dialogues():
     assert "resamples whole dialogues" in build_report(REPORT, "", _scores("m"), [], 20, 0).markdown
 
 
-def test_the_item_browser_shows_scene_history_both_replies_and_judgments():
+def test_the_samples_show_scene_history_both_replies_and_judgments():
     from rpbench.tasks.modes.furina.domain import Judgment
+    from rpbench.tasks.reports.viewer import viewer_html
 
     items = [_item("i1", "Zero", "synthesized", "CR"), _item("i2", "Zero", "synthesized", "PA")]
     bench = Bench(items, {"Zero": TEST}, {"s1": SCENE})
@@ -310,14 +311,14 @@ def test_the_item_browser_shows_scene_history_both_replies_and_judgments():
     judgments = [Judgment(item_id="i1", model="m", order=o, sigma=s, rationale=f"because {o}", status="ok")
                  for o, s in ((1, 2), (2, 4))]
     rows, _ = score(bench, gens[:2], gens[2:], judgments, [], "m")
-    html = item_browser(bench, rows, gens, judgments)
-    assert html.count('<details class="entry"') == 2
-    assert 'data-outcome="win"' in html and 'data-outcome="unanswered"' in html
-    assert "A whaler at sea." in html and "Why?" in html and "because 1" in html and "because 2" in html
-    assert "&lt;b&gt;base&lt;/b&gt;" in html  # model text is escaped, never run as HTML
-    assert "(failed: timeout)" in html
-    for key in ("model", "dimension", "language", "outcome"):
-        assert f'data-key="{key}"' in html
+    shown = furina_samples(bench, rows, gens, judgments)
+    assert [(s.id, s.facets["outcome"]) for s in shown] == [("m/i1", "win"), ("m/i2", "unanswered")]
+    first = "\n".join(f"{p.label}: {p.text}" for p in shown[0].parts)
+    assert "A whaler at sea." in first and "Why?" in first and "because 1" in first and "because 2" in first
+    assert "Base reply: <b>base</b> reply" in first and "Reply under test (m): under test" in first
+    assert "(no reply: timeout)" in "\n".join(p.text for p in shown[1].parts)
+    html = viewer_html("t", shown)
+    assert "<b>base" not in html and "\\u003cb\\u003ebase" in html  # model text travels as data, never as markup
 
 
 def test_undefined_values_are_not_drawn_as_numbers():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLI, TEST_KEY_ENV, any_mode_responder
+from tests.helpers import CLI, TEST_KEY_ENV, any_mode_responder, headless_chromium
 
 # The module's tests share module-scoped fixtures (a server, a trained adapter, a work folder): one worker
 # runs them all, so the fixtures are made once.
@@ -266,24 +266,6 @@ def test_stage_shards_on_dask_workers_give_the_same_tables_and_keep_the_shared_l
                 == pq.read_table(folder / "on-threads" / name).to_pylist()), name
 
 
-def _browser():
-    """Headless Chromium (Debian's chromium and chromium-driver; .ci/setup installs them) under Selenium."""
-    import shutil
-
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (bash .ci/setup dev)")
-    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not binary or not driver:
-        pytest.skip("chromium or chromedriver is not installed (bash .ci/setup dev installs them with apt-get)")
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = binary
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service(driver), options=options)
-
-
 def _page_text(browser) -> str:
     return str(browser.execute_script("return document.body.innerText"))
 
@@ -318,7 +300,7 @@ def test_the_prefect_ui_shows_a_finished_runs_stages_and_results(served):
                       timeout=300)
     assert run.completed, run.state_name
     ui = env["PREFECT_API_URL"].removesuffix("/api")
-    browser = _browser()
+    browser = headless_chromium()
     shots = Path(os.environ.get("RPBENCH_TEST_OUTPUT", ROOT / ".test-output"))
     shots.mkdir(parents=True, exist_ok=True)
     try:

@@ -13,18 +13,24 @@ from rpbench.storage.tables import read_records
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.reports.report import Report, build_report, write_report
 from rpbench.tasks.reports.spec import ReportSpec
+from rpbench.tasks.reports.viewer import VIEWER_FILE, Sample, write_viewer
 
 
 async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Sequence[Any],
                          failures: Sequence[Failure], n_items: int, resamples: int, seed: int,
-                         context: dict[str, Any] | None = None, appendix: str = "") -> Report:
-    """Score ``rows`` (records of mode ``name``'s item table), write the report files, publish them in the UI.
-
-    ``appendix`` is HTML the mode adds at the end of report.html (an item browser, say).
-    """
-    report = write_report(build_report(spec, f"{n_items} {spec.unit}.", rows, failures, resamples, seed,
-                                       context, appendix), run.final_folder, spec)
+                         context: dict[str, Any] | None = None, samples: Sequence[Sample] = ()) -> Report:
+    """Score ``rows`` (records of mode ``name``'s item table), write the report files and the sample viewer
+    (``samples``: what every model said, as the mode shows it), publish them in the UI."""
+    intro = f"{n_items} {spec.unit}."
+    if samples:
+        intro += (" Every sample, searchable, with what was asked and how it was judged: "
+                  f"[{VIEWER_FILE}]({VIEWER_FILE}).")
+    report = write_report(build_report(spec, intro, rows, failures, resamples, seed, context), run.final_folder,
+                          spec)
     run.tables.update(report.files)
+    if samples:
+        viewer = write_viewer(run.final_folder, f"{spec.title}: samples", samples, {"report": "report.html"})
+        run.tables["viewer"] = str(viewer)
     await publish_table(f"{name}-leaderboard", report.board, f"{spec.title}: leaderboard")
     await publish_markdown(f"{name}-report", report.markdown, spec.title)
     return report

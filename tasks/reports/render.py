@@ -26,7 +26,7 @@ _PAGE = Environment(undefined=StrictUndefined, autoescape=True).from_string(
 td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}img{max-width:100%}</style></head>
 <body>{{ body | safe }}
 {% for name, png in images.items() %}<figure><img alt="{{ name }}" src="data:image/png;base64,{{ png }}"></figure>
-{% endfor %}{{ appendix | safe }}</body></html>
+{% endfor %}</body></html>
 """)
 
 
@@ -126,8 +126,7 @@ def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring,
     return out
 
 
-def html_report(title: str, markdown: str, images: Mapping[str, str], appendix: str = "") -> str:
-    """One self-contained page: the Markdown rendered, the charts inline, then ``appendix`` (HTML the mode
-    built and escaped itself)."""
+def html_report(title: str, markdown: str, images: Mapping[str, str]) -> str:
+    """One self-contained page: the Markdown rendered, the charts inline."""
     body = MarkdownIt("commonmark").enable("table").render(markdown)
-    return _PAGE.render(title=title, body=body, images=dict(images), appendix=appendix)
+    return _PAGE.render(title=title, body=body, images=dict(images))

@@ -35,7 +35,7 @@ def failure_counts(failures: Sequence[Failure]) -> dict[str, dict[str, int]]:
 
 
 def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures: Sequence[Failure],
-                 resamples: int, seed: int, context: dict[str, Any] | None = None, appendix: str = "") -> Report:
+                 resamples: int, seed: int, context: dict[str, Any] | None = None) -> Report:
     """Model scores with intervals, the ranked leaderboard (with the mode's own columns), Markdown and HTML."""
     rows = [r.model_dump() if hasattr(r, "model_dump") else dict(r) for r in records]
     scores = model_scores(rows, spec.scoring, resamples, seed)
@@ -50,7 +50,7 @@ def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures:
                                failure_counts(failures))
     images = breakdown_charts(board, spec.scoring, scores)
     images |= {k: v for s in analysis.sections for k, v in s.images.items()}
-    return Report(scores, board, markdown, html_report(spec.title, markdown, images, appendix), analysis, {})
+    return Report(scores, board, markdown, html_report(spec.title, markdown, images), analysis, {})
 
 
 def write_report(report: Report, out: str | Path, spec: ReportSpec) -> Report:

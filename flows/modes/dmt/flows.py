@@ -22,6 +22,7 @@ from rpbench.tasks.modes.dmt.dialogue import GENERATOR, Dialogue, DialogueConfig
 from rpbench.tasks.modes.dmt.given import given_dialogues, read_dialogues
 from rpbench.tasks.modes.dmt.judging import JUDGE, label_all, to_judge
 from rpbench.tasks.modes.dmt.records import GENERATOR_FAILED
+from rpbench.tasks.modes.dmt.samples import samples as dmt_samples
 from rpbench.tasks.modes.dmt.scoring import Policy
 from rpbench.tasks.modes.dmt.seeds import dialogue_id, load_seeds
 from rpbench.tasks.modes.dmt.tables import DIALOGUE_SCORES, ENDS, LABELS, ROUNDS, SEEDS, STEPS
@@ -106,7 +107,8 @@ async def report(run: StageRun, rounds: list[str], steps: list[str], ends: list[
     for e in made_ends:
         end_counts.setdefault(e.model, Counter())[e.reason] += 1
     made = await publish_report(run, "dmt", REPORT, rows, failed, n_dialogues, resamples, seed,
-                                {"policy": policy, "ends": {m: dict(c) for m, c in end_counts.items()}})
+                                {"policy": policy, "ends": {m: dict(c) for m, c in end_counts.items()}},
+                                samples=dmt_samples(list(by_id.values()), made_rounds, made_labels, made_ends, rows))
     return run.result(leaderboard=made.board, **made.analysis.summary)
 
 

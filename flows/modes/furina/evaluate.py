@@ -25,8 +25,8 @@ from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.given import given_systems, read_answers
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench, shows_scene_extras
-from rpbench.tasks.modes.furina.evaluation.explorer import item_browser
 from rpbench.tasks.modes.furina.evaluation.run import BASE, EvalConfig, answer, check, given_generations, judge, score
+from rpbench.tasks.modes.furina.evaluation.samples import samples as furina_samples
 from rpbench.tasks.modes.furina.tables import CHECKS, GENERATIONS, ITEM_SCORES, JUDGMENTS
 from rpbench.tasks.reports.report import failure_counts
 
@@ -92,8 +92,8 @@ async def scores(run: StageRun, items: str, characters: str, scenes: str, base: 
 async def report(run: StageRun, items: str, characters: str, scenes: str, generations: list[str],
                  judgments: list[str], checks: list[str], item_scores: list[str], failures: list[str], n_items: int,
                  resamples: int, seed: int, judge_model: str, out: str) -> StageResult:
-    """Every model's tables in one place, model scores with intervals, the leaderboard, and the report with
-    an item browser (scene, history, both replies, both judgments)."""
+    """Every model's tables in one place, model scores with intervals, the leaderboard, the report, and the
+    sample viewer (scene, history, both replies, both judgments)."""
     rows = [r for p in item_scores for r in read_records(p, ITEM_SCORES)]
     failed = [f for p in failures for f in read_records(p, FAILURES)]
     made_generations = [g for p in generations for g in read_records(p, GENERATIONS)]
@@ -103,9 +103,9 @@ async def report(run: StageRun, items: str, characters: str, scenes: str, genera
     run.write(JUDGMENTS, made_judgments, final=True)
     run.write(CHECKS, [c for p in checks for c in read_records(p, CHECKS)], final=True)
     run.write(FAILURES, failed, final=True)
-    browser = item_browser(load_bench(items, characters, scenes), rows, made_generations, made_judgments)
+    shown = furina_samples(load_bench(items, characters, scenes), rows, made_generations, made_judgments)
     made = await publish_report(run, "furina", REPORT, rows, failed, n_items, resamples, seed,
-                                {"judge": judge_model}, appendix=browser)
+                                {"judge": judge_model}, samples=shown)
     return run.result(leaderboard=made.board, **made.analysis.summary)
 
 

@@ -30,6 +30,7 @@ from rpbench.tasks.modes.pingpong.cards import conversation_id, load_settings
 from rpbench.tasks.modes.pingpong.conversation import ConversationConfig, converse_all, tester_judgments
 from rpbench.tasks.modes.pingpong.given import given_turns, read_conversations
 from rpbench.tasks.modes.pingpong.judging import judge_all
+from rpbench.tasks.modes.pingpong.samples import samples as pingpong_samples
 from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATION_SCORES, CONVERSATIONS, TURN_JUDGMENTS
 
 WORKERS = 4
@@ -109,7 +110,8 @@ async def report(run: StageRun, conversations: list[str], cards: list[str], judg
     n = len({t.conversation_id for t in turns})
     made = await publish_report(run, "pingpong", REPORT, rows, failed, n, resamples, seed,
                                 {"length_factors": factors, "per_judge": per_judge(turns, verdicts, judges),
-                                 "scale": scale})
+                                 "scale": scale},
+                                samples=pingpong_samples(turns, list(cards_made.values()), verdicts, rows))
     return run.result(leaderboard=made.board, conversations=n, scored=len(rows),
                       refusals=sum(r.refusal for r in rows))
 

@@ -15,6 +15,7 @@ from rpbench.storage.tables import read_records
 from rpbench.tasks.llm.given import given_systems, read_answers
 from rpbench.tasks.modes.roleinteract.analysis import REPORT, Policy, data_stats, item_scores
 from rpbench.tasks.modes.roleinteract.answering import answer_all, given_answers
+from rpbench.tasks.modes.roleinteract.samples import samples as roleinteract_samples
 from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEM_SCORES, ITEMS
 
 WORKERS = 4
@@ -52,7 +53,7 @@ async def report(run: StageRun, data: list[str], columns: list[str], languages: 
     run.write(FAILURES, failures, final=True)
     done = await publish_report(run, "roleinteract", REPORT, rows, failures, len(items), resamples, seed,
                                 {"policy": policy, "scoring": scoring, "repaired_bytes": repaired,
-                                 "data": data_stats(items)})
+                                 "data": data_stats(items)}, samples=roleinteract_samples(items, made, rows))
     return run.result(leaderboard=done.board, **done.analysis.summary)
 
 

@@ -52,6 +52,7 @@ from rpbench.tasks.modes.rolellm.profiles import (
 )
 from rpbench.tasks.modes.rolellm.records import BenchRow, Mode, RoleAnswer
 from rpbench.tasks.modes.rolellm.rolebench import read_file, write_rows
+from rpbench.tasks.modes.rolellm.samples import samples as rolellm_samples
 from rpbench.tasks.modes.rolellm.segments import Rules, segments
 from rpbench.tasks.modes.rolellm.tables import (
     ANSWERS,
@@ -163,7 +164,7 @@ async def report(run: StageRun, data: list[str], limit: int | None, answers: lis
     run.write(FAILURES, failures, final=True)
     done = await publish_report(run, "rolellm", REPORT, scores, failures, len(rows), resamples, seed,
                                 {"raw": bool(raw), "combine": combine, "mode": mode, "win_rates": wins,
-                                 "reference": reference})
+                                 "reference": reference}, samples=rolellm_samples(rows, made, scores))
     return run.result(leaderboard=done.board, win_rates=wins, **done.analysis.summary)
 
 

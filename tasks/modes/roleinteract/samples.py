@@ -1,0 +1,51 @@
+"""RoleInteract's samples for the viewer: the dialogue, the question and its options, the model's raw reply,
+the letters read from it, the gold answer and the item's score."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rpbench.tasks.modes.roleinteract.records import Answer, Item, ItemScore
+from rpbench.tasks.reports.viewer import Part, Sample, failed_text
+
+
+def _outcome(answer: Answer, score: ItemScore | None) -> tuple[str, str]:
+    """The sample's score line and its outcome facet."""
+    if answer.status == "failed":
+        return "failed", "failed"
+    if answer.status == "unparsed":
+        return "unreadable", "unreadable"
+    if score is None or score.score is None:
+        return "not scored", "not scored"
+    # Item scores are stored x100, as the tables show them.
+    outcome = "right" if score.score == 100 else "wrong" if score.score == 0 else "partly right"
+    return f"{score.score:.0f} / 100", outcome
+
+
+def samples(items: Sequence[Item], answers: Sequence[Answer], scores: Sequence[ItemScore]) -> list[Sample]:
+    by_item = {i.item_id: i for i in items}
+    scored = {(s.model, s.item_id): s for s in scores}
+    out = []
+    for a in answers:
+        item = by_item.get(a.item_id)
+        if item is None:
+            continue
+        parts = [Part(p.name, p.text, "note") for p in item.profiles]
+        parts += [Part(u.speaker, u.text, "turn") for u in item.dialogue]
+        if item.instruction.strip():
+            parts.append(Part("Question", item.instruction))
+        if item.choices:
+            parts.append(Part("Options", "\n".join(f"{c.letter}. {c.text}" for c in item.choices)))
+        parts.append(Part(f"Reply ({a.model})", failed_text(a.text, a.error)))
+        if item.choices:
+            read = ", ".join(a.letters) if a.letters else "none"
+            parts.append(Part("Letters read", read))
+            parts.append(Part("Gold", ", ".join(item.label)))
+        else:
+            parts.append(Part("Keywords to recall", ", ".join(item.label)))
+        score, outcome = _outcome(a, scored.get((a.model, a.item_id)))
+        out.append(Sample(id=f"{a.model}/{a.item_id}", item=a.item_id, model=a.model,
+                          title=f"{item.item_id} ({item.target or 'no role'})", score=score,
+                          parts=parts, facets={"language": item.language, "column": item.column,
+                                               "outcome": outcome}))
+    return out

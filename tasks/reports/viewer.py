@@ -1,0 +1,107 @@
+"""The sample viewer: every sample of a run (one model's answer to one item, with what it was asked and how it
+was judged) in one page that works from a file, with no server.
+
+A mode turns its published tables into ``Sample``s; this module owns the page: filters over the samples'
+facets, a text search, paging, a deep link per sample (``viewer.html#sample=<id>``) and the samples of the
+same item side by side (``#item=<item>``). The samples travel as JSON inside the page and are drawn with
+``textContent`` only, so model text (``<script>`` included) is always shown as text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from rpbench.storage.tables import atomic_write_bytes
+
+VIEWER_FILE = "viewer.html"
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class Part:
+    """One block of a sample as the viewer shows it. ``kind``: ``text`` (a labelled block, the model's answer
+    say), ``turn`` (one line of a dialogue: ``label`` is the speaker) or ``note`` (small print: a judge's
+    reasons, a status)."""
+
+    label: str
+    text: str
+    kind: str = "text"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One model's answer to one item. ``item`` is shared by every model's sample of that item (the viewer
+    puts them side by side); ``facets`` are the filters (language, dimension, outcome, ...); ``score`` is a
+    short line of how it was scored ("win", "Rouge-L 35.2")."""
+
+    id: str
+    item: str
+    model: str
+    title: str
+    score: str
+    parts: list[Part]
+    facets: dict[str, str] = field(default_factory=dict)
+
+
+def failed_text(text: str | None, error: str | None = None) -> str:
+    """A reply as the viewer shows it: the text, or why there is none."""
+    if text is not None:
+        return text
+    return f"(no reply: {error})" if error else "(no reply)"
+
+
+def _asset(name: str) -> str:
+    return files("rpbench.tasks.reports").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _json_for_script(value: object) -> str:
+    """JSON safe inside a <script> element: no ``</script>`` or ``<!--`` can end or bend it."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace(
+        "\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def viewer_html(title: str, samples: Sequence[Sample], links: Mapping[str, str] | None = None) -> str:
+    """The page. ``links`` (label -> relative href) go in its header: back to the report, say."""
+    ids = [s.id for s in samples]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ValueError(f"two samples have the id '{dup}'")
+    # The model is always a filter, first.
+    data = {"title": title, "pageSize": PAGE_SIZE, "links": dict(links or {}),
+            "samples": [{**asdict(s), "facets": {"model": s.model, **s.facets}} for s in samples]}
+    return ("<!doctype html>\n<html><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{_escape(title)}</title><style>{_asset('viewer.css')}</style></head>\n<body>\n"
+            f"<script type=\"application/json\" id=\"viewer-data\">{_json_for_script(data)}</script>\n"
+            f"<div id=\"app\"></div>\n<script>{_asset('viewer.js')}</script>\n</body></html>\n")
+
+
+_DATA = re.compile(r'<script type="application/json" id="viewer-data">(.*?)</script>', re.S)
+
+
+def read_viewer(path: str | Path) -> dict[str, Any]:
+    """The title, links and samples a viewer page holds (``rpbench report`` gathers several runs' samples)."""
+    found = _DATA.search(Path(path).read_text(encoding="utf-8"))
+    if found is None:
+        raise ValueError(f"{path}: not a sample viewer page (no viewer data in it)")
+    data: dict[str, Any] = json.loads(found.group(1))
+    return data
+
+
+def write_viewer(folder: str | Path, title: str, samples: Iterable[Sample],
+                 links: Mapping[str, str] | None = None, name: str = VIEWER_FILE) -> Path:
+    """``viewer.html`` in ``folder`` (written atomically); returns its path."""
+    path = Path(folder) / name
+    atomic_write_bytes(path, viewer_html(title, list(samples), links).encode("utf-8"))
+    return path

@@ -1,0 +1,150 @@
+"""The sample viewer of every registered mode, built by the mode's own flows from a loopback run and driven
+in headless Chromium: a search finds a known sample, a filter narrows the list, a deep link opens that
+sample, the samples of one item sit side by side, and model text holding markup is shown as text."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from rpbench.flows.kit.registry import modes
+from rpbench.tasks.reports.viewer import VIEWER_FILE, read_viewer
+from tests.helpers import TEST_KEY_ENV, any_mode_responder, headless_chromium, rpbench
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = Path(os.environ.get("RPBENCH_TEST_OUTPUT", ROOT / ".test-output"))
+MODES = sorted(modes())
+# Every free-text reply carries this: a page that ran it would set window.__pwned.
+MARKUP = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
+
+
+def _responder(body: dict) -> str:
+    reply = any_mode_responder(body)
+    return reply if body.get("response_format") else f"{reply} {MARKUP}"
+
+
+def _models(tmp_path: Path, server) -> Path:
+    path = tmp_path / "models.toml"
+    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\n'
+                    f'api_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\n')
+    return path
+
+
+def _viewer_of(mode: str, work: Path, server, monkeypatch) -> Path:
+    """Run the mode's smoke scenario in this process; the viewer its last evaluating step wrote."""
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    server.responder = _responder
+    models, cache = _models(work, server), work / "calls.sqlite"
+    found = None
+    for step in modes()[mode].smoke_steps(work):
+        extra = ["--models-file", str(models), "--cache", str(cache)] if step.uses_models else []
+        ran = rpbench(*step.args, *extra)
+        assert ran.returncode == 0, f"{step.name}: {ran.stderr[-2000:]}"
+        if (step.out / VIEWER_FILE).is_file():
+            found = step.out / VIEWER_FILE
+    assert found is not None, f"no step of {mode}'s smoke scenario wrote {VIEWER_FILE}"
+    return found
+
+
+def _wait(browser, script: str, seconds: float = 10):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = browser.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"never true: {script}")
+
+
+def _open(browser, url: str) -> None:
+    browser.get(url)
+    browser.refresh()  # a hash-only change of the URL does not reload the page: start each view afresh
+    _wait(browser, "return document.body.dataset.ready === '1'")
+
+
+def _rows(browser) -> list[str]:
+    return browser.execute_script("return [...document.querySelectorAll('tr[data-sample]')]"
+                                  ".map(r => r.dataset.sample)")
+
+
+def _text(s: dict) -> str:
+    """A sample's searchable text, as the page builds it."""
+    return "\n".join([s["id"], s["item"], s["model"], s["title"], s["score"], *s["facets"].values(),
+                      *(f"{p['label']} {p['text']}" for p in s["parts"])]).lower()
+
+
+def _query_for(samples: list[dict]) -> tuple[dict, str]:
+    """A sample whose item other models answered too, and a search for it: a word found only in that item's
+    samples, and the sample's model."""
+    items = Counter(s["item"] for s in samples)
+    counts = Counter(w for item in items
+                     for w in {w for s in samples if s["item"] == item for w in re.findall(r"[a-z0-9]{6,}", _text(s))})
+    for target in samples:
+        if items[target["item"]] < 2:
+            continue
+        own = sorted(w for w in re.findall(r"[a-z0-9]{6,}", _text(target)) if counts[w] == 1)
+        if own:
+            return target, f"{own[0]} {target['model']}"
+    raise AssertionError("no item has a word of its own")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_viewer_finds_filters_links_and_escapes(mode, harness, loopback, tmp_path, monkeypatch):
+    viewer = _viewer_of(mode, tmp_path, loopback, monkeypatch)
+    data = read_viewer(viewer)
+    samples = data["samples"]
+    assert len(samples) >= 2 and any(MARKUP in p["text"] for s in samples for p in s["parts"])
+    url = viewer.resolve().as_uri()
+    target, query = _query_for(samples)
+    found = [s["id"] for s in samples if all(w in _text(s) for w in query.lower().split())]
+    assert target["id"] in found and len(found) < len({s["item"] for s in samples})
+    browser = headless_chromium("1400,900")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        _open(browser, url)
+        assert len(_rows(browser)) == min(len(samples), 50)  # the first page
+        search = browser.find_element("id", "search")
+        search.send_keys(query + "\n")
+        _wait(browser, "return location.hash.includes('q=')")
+        assert _rows(browser) == found
+
+        # A filter narrows the list to its value.
+        facet = next(k for k in target["facets"] if len({s["facets"].get(k) for s in samples}) > 1)
+        value = target["facets"][facet]
+        _open(browser, url)
+        browser.execute_script("const s = document.querySelector(`select[data-facet='${arguments[0]}']`);"
+                               "s.value = arguments[1]; s.dispatchEvent(new Event('change'));", facet, value)
+        _wait(browser, "return location.hash.includes('f.')")
+        narrowed = _rows(browser)
+        expected = [s["id"] for s in samples if s["facets"].get(facet) == value]
+        assert narrowed == expected[:50] and len(expected) < len(samples)
+        assert f"{len(expected)} of {len(samples)} samples" in browser.find_element("id", "count").text
+
+        # A deep link opens the sample; model text with markup is shown as text and never runs.
+        _open(browser, f"{url}#sample={target['id']}")
+        shown = browser.find_element("css selector", "section.sample")
+        assert shown.get_attribute("data-sample") == target["id"]
+        assert target["title"] in shown.text
+        markup = next(s for s in samples if any(MARKUP in p["text"] for p in s["parts"]))
+        _open(browser, f"{url}#sample={markup['id']}")
+        page = browser.execute_script("return document.body.innerText")
+        assert "<script>window.__pwned = 1</script>" in page
+        assert browser.execute_script("return window.__pwned === undefined")
+        assert not browser.execute_script("return document.querySelector('main img, main script')")
+        browser.save_screenshot(str(SHOTS / f"viewer-{mode}.png"))
+
+        # Every model's answer to one item, side by side.
+        _open(browser, f"{url}#item={target['item']}")
+        side = browser.execute_script("return [...document.querySelectorAll('#side-by-side section.sample')]"
+                                      ".map(s => s.dataset.sample)")
+        assert sorted(side) == sorted(s["id"] for s in samples if s["item"] == target["item"])
+        browser.save_screenshot(str(SHOTS / f"viewer-{mode}-side-by-side.png"))
+    finally:
+        browser.quit()
+    assert json.loads(json.dumps(data))["links"] == {"report": "report.html"}
