@@ -63,8 +63,8 @@ def _wait(browser, script: str, seconds: float = 10):
 
 
 def _open(browser, url: str) -> None:
+    browser.get("about:blank")  # a hash-only change of the URL does not reload the page: start each view afresh
     browser.get(url)
-    browser.refresh()  # a hash-only change of the URL does not reload the page: start each view afresh
     _wait(browser, "return document.body.dataset.ready === '1'")
 
 
@@ -148,3 +148,39 @@ def test_the_viewer_finds_filters_links_and_escapes(mode, harness, loopback, tmp
     finally:
         browser.quit()
     assert json.loads(json.dumps(data))["links"] == {"report": "report.html"}
+
+
+def test_an_index_over_run_folders_shows_each_leaderboard_and_answers_side_by_side(harness, loopback, tmp_path,
+                                                                                  monkeypatch):
+    import shutil
+
+    (tmp_path / "a").mkdir()
+    first = _viewer_of("roleinteract", tmp_path / "a", loopback, monkeypatch).parent
+    moved = tmp_path / "elsewhere" / "copy"  # a copied run folder works as well as the original
+    shutil.copytree(first, moved)
+    ran = rpbench("report", str(first), str(moved), "--out", str(tmp_path / "index"))
+    assert ran.returncode == 0, ran.stderr
+    index = (tmp_path / "index" / "index.html").read_text()
+    assert index.count("roleinteract-player") == 2 and "report.html" in index
+    merged = read_viewer(tmp_path / "index" / "samples.html")["samples"]
+    single = read_viewer(first / VIEWER_FILE)["samples"]
+    assert len(merged) == 2 * len(single)
+    item = merged[0]["item"]
+    same = sorted(s["model"] for s in merged if s["item"] == item)
+    assert same == ["judge @ copy", "judge @ roleinteract", "roleinteract-player @ copy",
+                    "roleinteract-player @ roleinteract"]
+    browser = headless_chromium("1400,900")
+    try:
+        _open(browser, (tmp_path / "index" / "samples.html").as_uri() + f"#item={item}")
+        side = browser.execute_script("return [...document.querySelectorAll('#side-by-side section.sample')]"
+                                      ".map(s => s.getBoundingClientRect().left)")
+        assert len(side) == 4 and len(set(side)) >= 2  # next to each other, not one below the other
+        browser.get((tmp_path / "index" / "index.html").as_uri())
+        links = browser.execute_script("return [...document.querySelectorAll('a')].map(a => a.href)")
+        assert any(link.endswith("/elsewhere/copy/viewer.html") for link in links)
+    finally:
+        browser.quit()
+
+    missing = rpbench("report", str(tmp_path / "nope"), "--out", str(tmp_path / "index"))
+    assert missing.returncode == 2 and "nope: not a run folder (no manifest.json in it)" in missing.stderr
+    assert "Traceback" not in missing.stderr

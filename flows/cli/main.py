@@ -70,6 +70,24 @@ def trigger_run(
         raise typer.Exit(1)
 
 
+def report_runs(
+    runs: Annotated[list[str], typer.Argument(help="Run folders (each with its manifest.json), e.g. runs/ri runs/pp.")],
+    out: Annotated[str, typer.Option("--out", help="Where index.html and samples.html go.")] = "runs/index",
+) -> None:
+    """One page over run folders: each run's outcome and leaderboard with links to its report and sample viewer,
+    and samples.html with every run's samples, the answers to the same item side by side."""
+    from rpbench.storage.user_files import check_output_folder
+    from rpbench.tasks.reports.index import write_index
+
+    try:
+        check_output_folder(out)
+    except ValueError as exc:
+        raise InputError(f"--out: {exc}") from None
+    written = write_index(runs, out)
+    for kind, path in written.items():
+        typer.echo(f"{kind}: {path}")
+
+
 def deploy(
     pool: Annotated[str | None, typer.Option("--pool", help="Register the deployments in this process work pool "
                                                           "(created if missing) and return, for Prefect workers "
@@ -134,6 +152,7 @@ def make_app() -> typer.Typer:
     app.command("models")(settings_command(ModelsSettings, models))
     app.command("modes")(show_modes)
     app.command("trigger")(trigger_run)
+    app.command("report")(report_runs)
     app.command("deploy")(deploy)
     app.command("prepare")(settings_command(RunSettings, prepare))
     training_commands(app)
