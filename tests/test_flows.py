@@ -154,16 +154,31 @@ def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback
     sent = len(loopback.requests)
 
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.filters import ArtifactFilter
 
-    async def artifact_keys() -> set[str]:
+    async def run_artifacts() -> list:
+        from prefect.client.schemas.filters import ArtifactFilterFlowRunId
+
         async with get_client() as client:
-            found = await client.read_artifacts(artifact_filter=ArtifactFilter(
-                key=ArtifactFilterKey(any_=["furina-leaderboard", "furina-report", "eval-judgments-openai-model-under-test"])))
-        return {a.key for a in found}
+            return await client.read_artifacts(artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
 
-    assert asyncio.run(artifact_keys()) == {"furina-leaderboard", "furina-report",
-                                            "eval-judgments-openai-model-under-test"}
+    made = [a for a in asyncio.run(run_artifacts()) if a.type != "progress"]
+    kinds: dict[str, set[str]] = {}
+    for a in made:
+        kinds.setdefault(a.key, set()).add(a.type)
+    assert {"furina-leaderboard", "furina-report", "stage-eval-judgments-openai-model-under-test",
+            "stage-eval-report", "run-summary-evaluate"} <= set(kinds)
+    assert all(len(types) == 1 for types in kinds.values()), kinds  # a key names one kind of artifact
+    assert kinds["furina-report"] == {"markdown"} and kinds["stage-eval-report"] == {"table"}
+    summary = next(a for a in made if a.key == "run-summary-evaluate").data
+    assert f"Run folder: `{out.resolve()}`" in summary and (out / "report.html").resolve().as_uri() in summary
+    tables = [a for a in made if a.type == "table"]
+    assert not any("_final" in (a.description or "") for a in tables)  # published paths, not staging ones
+    numbers = [v for a in tables for row in json.loads(a.data) if isinstance(row, dict) for v in row.values()
+               if isinstance(v, float)]
+    assert numbers and all(len(repr(v).replace("-", "").replace(".", "").lstrip("0")) <= 4 or v != v
+                           for v in numbers), numbers  # four significant digits at most
 
     async def progress_artifacts() -> list:
         from prefect.client.schemas.filters import ArtifactFilterFlowRunId, ArtifactFilterType

@@ -288,6 +288,23 @@ def _open_tab(browser, label: str) -> None:
     visible[0].click()
 
 
+def _artifacts(api: str, flow_run_id) -> list:
+    """Every artifact a flow run made (its tasks' included)."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    async def read() -> list:
+        async with get_client() as client:
+            return await client.read_artifacts(artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+
+    with temporary_settings(updates={PREFECT_API_URL: api}):
+        return asyncio.run(read())
+
+
 def test_the_prefect_ui_shows_a_finished_runs_stages_and_results(served):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -308,10 +325,23 @@ def test_the_prefect_ui_shows_a_finished_runs_stages_and_results(served):
         _until(browser, run.flow_run_name, "Completed", "rpbench-rolellm-eval")
         _open_tab(browser, "Task Runs")  # the stages, each a task run
         _until(browser, "rolellm-answers-rolellm-player", "rolellm-report")
-        _open_tab(browser, "Artifacts")  # the run's results
-        _until(browser, "run-summary-rolellm-eval")
+        _open_tab(browser, "Artifacts")  # the run's results, one key per kind of artifact
+        _until(browser, "run-summary-rolellm-eval", "rolellm-leaderboard", "stage-rolellm-report")
         time.sleep(1)  # let the run's timeline finish drawing before the picture
         browser.save_screenshot(str(shots / "prefect-ui-flow-run.png"))
+        made = _artifacts(env["PREFECT_API_URL"], run.flow_run_id)
+        kinds: dict[str, set[str]] = {}
+        for a in made:
+            kinds.setdefault(a.key, set()).add(a.type)
+        assert all(len(types) == 1 for types in kinds.values()), kinds  # a key names one kind of artifact
+        assert kinds["rolellm-report"] == {"markdown"} and kinds["stage-rolellm-report"] == {"table"}
+        # The run summary links the report by its absolute file:// address and names the run folder.
+        summary = next(a for a in made if a.key == "run-summary-rolellm-eval")
+        browser.get(f"{ui}/artifacts/artifact/{summary.id}")
+        _until(browser, "Run folder", str((folder / "for-ui").resolve()))
+        report = (folder / "for-ui" / "report.html").resolve().as_uri()
+        links = browser.execute_script("return [...document.querySelectorAll('a')].map(a => a.href)")
+        assert report in links, links
     finally:
         browser.quit()
     assert (shots / "prefect-ui-flow-run.png").stat().st_size > 10_000

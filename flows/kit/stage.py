@@ -277,8 +277,19 @@ async def _publish(run: StageRun, result: StageResult) -> None:
     table = pq.read_table(path)
     rows = [{k: _cell(v) for k, v in r.items()} for r in table.slice(0, ARTIFACT_ROWS).to_pylist()]
     others = ", ".join(f"{n} ({Path(p).name})" for n, p in result.tables.items() if n != name)
-    description = f"{run.label}: {table.num_rows} rows of {name} in {path}" + (f"; also {others}" if others else "")
-    await publish_table(slug(run.label), rows, description)
+    description = (f"{run.label}: {table.num_rows} rows of {name} in {published_path(path, run.out)}"
+                   + (f"; also {others}" if others else ""))
+    # "stage-" keeps a stage's table apart from the report artifacts of a mode (its report stage has the
+    # mode's name, as the Markdown report does).
+    await publish_table(f"stage-{slug(run.label)}", rows, description)
+
+
+def published_path(path: str | Path, out: Path) -> Path:
+    """Where a stage's final table will be once the run publishes its folder (its own path otherwise)."""
+    try:
+        return out / Path(path).relative_to(final_folder(out))
+    except ValueError:
+        return Path(path)
 
 
 def _cell(value: Any, limit: int = 120) -> Any:

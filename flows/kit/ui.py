@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from typing import Any
 
 from rpbench.flows.kit.progress import in_prefect_run
@@ -16,13 +17,21 @@ from rpbench.flows.kit.progress import in_prefect_run
 log = logging.getLogger("rpbench")
 
 
+def readable(value: Any) -> Any:
+    """A number as a table in the UI shows it: four significant digits (3.888, not 3.8879999999999995)."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.4g}")
+    return value
+
+
 async def publish_table(key: str, table: list[dict[str, Any]], description: str) -> None:
     if not in_prefect_run():
         return
     from prefect.artifacts import acreate_table_artifact
 
+    rows = [{k: readable(v) for k, v in row.items()} for row in table] or [{"rows": 0}]
     with contextlib.suppress(Exception):
-        await acreate_table_artifact(table=table or [{"rows": 0}], key=key, description=description)
+        await acreate_table_artifact(table=rows, key=key, description=description)
 
 
 async def publish_markdown(key: str, markdown: str, description: str) -> None:

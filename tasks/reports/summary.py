@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+# What a person opens first, when the run made it.
+OPENABLE = (("report", "report.html"), ("samples", "viewer.html"))
 
 
 def run_summary_markdown(manifest: dict[str, Any], run_dir: str) -> str:
     totals = manifest.get("totals", {})
-    lines = [f"# rpbench run `{run_dir}`", ""]
+    folder = Path(run_dir).resolve()
+    lines = [f"# rpbench run `{run_dir}`", "", f"Run folder: `{folder}`", ""]
+    opened = [f"[{name}]({(folder / file).as_uri()})" for name, file in OPENABLE if (folder / file).is_file()]
+    if opened:
+        lines += ["Open: " + " | ".join(opened) + f" (`{folder / OPENABLE[0][1]}`)", ""]
     outcome = manifest.get("outcome") or {}
     if outcome.get("status") == "failed":  # what went wrong comes first: the reasons, then failures by stage
         lines += ["**The run failed** (the work is written; the command exited 3):", ""]
