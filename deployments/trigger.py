@@ -30,6 +30,15 @@ class Triggered:
     flow_run_name: str
     state_name: str  # Scheduled (not waited for), or the final state: Completed, Failed, Crashed, ...
     parameters: dict[str, Any]
+    ui_url: str | None = None  # the flow run's page in the Prefect UI
+    # Nothing has polled for the deployment lately: no worker on its pool and no `rpbench deploy` serving it.
+    unserved: bool = False
+
+    @property
+    def out(self) -> str | None:
+        """The run folder the flow run writes (as its settings name it)."""
+        value = self.parameters.get("settings", {}).get("out")
+        return str(value) if value else None
 
     @property
     def completed(self) -> bool:
@@ -164,4 +173,12 @@ def trigger(deployment: str, settings: Mapping[str, Any] | None = None, *, wait:
     run: Any = run_deployment(deployment, parameters=parameters, timeout=timeout if wait else 0, tags=list(tags),
                               as_subflow=False, poll_interval=1)
     state = str(run.state.name) if run.state else "Unknown"
-    return Triggered(deployment, str(run.id), str(run.name), state, parameters)
+    return Triggered(deployment, str(run.id), str(run.name), state, parameters, ui_url=_ui_url(str(run.id)),
+                     unserved=str(getattr(found.status, "value", found.status) or "").upper() == "NOT_READY")
+
+
+def _ui_url(flow_run_id: str) -> str | None:
+    from prefect.settings import PREFECT_UI_URL
+
+    base = PREFECT_UI_URL.value()
+    return f"{str(base).rstrip('/')}/runs/flow-run/{flow_run_id}" if base else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -186,6 +187,10 @@ def test_a_triggered_run_that_fails_exits_1(served, _server):
         _server.model_faults.pop("down-for-trigger", None)
     assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
     assert "Failed" in proc.stdout
+    ui = env["PREFECT_API_URL"].removesuffix("/api")
+    assert re.search(rf"in the Prefect UI: {re.escape(ui)}/runs/flow-run/[0-9a-f-]{{36}}\n", proc.stdout), proc.stdout
+    assert f"run folder: {folder / 'failing'}\n" in proc.stdout
+    assert "nothing is picking up" not in proc.stderr  # the served deployment is being picked up
 
 
 def _peak(log: list[dict]) -> int:

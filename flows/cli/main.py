@@ -66,6 +66,14 @@ def trigger_run(
 
     run = trigger(deployment, parse_params(param or []), wait=wait, timeout=timeout)
     typer.echo(f"{run.deployment}: flow run {run.flow_run_name} ({run.flow_run_id}) {run.state_name}")
+    if run.ui_url:
+        typer.echo(f"in the Prefect UI: {run.ui_url}")
+    if run.out:
+        typer.echo(f"run folder: {run.out}")
+    if run.unserved and run.state_name in ("Scheduled", "Late", "Pending"):
+        typer.secho(f"warning: nothing is picking up {run.deployment}: no worker polls its work pool and no "
+                    "`rpbench deploy` process serves it, so the run waits until one starts", err=True,
+                    fg=typer.colors.YELLOW)
     if wait and not run.completed:
         raise typer.Exit(1)
 
