@@ -279,3 +279,21 @@ def test_pool_and_build_flows_run_stage_by_stage(harness, loopback, tmp_path, mo
     rerun = build_benchmark(settings, return_state=True)
     assert {s for _, s in _task_states(rerun)} == {"Cached"} and len(loopback.requests) == sent
     assert read_records(tmp_path / "bench" / "calls.parquet", CALLS)  # the accounting survives the rerun
+
+
+def test_limit_evaluates_the_benchmarks_first_items_only(harness, loopback, tmp_path, monkeypatch):
+    from rpbench.flows.modes.furina.evaluate import evaluate
+    from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench
+    from rpbench.tasks.modes.furina.tables import GENERATIONS
+
+    monkeypatch.setenv(TEST_KEY_ENV, "sk-flow-test")
+    loopback.responder = _respond
+    bench = str(_bench(tmp_path))
+    items = [it.item_id for it in load_bench(**bench_files(bench)).items]
+    assert len(items) > 1
+    done = evaluate(EvalSettings(bench=bench, models=["openai/mut"], out=str(tmp_path / "o"), resamples=50, limit=1,
+                                 models_file=_models_file(tmp_path, loopback), cache=str(tmp_path / "c.sqlite")))
+    made = read_records(tmp_path / "o" / "generations.parquet", GENERATIONS)
+    assert {g.item_id for g in made} == {items[0]} and {g.model for g in made} == {"base", "openai/mut"}
+    assert done["evaluation"]["items"] == 1
+    assert {r.item_id for r in read_records(tmp_path / "o" / "item_scores.parquet", ITEM_SCORES)} == {items[0]}

@@ -9,6 +9,7 @@ follows them, never the answers.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from prefect import flow
@@ -24,7 +25,7 @@ from rpbench.storage.tables import read_records
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.given import given_systems, read_answers
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
-from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench, shows_scene_extras
+from rpbench.tasks.modes.furina.evaluation.bench import bench_files, first_items, load_bench, shows_scene_extras
 from rpbench.tasks.modes.furina.evaluation.run import BASE, EvalConfig, answer, check, given_generations, judge, score
 from rpbench.tasks.modes.furina.evaluation.samples import samples as furina_samples
 from rpbench.tasks.modes.furina.tables import CHECKS, GENERATIONS, ITEM_SCORES, JUDGMENTS
@@ -115,6 +116,8 @@ def evaluate(settings: EvalSettings) -> dict:
     """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
     s, stages = settings, Stages(settings)
     files = bench_files(s.bench)
+    if s.limit is not None:
+        files["items"] = first_items(files["items"], s.limit, Path(s.out) / "stages" / "limit")
     n_items = len(load_bench(**files).items)
     roles = check_models(s)
     run = {**files, "extras": shows_scene_extras(s.bench), "out": s.out, "models_file": s.models_file,

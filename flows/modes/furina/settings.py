@@ -145,6 +145,8 @@ class EvalSettings(RunSettings):
                                            "NAME=FILE (or FILE, named by its stem), JSONL of {\"id\": item id, "
                                            "\"answer\": reply}. Repeat; combine with --model.")
     out: OutputFolder = Field(default="runs/eval", description="Folder for generations, judgments, scores and reports.")
+    limit: int | None = Field(default=None, ge=1, description="Only the benchmark's first N items (in its own "
+                              "order), for every model: a quick look before a full run.")
     resamples: int = Field(default=EvalConfig.resamples, ge=1,
                            description="Bootstrap resamples for the 95% intervals.")
     seed: int = Field(default=EvalConfig.seed, description="Bootstrap seed.")

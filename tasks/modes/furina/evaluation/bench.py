@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rpbench.storage.tables import read_records
+from rpbench.storage.tables import read_records, write_records
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.furina.character_files import load_characters
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
@@ -25,6 +25,14 @@ def bench_files(bench: str | Path) -> dict[str, str]:
         if not path.is_file():
             raise InputError(f"{bench}: no {path.name} (build a benchmark first: rpbench build)")
     return {k: str(v) for k, v in files.items()}
+
+
+def first_items(items: str, n: int, folder: str | Path) -> str:
+    """A copy of the items table holding its first ``n`` items, in ``folder``: the stages read it as they read
+    the whole table, and its content (not its name) keys their cache."""
+    path = Path(folder) / f"items-first-{n}.parquet"
+    write_records(path, read_records(items, ITEMS)[:n], ITEMS)
+    return str(path)
 
 
 def load_bench(items: str, characters: str, scenes: str) -> Bench:
