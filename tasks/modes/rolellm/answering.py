@@ -3,11 +3,10 @@ scored against (RoleBench's files hold the role-play references only)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from rpbench.storage.user_files import jsonl_objects, read_user_text
+from rpbench.storage.user_files import jsonl_objects
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
@@ -70,21 +69,14 @@ def load_raw(path: str | Path) -> dict[str, list[str]]:
     """RAW references: JSON Lines of ``question`` and the original answer (``answer``, ``output``,
     ``response``, or ``generated`` as a list), keyed by the question's text."""
     out: dict[str, list[str]] = {}
-    for n, line in enumerate(read_user_text(path, "a RAW references file (JSONL)", 256 * 2**20).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {n}: not JSON ({exc.msg})") from None
-        field = next((f for f in RAW_ANSWER_FIELDS if isinstance(row, dict) and f in row), None)
-        if not isinstance(row, dict) or not isinstance(row.get("question"), str) or field is None:
-            raise InputError(f"{path}: line {n}: expected question and one of {', '.join(RAW_ANSWER_FIELDS)}")
+    expected = f"question and one of {', '.join(RAW_ANSWER_FIELDS)}"
+    for where, row in jsonl_objects(path, "a RAW references file (JSONL)", expected, 256 * 2**20):
+        field = next((f for f in RAW_ANSWER_FIELDS if f in row), None)
+        if not isinstance(row.get("question"), str) or field is None:
+            raise InputError(f"{where}: expected {expected}")
         value = row[field]
         refs = value if isinstance(value, list) else [value]
         if not refs or not all(isinstance(v, str) and v.strip() for v in refs):
-            raise InputError(f"{path}: line {n}: field '{field}': expected the answer as text")
+            raise InputError(f"{where}: field '{field}': expected the answer as text")
         out.setdefault(row["question"].strip(), []).extend(refs)
-    if not out:
-        raise InputError(f"{path}: the file holds no references")
     return out

@@ -10,13 +10,12 @@ baseline. The original answer becomes the RAW reference.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rpbench.storage.user_files import read_user_text
+from rpbench.storage.user_files import jsonl_objects
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
@@ -41,26 +40,16 @@ class Instruction:
 
 def load_instructions(path: str | Path) -> list[Instruction]:
     out = []
-    for n, line in enumerate(read_user_text(path, "an instructions file (JSONL)", 256 * 2**20).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {n}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise InputError(f"{path}: line {n}: expected an object with instruction and output")
+    for where, row in jsonl_objects(path, "an instructions file (JSONL)", "instruction and output", 256 * 2**20):
         text = row.get("instruction", row.get("question"))
         answer = next((row[k] for k in ("output", "response", "answer") if k in row), None)
         if not isinstance(text, str) or not text.strip():
-            raise InputError(f"{path}: line {n}: field 'instruction': missing")
+            raise InputError(f"{where}: field 'instruction': missing")
         if not isinstance(answer, str) or not answer.strip():
-            raise InputError(f"{path}: line {n}: field 'output': missing (the original answer, for RAW)")
+            raise InputError(f"{where}: field 'output': missing (the original answer, for RAW)")
         extra = row.get("input") or ""
         question = f"{text.strip()}\n{extra.strip()}" if isinstance(extra, str) and extra.strip() else text.strip()
         out.append(Instruction(question, answer.strip(), "zh" if has_cjk(question) else "en"))
-    if not out:
-        raise InputError(f"{path}: the file holds no instructions")
     return out
 
 
