@@ -32,7 +32,7 @@ class RunEntry:
     flow: str
     status: str
     reasons: list[str]
-    headline: str | None = None
+    # The leaderboard's metric columns, the headline first.
     columns: list[str] = field(default_factory=list)
     board: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
@@ -65,7 +65,6 @@ def read_run(folder: Path, label: str) -> RunEntry:
 
         table = pq.read_table(board)
         entry.columns = [c for c in table.column_names if c not in _FIXED]
-        entry.headline = entry.columns[0] if entry.columns else None
         entry.board = table.to_pylist()
     viewer = folder / VIEWER_FILE
     if viewer.is_file():
@@ -132,9 +131,8 @@ def write_index(folders: Sequence[str | Path], out: str | Path) -> dict[str, Pat
     for n, r in enumerate(runs):
         links = [(name, _relative(r.folder / name, out)) for name in ("report.html", VIEWER_FILE)
                  if (r.folder / name).is_file()]
-        head = r.headline
         board = [{"model": row["model"], "n": row.get("n", ""),
-                  "ci": f"{fmt(row.get('ci_low'))} to {fmt(row.get('ci_high'))}" if head else "",
+                  "ci": f"{fmt(row.get('ci_low'))} to {fmt(row.get('ci_high'))}" if r.columns else "",
                   "cells": {c: fmt(row.get(c)) for c in r.columns}} for row in r.board]
         shown.append({"label": r.label, "anchor": f"run-{n}", "folder": str(r.folder), "flow": r.flow,
                       "status": r.status, "reasons": r.reasons, "links": links, "columns": r.columns,

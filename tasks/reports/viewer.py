@@ -9,6 +9,7 @@ same item side by side (``#item=<item>``). The samples travel as JSON inside the
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -67,10 +68,6 @@ def _json_for_script(value: object) -> str:
         "\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-
-
 def viewer_html(title: str, samples: Sequence[Sample], links: Mapping[str, str] | None = None) -> str:
     """The page. ``links`` (label -> relative href) go in its header: back to the report, say."""
     ids = [s.id for s in samples]
@@ -82,7 +79,7 @@ def viewer_html(title: str, samples: Sequence[Sample], links: Mapping[str, str] 
             "samples": [{**asdict(s), "facets": {"model": s.model, **s.facets}} for s in samples]}
     return ("<!doctype html>\n<html><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{_escape(title)}</title><style>{_asset('viewer.css')}</style></head>\n<body>\n"
+            f"<title>{html.escape(title)}</title><style>{_asset('viewer.css')}</style></head>\n<body>\n"
             f"<script type=\"application/json\" id=\"viewer-data\">{_json_for_script(data)}</script>\n"
             f"<div id=\"app\"></div>\n<script>{_asset('viewer.js')}</script>\n</body></html>\n")
 
