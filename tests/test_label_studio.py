@@ -279,13 +279,14 @@ def test_pingpong_conversations_rated_in_label_studio_feed_the_agreement_command
 
 
 def test_an_annotator_sees_the_profile_and_both_replies_in_the_browser(label_studio, annotators, evaluation):
-    from tests.test_prefect_server import _browser, _until
+    from tests.helpers import headless_chromium
+    from tests.test_prefect_server import _until
 
     url = label_studio
     admin = _client(url, ADMIN_TOKEN)
     project = _pairs_project(url, evaluation)
     task = sorted(admin.tasks.list(project=project.id, fields="all"), key=lambda t: t.id)[0]
-    browser = _browser()
+    browser = headless_chromium()
     try:
         from selenium.webdriver.common.by import By
         from selenium.webdriver.support.ui import WebDriverWait
