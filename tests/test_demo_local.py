@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from rpbench.storage.tables import read_rows
 from rpbench.tasks.modes.furina.evaluation.scoring import MAX_F, item_score
 from rpbench.tasks.modes.furina.tables import ITEMS, SCENES
-from tests.helpers import CLI
+from tests.helpers import CLI, rpbench
 
 pytestmark = pytest.mark.local_model
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +38,11 @@ def test_demo_runs_end_to_end_on_the_local_model(tmp_path):
     assert "Open it in a browser: file://" in proc.stdout
     _check_coverage(out)
     _check_arithmetic(out / "eval")
+    # The finished runs moved elsewhere still work: the evaluation finds its benchmark from its manifest.
+    moved = tmp_path / "moved" / "runs"
+    shutil.move(out, moved)
+    pushed = rpbench("annotate", "push", "--eval", str(moved / "eval"), "--task", "pairwise", "--dry-run")
+    assert pushed.returncode == 0 and " pairwise tasks from " in pushed.stdout, pushed.stderr
 
 
 def _check_coverage(out: Path) -> None:

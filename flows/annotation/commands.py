@@ -36,8 +36,8 @@ def push(
                                                      "model's reply against the base's, 1-5), pingpong (a "
                                                      "conversation on PingPong's three criteria); `rpbench "
                                                      "modes` lists them.")],
-    url: Annotated[str, URL],
-    project: Annotated[str, PROJECT],
+    url: Annotated[str | None, URL] = None,
+    project: Annotated[str | None, PROJECT] = None,
     per_item: Annotated[int, typer.Option("--per-item", min=1, help="Annotators who see each task (Label "
                                                                     "Studio's overlap; 2 or more for agreement).")] = 2,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many items, sampled evenly "
@@ -46,6 +46,9 @@ def push(
                                                      "in.")] = 0,
     language: Annotated[str, typer.Option("--language", help="Language of the project's instructions: en, zh, "
                                                              "or auto (the items' main language).")] = "auto",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Make the tasks and say how many there are, per "
+                                                            "language; contact no server (--url and --project "
+                                                            "are then not needed).")] = False,
 ) -> None:
     """Push a sample of an evaluation's items to a Label Studio project (made if missing) as annotation tasks.
 
@@ -63,8 +66,16 @@ def push(
     tasks = kind.tasks(eval_dir, limit, seed)
     if not tasks:
         raise InputError(f"{eval_dir}: no item has replies to show (every generation failed?)")
+    languages = Counter(t["language"] for t in tasks)
     if language == "auto":
-        language = "zh" if Counter(t["language"] for t in tasks).most_common(1)[0][0] == "zh" else "en"
+        language = "zh" if languages.most_common(1)[0][0] == "zh" else "en"
+    if dry_run:
+        per_language = ", ".join(f"{n} {lang}" for lang, n in sorted(languages.items()))
+        typer.echo(f"dry run: {len(tasks)} {task} tasks from {eval_dir} ({per_language}); instructions in "
+                   f"{language}; nothing sent")
+        return
+    if url is None or project is None:
+        raise InputError("annotate push: --url and --project are needed (or --dry-run to only make the tasks)")
     server = LabelStudioProjects(url)
     project_id = server.project_id(project)
     if project_id is None:

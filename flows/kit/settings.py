@@ -3,16 +3,40 @@ parameters are all made from it, so no default is written twice."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from rpbench.storage.runs import recorded_path
 from rpbench.storage.user_files import check_cache_file, check_output_file, check_output_folder
 
+
+class _NamesAPath:
+    """Marks a settings field whose value is a file or folder: the manifest records it relative to itself."""
+
+
+NAMES_A_PATH = _NamesAPath()
+InputPath = Annotated[str, NAMES_A_PATH]
+InputPaths = Annotated[list[str], NAMES_A_PATH]
+MaybeInputPath = Annotated[str | None, NAMES_A_PATH]
 # Paths a run writes to, checked when the settings are made (before any flow starts): a folder that is a
 # file, an unwritable place or a cache that is not SQLite is one line, not a traceback halfway through.
-OutputFolder = Annotated[str, AfterValidator(check_output_folder)]
-OutputFile = Annotated[str, AfterValidator(check_output_file)]
+OutputFolder = Annotated[str, AfterValidator(check_output_folder), NAMES_A_PATH]
+OutputFile = Annotated[str, AfterValidator(check_output_file), NAMES_A_PATH]
+
+
+def _marked(annotation: Any) -> bool:
+    """Whether a type, or any type inside it (``list[InputPath]``, ``InputPath | None``), names a path."""
+    if any(m is NAMES_A_PATH for m in getattr(annotation, "__metadata__", ())):
+        return True
+    return any(_marked(arg) for arg in get_args(annotation))
+
+
+def path_fields(model: type[BaseModel]) -> list[str]:
+    """The fields of a settings model that name files or folders."""
+    return [name for name, f in model.model_fields.items()
+            if any(m is NAMES_A_PATH for m in f.metadata) or _marked(f.annotation)]
 CacheFile = Annotated[str | None, AfterValidator(check_cache_file)]
 
 
@@ -53,3 +77,16 @@ class RunSettings(BaseModel):
         default=0.1, ge=0, le=1,
         description="The run fails (Failed in Prefect, exit status 3, after writing everything it made) when a "
         "model has more than this share of its items failed, or a stage got no usable reply to any call.")
+
+    def recorded(self, out: str | Path) -> dict[str, Any]:
+        """These settings as the manifest in ``out`` records them: without the models file and cache (the
+        manifest records those itself), and every file or folder relative to ``out``, so that a run folder
+        copied together with what it read still finds it."""
+        values = self.model_dump(exclude={"models_file", "cache"})
+        for name in path_fields(type(self)):
+            value = values.get(name)
+            if isinstance(value, str):
+                values[name] = recorded_path(value, out)
+            elif isinstance(value, list):
+                values[name] = [recorded_path(v, out) for v in value]
+        return values

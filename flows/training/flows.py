@@ -167,7 +167,7 @@ def train_lora_flow(settings: TrainSettings) -> Any:
     training = {**summary, "model": registered.summary["model"], "data": data.summary,
                 "report": registered.path("report"), "models_file": registered.path("models_file")}
     manifest = finish_run(s.out, stages, s, "train-lora", training=training,
-                          training_settings=s.model_dump(exclude={"models_file", "cache"}))
+                          training_settings=s.recorded(s.out))
     if s.eval_bench and isinstance(manifest, dict):
         evaluate = load_ref(evaluator(s.eval_bench, got.request))
         try:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rpbench.flows.kit.settings import OutputFolder, RunSettings, cli
+from rpbench.flows.kit.settings import InputPaths, MaybeInputPath, OutputFolder, RunSettings, cli
 from rpbench.tasks.training.recipe import LoraOptions
 
 _LORA = LoraOptions()
@@ -16,7 +16,7 @@ class TrainSettings(RunSettings):
     """A LoRA adapter trained on rpbench's data (RoleBench-layout files, built benchmarks), registered as a
     local model, optionally evaluated beside its base on a benchmark."""
 
-    data: list[str] = Field(min_length=1, json_schema_extra=cli("--data"),
+    data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                             description="Training data: a RoleBench file or folder in its released layout (as "
                                         "`rpbench rolellm eval` reads it; Context-Instruct writes the same), or a "
                                         "benchmark folder from `rpbench build` (its accepted test turns; its judged "
@@ -37,7 +37,7 @@ class TrainSettings(RunSettings):
                                     "evaluation prompts it the same way.")
     parts: list[str] = Field(default_factory=lambda: ["train"], json_schema_extra=cli("--part"),
                              description="Which files of a RoleBench folder to read (train, test, ...). Repeat.")
-    profiles: list[str] = Field(default_factory=list, json_schema_extra=cli("--profiles"),
+    profiles: InputPaths = Field(default_factory=list, json_schema_extra=cli("--profiles"),
                                 description="Role profiles for RoleBench data (the system prompt of its samples). "
                                             "Default: the profiles-*/desc.json beside the data.")
     mix: list[str] = Field(default_factory=list, json_schema_extra=cli("--mix"),
@@ -52,7 +52,7 @@ class TrainSettings(RunSettings):
     targets: list[str] = Field(default_factory=lambda: list(_LORA.targets), json_schema_extra=cli("--target"),
                                description="Modules LoRA adapts. Repeat.")
     seed: int = Field(default=0, description="Seed for mixing, holding out and training.")
-    eval_bench: str | None = Field(default=None, description="After training, evaluate the base model and the "
+    eval_bench: MaybeInputPath = Field(default=None, description="After training, evaluate the base model and the "
                                                              "adapter on this benchmark folder (into OUT/eval).")
 
 

@@ -139,4 +139,4 @@ def dmt(settings: DmtSettings) -> dict:
                "round_curve": done.summary["round_curve"], "policy": s.policy, "dialogues": n,
                "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "dmt", dmt=summary,
-                      dmt_settings=s.model_dump(exclude={"models_file", "cache"}))
+                      dmt_settings=s.recorded(s.out))

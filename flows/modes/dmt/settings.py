@@ -6,14 +6,14 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rpbench.flows.kit.settings import OutputFolder, RunSettings, cli
+from rpbench.flows.kit.settings import InputPath, OutputFolder, RunSettings, cli
 from rpbench.tasks.modes.dmt.catalog import FORMATS
 
 
 class DmtSettings(RunSettings):
     """Models under test in dynamic dialogues steered by each seed's topic and intent; per-round binary labels."""
 
-    seeds: str = Field(json_schema_extra=cli("--seeds"),
+    seeds: InputPath = Field(json_schema_extra=cli("--seeds"),
                        description="Seeds file (YAML or JSON): role profile and type, topic, intent, first query, "
                                    "prompt formats.")
     models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),

@@ -150,4 +150,4 @@ def build_benchmark(settings: BuildSettings) -> dict:
     summary = {"dialogues": built.summary["dialogues"], "items": built.summary["items"], "coverage": kept,
                "budget_exhausted": built.summary["budget_exhausted"], "failed_calls": dict(failures), "tau": s.tau}
     return finish_run(s.out, stages, s, "build-benchmark", build=summary,
-                      build_settings=s.model_dump(exclude={"models_file", "cache"}))
+                      build_settings=s.recorded(s.out))

@@ -104,4 +104,5 @@ def synthesize_characters(settings: SynthesisSettings) -> dict:
     summary = {"characters": done.summary["characters"], "scenes": done.summary["scenes"],
                "scenes_file": done.summary["scenes_file"],
                "failed_groups": [w.summary["failed"] for w in worlds if w.summary["failed"]]}
-    return finish_run(s.run_dir, stages, s, "synthesize-characters", synthesis=summary)
+    return finish_run(s.run_dir, stages, s, "synthesize-characters", synthesis=summary,
+                      synthesis_settings=s.recorded(s.run_dir))

@@ -147,7 +147,7 @@ def evaluate(settings: EvalSettings) -> dict:
                "pareto": done.summary["pareto"], "separability_index": done.summary["separability_index"],
                "failures": failures, "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "evaluate", evaluation=summary,
-                      evaluation_settings=s.model_dump(exclude={"models_file", "cache"}))
+                      evaluation_settings=s.recorded(s.out))
 
 
 def evaluate_side_by_side(bench: str, models: list[str], out: str, models_file: str | None,

@@ -139,4 +139,4 @@ def build_pool(settings: PoolSettings) -> dict:
                 "fragment": sum(m.summary["failed"] for m in made)}
     summary = {**{k: merged.summary[k] for k in ("scenes", "dropped", "chunks")}, "failed_calls": failures}
     return finish_run(s.out, stages, s, "build-pool", pool=summary,
-                      pool_settings=s.model_dump(exclude={"models_file", "cache"}))
+                      pool_settings=s.recorded(s.out))

@@ -9,7 +9,15 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from rpbench.flows.kit.settings import OutputFile, OutputFolder, RunSettings, cli
+from rpbench.flows.kit.settings import (
+    NAMES_A_PATH,
+    InputPath,
+    MaybeInputPath,
+    OutputFile,
+    OutputFolder,
+    RunSettings,
+    cli,
+)
 from rpbench.tasks.core.records import LANGUAGES
 from rpbench.tasks.modes.furina.config import (
     BuildConfig,
@@ -51,7 +59,7 @@ class ChunkSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    books: Annotated[list[str], AfterValidator(_books_in_folders)] = Field(
+    books: Annotated[list[str], AfterValidator(_books_in_folders), NAMES_A_PATH] = Field(
         min_length=1, json_schema_extra=cli(argument=True),
         description="Book files (.txt in any common encoding, or .epub), or folders of them: a folder stands for "
                     "the books in it when the run starts (a scheduled refresh picks up books dropped in).")
@@ -86,8 +94,8 @@ class PoolSettings(ChunkSettings, RunSettings):
 class BuildSettings(RunSettings):
     """Characters and a pool to a benchmark: simulated dialogues, judged turns, items."""
 
-    characters: str = Field(description="Test characters file (JSON or YAML).")
-    pool: str = Field(description="Pool folder (from `rpbench pool build`).")
+    characters: InputPath = Field(description="Test characters file (JSON or YAML).")
+    pool: InputPath = Field(description="Pool folder (from `rpbench pool build`).")
     out: OutputFolder = Field(default="runs/bench", description="Folder for dialogues, items, stats and manifest.")
     only: list[str] = Field(default_factory=list, description="Use only these characters from the file (repeat).")
     tau: int = Field(default=BuildConfig.tau, ge=1, json_schema_extra=cli("--threshold"),
@@ -137,7 +145,7 @@ class BuildSettings(RunSettings):
 class EvalSettings(RunSettings):
     """Models under test against a benchmark: answers, both-order judgments, checks, scores, report."""
 
-    bench: str = Field(description="Benchmark folder (from `rpbench build`).")
+    bench: InputPath = Field(description="Benchmark folder (from `rpbench build`).")
     models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
                               description="Model under test: a litellm model string, or a role name. Repeat.")
     answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
@@ -168,7 +176,7 @@ class SynthesisSettings(RunSettings):
     language: str = Field(default=SynthesisConfig.language, json_schema_extra=cli("--lang"),
                           description="en or zh.")
     groups: int = Field(default=1, ge=1, description="Independent worlds to synthesize.")
-    pool: str | None = Field(default=None, description="A pool whose characters count as known.")
+    pool: MaybeInputPath = Field(default=None, description="A pool whose characters count as known.")
     seed_roles: list[str] = Field(default_factory=lambda: list(SynthesisConfig.seed_roles),
                                   json_schema_extra=cli("--seed-role"),
                                   description="Roles or model strings that propose themes (repeat for diversity).")

@@ -122,7 +122,7 @@ def _finish(s: Scoring, stages: Stages, out: str, flow_name: str, done: StageRes
                "conversations": done.summary["conversations"], "scored": done.summary["scored"],
                "refusals": done.summary["refusals"], "report": done.path("report_html")}
     return finish_run(out, stages, s, flow_name, inherited, pingpong=summary,
-                      pingpong_settings=s.model_dump(exclude={"models_file", "cache"}), **sections)
+                      pingpong_settings=s.recorded(out), **sections)
 
 
 def carried_calls(folder: str, judges: Sequence[str]) -> list[CallRecord]:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rpbench.flows.kit.settings import OutputFolder, RunSettings, cli
+from rpbench.flows.kit.settings import InputPath, OutputFolder, RunSettings, cli
 from rpbench.tasks.modes.pingpong.records import CRITERIA
 
 
@@ -54,7 +54,7 @@ class Scoring(RunSettings):
 class PingPongSettings(Scoring):
     """Players chat with an emulated user over every card and situation; judges score every turn."""
 
-    settings: str = Field(json_schema_extra=cli("--settings"),
+    settings: InputPath = Field(json_schema_extra=cli("--settings"),
                           description="Settings file (YAML or JSON): character cards and situations per language, "
                                       "in rpbench's layout or PingPong's own.")
     players: list[str] = Field(default_factory=list, json_schema_extra=cli("--player"),
@@ -91,7 +91,7 @@ class PingPongSettings(Scoring):
 class RejudgeSettings(Scoring):
     """Score the stored conversations of a PingPong run with more judges."""
 
-    run: str = Field(json_schema_extra=cli(argument=True), description="A PingPong run folder.")
+    run: InputPath = Field(json_schema_extra=cli(argument=True), description="A PingPong run folder.")
     judges: list[str] = Field(min_length=1, json_schema_extra=cli("--judge"),
                               description="Judge to add: a role name or a model string. Repeat.")
     out: OutputFolder | None = Field(default=None, description="Where to write the rescored run. Default: the run "

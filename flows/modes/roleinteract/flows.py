@@ -73,4 +73,4 @@ def roleinteract(settings: RoleInteractSettings) -> dict:
     summary = {"leaderboard": done.summary["leaderboard"], "table": done.summary["table"], "policy": s.policy,
                "scoring": s.scoring, "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "roleinteract", roleinteract=summary,
-                      roleinteract_settings=s.model_dump(exclude={"models_file", "cache"}))
+                      roleinteract_settings=s.recorded(s.out))

@@ -6,14 +6,14 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rpbench.flows.kit.settings import OutputFolder, RunSettings, cli
+from rpbench.flows.kit.settings import InputPaths, OutputFolder, RunSettings, cli
 from rpbench.tasks.modes.roleinteract.catalog import NAMES
 
 
 class RoleInteractSettings(RunSettings):
     """Models answer RoleInteract's questions: self-awareness, emotional perception, memory, group preference."""
 
-    data: list[str] = Field(min_length=1, json_schema_extra=cli("--data"),
+    data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                             description="A RoleInteract JSON file as released (self_awareness.json, "
                                         "emotional_perception.json, conversation_memory.json, social_preference.json) "
                                         "or one in that layout. Repeat.")

@@ -196,7 +196,7 @@ def rolellm_eval(settings: EvalSettings) -> dict:
     summary = {"leaderboard": done.summary["leaderboard"], "by_split": done.summary["by_split"],
                "win_rates": done.summary["win_rates"], "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "rolellm-eval", rolellm=summary,
-                      rolellm_settings=s.model_dump(exclude={"models_file", "cache"}))
+                      rolellm_settings=s.recorded(s.out))
 
 
 @stage("rolellm-triplets", templates=("rolellm/from_script", "rolellm/from_description"), roles=("rolellm-generator",),
@@ -248,7 +248,7 @@ def context_instruct(settings: ContextInstructSettings) -> dict:
                       turns={n: role_turns(p) for n, p in kept.items()}, plan=plan, seed=s.seed, out=s.out)
     return finish_run(s.out, stages, s, "rolellm-context-instruct",
                       context_instruct={**done.summary, "left_out": dropped},
-                      context_instruct_settings=s.model_dump(exclude={"models_file", "cache"}))
+                      context_instruct_settings=s.recorded(s.out))
 
 
 @stage("rolellm-general-responses", templates=("rolellm/system", "rolellm/question", "rolellm/examples"),
@@ -299,7 +299,7 @@ def rolebench_general(settings: GeneralSettings) -> dict:
     done = stages.run(general_files, **common, responses=[m.path("general_responses") for m in made],
                       languages={n: p.language for n, p in profiles.items()}, seed=s.seed)
     return finish_run(s.out, stages, s, "rolellm-general", general=done.summary,
-                      general_settings=s.model_dump(exclude={"models_file", "cache"}))
+                      general_settings=s.recorded(s.out))
 
 
 # -- role profiles and role selection ---------------------------------------------------------------

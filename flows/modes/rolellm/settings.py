@@ -6,13 +6,13 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from rpbench.flows.kit.settings import OutputFolder, RunSettings, cli
+from rpbench.flows.kit.settings import InputPath, InputPaths, MaybeInputPath, OutputFolder, RunSettings, cli
 
 
 class EvalSettings(RunSettings):
     """Models answer RoleBench questions in role (RoleGPT prompting); Rouge-L against the references."""
 
-    data: list[str] = Field(min_length=1, json_schema_extra=cli("--data"),
+    data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                             description="A RoleBench file (role, question, generated[, type]) or a folder in its "
                                         "released layout (rolebench-eng/..., rolebench-zh/...). Repeat.")
     models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
@@ -22,7 +22,7 @@ class EvalSettings(RunSettings):
                                            "(or FILE, named by its stem), JSONL of answer with the row's id, or with "
                                            "role and question. Repeat; combine with --model.")
     out: OutputFolder = Field(default="runs/rolellm", description="Folder for answers, scores and report.")
-    profiles: list[str] = Field(default_factory=list, json_schema_extra=cli("--profiles"),
+    profiles: InputPaths = Field(default_factory=list, json_schema_extra=cli("--profiles"),
                                 description="Role profiles: role files (YAML), folders of them, or RoleBench profile "
                                             "folders (desc.json and the role scripts). Repeat. Default: the "
                                             "profiles-*/desc.json that the released layout keeps beside the data.")
@@ -31,7 +31,7 @@ class EvalSettings(RunSettings):
                                    "prompt), fsd (retrieved examples as earlier chat turns, RoleLLM's choice).")
     top_k: int = Field(default=5, ge=1, le=20, description="Examples retrieved (BM25) from the role's script.")
     part: str = Field(default="test", description="Which files of a folder to read: test, train, ...")
-    raw: str | None = Field(default=None, description="RAW references: JSONL of question and the original answer "
+    raw: MaybeInputPath = Field(default=None, description="RAW references: JSONL of question and the original answer "
                                                       "(answer, output, response or generated), for the RAW score.")
     combine: Literal["max", "first"] = Field(
         default="max", description="Several references: score against the best match (max) or the first only.")
@@ -56,7 +56,7 @@ class EvalSettings(RunSettings):
 class ContextInstructSettings(RunSettings):
     """Role-specific questions and answers from a role's own profile, in RoleBench's layout."""
 
-    roles: list[str] = Field(min_length=1, json_schema_extra=cli("--role"),
+    roles: InputPaths = Field(min_length=1, json_schema_extra=cli("--role"),
                              description="A role file (YAML: name, language, description, catchphrases, script), a "
                                          "folder of them, or a RoleBench profile folder. Repeat.")
     out: OutputFolder = Field(default="runs/context-instruct", description="Folder for the RoleBench-layout files, "
@@ -78,10 +78,10 @@ class ContextInstructSettings(RunSettings):
 class GeneralSettings(RunSettings):
     """RoleBench-general: general instructions answered six times by every role (five references, a baseline)."""
 
-    instructions: str = Field(json_schema_extra=cli("--instructions"),
+    instructions: InputPath = Field(json_schema_extra=cli("--instructions"),
                               description="General instructions: JSONL of instruction (or question), optional "
                                           "input, and the original answer (output, response or answer).")
-    roles: list[str] = Field(min_length=1, json_schema_extra=cli("--role"),
+    roles: InputPaths = Field(min_length=1, json_schema_extra=cli("--role"),
                              description="Role files (YAML), folders of them, or RoleBench profile folders. Repeat.")
     out: OutputFolder = Field(default="runs/rolebench-general", description="Folder for the RoleBench-layout files, "
                                                                             "raw.jsonl and the responses table.")
@@ -101,7 +101,7 @@ class ProfileSettings(RunSettings):
     script_name: str = Field(min_length=1, json_schema_extra=cli("--script-name"),
                              description="The film, show or book it comes from.")
     language: Literal["en", "zh"] = Field(default="en", description="The role's language (en, zh).")
-    script: str | None = Field(default=None, description="The role's script (text, one SPEAKER: line per line), "
+    script: MaybeInputPath = Field(default=None, description="The role's script (text, one SPEAKER: line per line), "
                                                          "copied into the role file and shown to the generator.")
     aliases: list[str] = Field(default_factory=list, json_schema_extra=cli("--alias"),
                                description="How the script names the role (VANE for Captain Vane). Repeat.")
@@ -111,7 +111,7 @@ class ProfileSettings(RunSettings):
 class SelectSettings(RunSettings):
     """Role selection: each script's main character and how distinct its speech is."""
 
-    scripts: str = Field(json_schema_extra=cli("--scripts"),
+    scripts: InputPath = Field(json_schema_extra=cli("--scripts"),
                          description="A text file, one script per line: its name, or 'name | character' to judge a "
                                      "given character.")
     language: Literal["en", "zh"] = Field(default="en", description="The prompt's language (en, zh).")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rpbench import prompts
+from rpbench.storage.runs import recorded_location
 from rpbench.storage.tables import read_records
 from rpbench.tasks.annotation.kinds import AnnotationKind, Answer, Read, choice, task_key, text
 from rpbench.tasks.core.errors import InputError
@@ -53,13 +54,14 @@ def load_evaluation(folder: str | Path) -> Evaluation:
             raise InputError(f"{root}: no {table.filename}: an evaluation without judgments cannot be validated "
                              f"(run rpbench eval to the end)")
     try:
-        settings = json.loads(manifest.read_text(encoding="utf-8"))["evaluation_settings"]
-        bench_dir = Path(settings["bench"])
+        recorded = json.loads(manifest.read_text(encoding="utf-8"))
+        bench_dir = recorded_location(manifest, recorded, str(recorded["evaluation_settings"]["bench"]))
     except (ValueError, KeyError, TypeError):
         raise InputError(f"{manifest}: field 'evaluation_settings.bench': missing (not an rpbench eval "
                          f"manifest?)") from None
-    if not bench_dir.is_absolute() and not bench_dir.is_dir():
-        bench_dir = root / bench_dir
+    if not bench_dir.is_dir():
+        raise InputError(f"{manifest}: field 'evaluation_settings.bench': the benchmark folder it names, "
+                         f"{bench_dir}, is not there (copy or move the benchmark together with its evaluation)")
     bench = load_bench(**bench_files(bench_dir))
     replies = {(g.model, g.item_id): g.text for g in read_records(root / GENERATIONS.filename, GENERATIONS)
                if g.status == "ok" and g.text}
