@@ -243,3 +243,14 @@ def test_dialogues_given_as_a_file_are_labelled_exactly_as_live_ones(harness, lo
         assert read_records(tmp_path / "given" / table.filename, table) == \
             read_records(tmp_path / "live" / table.filename, table), table.name
     assert given["dmt"]["table4"] == live["dmt"]["table4"]
+    # --limit 1: the first dialogue only, though the file holds one for every format (they are not an error)
+    from rpbench.flows.modes.dmt.checks import select
+    from rpbench.tasks.modes.dmt.seeds import dialogue_id, load_seeds
+
+    ids = [dialogue_id(s, f) for s, f in select(load_seeds(SEEDS), ["harbour-pilot-knowledge"], [], "")]
+    assert len(ids) > 1
+    path.write_text("\n".join(json.dumps({"id": i, "rounds": next(iter(by_id.values()))}) for i in ids))
+    limited = dmt(DmtSettings(answers=[f"weak={path}"], out=str(tmp_path / "limited"), limit=1,
+                              **{**common, "formats": []}))
+    assert {r.dialogue_id for r in read_records(tmp_path / "limited" / ROUNDS.filename, ROUNDS)} == {ids[0]}
+    assert limited["dmt"]["dialogues"] == 1

@@ -279,6 +279,12 @@ def test_conversations_given_as_a_file_are_judged_exactly_as_live_ones(harness, 
         assert read_records(tmp_path / "given" / table.filename, table) == \
             read_records(tmp_path / "live" / table.filename, table), table.name
     assert given["pingpong"]["leaderboard"] == live["pingpong"]["leaderboard"]
+    # --limit 1: the first conversation only, though the file holds more (they are not an error)
+    assert len(by_id) > 1
+    limited = pingpong(PingPongSettings(answers=[f"short={path}"], out=str(tmp_path / "limited"), limit=1, **common))
+    assert {t.conversation_id for t in read_records(tmp_path / "limited" / CONVERSATIONS.filename, CONVERSATIONS)} \
+        == {turns[0].conversation_id}
+    assert limited["pingpong"]["conversations"] == 1
 
 
 def test_v1_tester_talks_and_grades_on_ten_points(harness, loopback, tmp_path, monkeypatch):

@@ -33,9 +33,9 @@ def check_run(s: DmtSettings) -> tuple[dict[str, str], int]:
     picked = select(load_seeds(s.seeds), s.only_seeds, list(s.formats), s.seeds)
     roles = resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="dmt-player",
                         option="--model")
-    known = [dialogue_id(seed, fmt) for seed, fmt in picked]
+    known = [dialogue_id(seed, fmt) for seed, fmt in picked]  # answers may hold more than the limit keeps
     for name, path in given_systems(s.answers).items():
         if name in roles:
             raise InputError(f"--answers: '{name}' is also a --model; name the dialogues otherwise (NAME=FILE)")
         read_dialogues(path, known)
-    return roles, len(picked)
+    return roles, len(picked[:s.limit])

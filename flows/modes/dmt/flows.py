@@ -32,15 +32,17 @@ WORKERS = 4
 
 @stage("dmt-dialogues", templates=("dmt/",), roles=lambda p: [p["role"], GENERATOR] if p["role"] else [],
        inputs=("seeds_file", "given"))
-async def dialogues(run: StageRun, seeds_file: str, only_seeds: list[str], formats: list[str], role: str | None,
-                    given: str | None, name: str, max_rounds: int, max_regenerations: int, merge_system: bool,
-                    out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
+async def dialogues(run: StageRun, seeds_file: str, only_seeds: list[str], formats: list[str],
+                    limit: int | None, role: str | None, given: str | None, name: str, max_rounds: int,
+                    max_regenerations: int, merge_system: bool, out: str, shard: str, models_file: str | None,
+                    cache: str | None) -> StageResult:
     """``name``'s dialogues: held with the model bound to ``role``, or read from the file ``given``."""
     seeds = load_seeds(seeds_file)
     picked = select(seeds, only_seeds, formats, seeds_file)
+    known = [dialogue_id(s, f) for s, f in picked]  # a given file may hold dialogues past the limit
+    picked = picked[:limit]
     cfg = DialogueConfig(max_rounds, max_regenerations, merge_system)
     if given is not None:
-        known = [dialogue_id(s, f) for s, f in picked]
         made = given_dialogues(picked, read_dialogues(given, known), name, max_rounds, given)
     else:
         assert role is not None
@@ -122,7 +124,8 @@ def dmt(settings: DmtSettings) -> dict:
     systems: list[tuple[str, str | None, str | None]] = [(n, r, None) for n, r in roles.items()]
     systems += [(n, None, path) for n, path in given_systems(s.answers).items()]
     made = stages.map(dialogues, [
-        {**common, "seeds_file": s.seeds, "only_seeds": s.only_seeds, "formats": list(s.formats), "role": role,
+        {**common, "seeds_file": s.seeds, "only_seeds": s.only_seeds, "formats": list(s.formats),
+         "limit": s.limit, "role": role,
          "given": path, "name": name, "max_rounds": s.max_rounds, "max_regenerations": s.max_regenerations,
          "merge_system": s.no_system_role, "shard": slug(name)} for name, role, path in systems])
     labelled = stages.map(labels, [{**common, "rounds": m.path("rounds"), "seeds": m.path("seeds"),

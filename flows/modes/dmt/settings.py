@@ -37,6 +37,9 @@ class DmtSettings(RunSettings):
     formats: list[str] = Field(default_factory=list, json_schema_extra=cli("--format"),
                                description="Only these prompt formats (minimalist, overview, detailed). Repeat. "
                                            "Default: each seed's own list.")
+    limit: int | None = Field(default=None, ge=1, description="Only the first N dialogues (seed and format) of "
+                              "the selection, for every model (a quick look, as lm-evaluation-harness's --limit). "
+                              "Default: all.")
     resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
     bootstrap_seed: int = Field(default=0, description="Bootstrap seed.")
 

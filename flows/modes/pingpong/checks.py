@@ -45,7 +45,7 @@ def check_run(s: PingPongSettings) -> tuple[dict[str, str], dict[str, str]]:
     grid = select(load_settings(s.settings), s.characters, s.situations, s.max_turns, s.settings)
     players = resolve_all(load_models_config(s.models_file), s.players, builtin_roles(), like="player",
                           option="--player")
-    known = [conversation_id(c, situation) for c, situation in grid]
+    known = [conversation_id(c, situation) for c, situation in grid]  # answers may hold more than the limit keeps
     for name, path in given_systems(s.answers).items():
         if name in players:
             raise InputError(f"--answers: '{name}' is also a --player; name the conversations otherwise (NAME=FILE)")

@@ -46,15 +46,16 @@ def _conversation_roles(p: Mapping[str, Any]) -> list[str]:
 @stage("pingpong-conversations", templates=("pingpong/",), roles=_conversation_roles,
        inputs=("settings_file", "given"))
 async def conversations(run: StageRun, settings_file: str, characters: list[str], situations: list[str],
-                        max_turns: int | None, role: str | None, given: str | None, name: str, version: str,
-                        merge_system: bool, symmetric: bool, out: str, shard: str, models_file: str | None,
-                        cache: str | None) -> StageResult:
+                        max_turns: int | None, limit: int | None, role: str | None, given: str | None, name: str,
+                        version: str, merge_system: bool, symmetric: bool, out: str, shard: str,
+                        models_file: str | None, cache: str | None) -> StageResult:
     """``name``'s conversations: played by the model bound to ``role``, or read from the file ``given``."""
     grid = select(load_settings(settings_file), characters, situations, max_turns, settings_file)
+    known = [conversation_id(c, s) for c, s in grid]  # a given file may hold conversations past the limit
+    grid = grid[:limit]
     cfg = ConversationConfig(version="v1" if version == "v1" else "v2", merge_system=merge_system,
                              symmetric=symmetric)
     if given is not None:
-        known = [conversation_id(c, s) for c, s in grid]
         turns = given_turns(grid, read_conversations(given, known), name, given)
     else:
         assert role is not None
@@ -146,7 +147,8 @@ def pingpong(settings: PingPongSettings) -> dict:
     systems += [(n, None, path) for n, path in given_systems(s.answers).items()]
     made = stages.map(conversations, [
         {**common, "settings_file": s.settings, "characters": s.characters, "situations": s.situations,
-         "max_turns": s.max_turns, "role": role, "given": path, "name": name, "version": s.version,
+         "max_turns": s.max_turns, "limit": s.limit, "role": role, "given": path, "name": name,
+         "version": s.version,
          "merge_system": s.no_system_role, "symmetric": s.symmetric, "shard": slug(name)}
         for name, role, path in systems])
     pairs = [(m, name, judge, role) for m, (name, _r, _p) in zip(made, systems, strict=True)

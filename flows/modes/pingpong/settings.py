@@ -78,6 +78,9 @@ class PingPongSettings(Scoring):
     situations: list[str] = Field(default_factory=list, json_schema_extra=cli("--situation"),
                                   description="Only these situations (by id or first tag). Repeat. Default: all.")
     max_turns: int | None = Field(default=None, ge=1, description="Cap every situation's turns (a quick run).")
+    limit: int | None = Field(default=None, ge=1, description="Only the first N conversations (character and "
+                              "situation) of the selection, for every model (a quick look, as "
+                              "lm-evaluation-harness's --limit). Default: all.")
 
     @model_validator(mode="after")
     def _something_to_judge(self) -> PingPongSettings:
