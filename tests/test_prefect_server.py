@@ -193,6 +193,39 @@ def test_a_triggered_run_that_fails_exits_1(served, _server):
     assert "nothing is picking up" not in proc.stderr  # the served deployment is being picked up
 
 
+def test_a_trigger_says_when_nothing_picks_the_deployment_up(served):
+    """A deployment nobody serves (registered, no worker, no serve process): the run is made and waits; the
+    command says why instead of leaving the user with a run that stays Scheduled."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    env, folder, models = served
+
+    async def copy_of_the_served_one(delete: object = None) -> object:
+        async with get_client() as client:
+            if delete is not None:
+                await client.delete_deployment(delete)
+                return None
+            served_one = await client.read_deployment_by_name(DEPLOYMENT)
+            return await client.create_deployment(
+                flow_id=served_one.flow_id, name="nobody-serves", parameters=served_one.parameters,
+                parameter_openapi_schema=served_one.parameter_openapi_schema)
+
+    with temporary_settings({PREFECT_API_URL: env["PREFECT_API_URL"]}):
+        made = run_coro_as_sync(copy_of_the_served_one())
+        try:
+            proc = subprocess.run([*CLI, "trigger", "rpbench-rolellm-eval/nobody-serves", "--no-wait", "--param",
+                                   f"data={ZH}", "--param", "models=rolellm-player", "--param", "limit=1",
+                                   "--param", f"models_file={models}", "--param", f"out={folder / 'unserved'}"],
+                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        finally:
+            run_coro_as_sync(copy_of_the_served_one(delete=made))
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    assert "Scheduled" in proc.stdout
+    assert "warning: nothing is picking up rpbench-rolellm-eval/nobody-serves" in proc.stderr, proc.stderr
+
+
 def _peak(log: list[dict]) -> int:
     """The most requests the loopback server had in hand at once."""
     events = sorted([(e["started"], 1) for e in log] + [(e["answered"], -1) for e in log if "answered" in e],
