@@ -286,7 +286,7 @@ def test_an_annotator_sees_the_profile_and_both_replies_in_the_browser(label_stu
     admin = _client(url, ADMIN_TOKEN)
     project = _pairs_project(url, evaluation)
     task = sorted(admin.tasks.list(project=project.id, fields="all"), key=lambda t: t.id)[0]
-    browser = headless_chromium()
+    browser = headless_chromium("1400,900")
     try:
         from selenium.webdriver.common.by import By
         from selenium.webdriver.support.ui import WebDriverWait
@@ -299,8 +299,19 @@ def test_an_annotator_sees_the_profile_and_both_replies_in_the_browser(label_stu
         WebDriverWait(browser, 60).until(lambda b: "/user/login" not in b.current_url)
         browser.get(f"{url}/projects/{project.id}/data?task={task.id}")
         # The task's own texts: the first line of the profile and both replies, under the config's headings.
-        _until(browser, "Character profile", "Reply A", "Reply B", task.data["profile"].splitlines()[0],
-               task.data["response_a"], task.data["response_b"], seconds=120)
+        shown = _until(browser, "Character profile", "Reply A", "Reply B", task.data["profile"].splitlines()[0],
+                       task.data["response_a"], task.data["response_b"], seconds=120)
+        # The dialogue reads as text (speaker: line), with no player and no timestamps.
+        assert task.data["history"].split("\n\n")[0] in shown and "00:00:00" not in shown
+        # Both replies in view at 1400x900 without scrolling the page: the context scrolls in its own column.
+        for reply in (task.data["response_a"], task.data["response_b"]):
+            box = browser.execute_script(
+                "const el = [...document.querySelectorAll('*')].filter(e => e.children.length === 0 && "
+                "e.textContent.trim() === arguments[0])[0]; if (!el) return null; "
+                "const r = el.getBoundingClientRect(); return [r.top, r.bottom, window.innerHeight];", reply)
+            assert box is not None, f"no element shows {reply!r}"
+            top, bottom, height = box
+            assert top >= 0 and bottom <= height, f"{reply!r} is at {top}-{bottom}, the window is {height} high"
         shot = ROOT / ".test-output" / "label-studio-task.png"
         shot.parent.mkdir(exist_ok=True)
         browser.save_screenshot(str(shot))

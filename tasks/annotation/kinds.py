@@ -32,6 +32,21 @@ class AnnotationKind:
     read: Callable[[Mapping[str, Any], Answer], Read]
 
 
+# Two columns in every labeling config: the context on the left scrolls in its own box, so what the
+# annotator judges (the replies, the choices) stays in view on a 1400x900 screen without scrolling the page.
+LAYOUT = {
+    "row": "display: flex; gap: 16px; align-items: flex-start;",
+    "context": "flex: 1 1 50%; min-width: 0; max-height: 600px; overflow-y: auto; padding-right: 8px; "
+               "border-right: 1px solid #ddd;",
+    "answer": "flex: 1 1 50%; min-width: 0;",
+}
+
+
+def dialogue_text(lines: Sequence[tuple[str, str]]) -> str:
+    """A dialogue as annotators read it: one ``Speaker: text`` paragraph per line (no player, no timestamps)."""
+    return "\n\n".join(f"{speaker}: {said}" for speaker, said in lines)
+
+
 def task_key(item_id: str, model: str, kind: str) -> str:
     """What identifies a task across pushes: the same work pushed again adds nothing."""
     return f"{item_id}|{model}|{kind}"

@@ -24,7 +24,16 @@ from typing import Any
 from rpbench import prompts
 from rpbench.storage.runs import recorded_location
 from rpbench.storage.tables import read_records
-from rpbench.tasks.annotation.kinds import AnnotationKind, Answer, Read, choice, task_key, text
+from rpbench.tasks.annotation.kinds import (
+    LAYOUT,
+    AnnotationKind,
+    Answer,
+    Read,
+    choice,
+    dialogue_text,
+    task_key,
+    text,
+)
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
 from rpbench.tasks.modes.furina.domain import Character, Item
@@ -121,7 +130,7 @@ def _context(item: Item, bench: Bench) -> dict[str, Any]:
     return {"item_id": item.item_id, "character": item.character, "language": item.language,
             "dimension": item.dimension, "profile": profile_text(bench.characters[item.character]),
             "background": f"{scene.background}\n\n{scene.situation}",
-            "history": [{"speaker": line.speaker, "text": line.text} for line in item.history]}
+            "history": dialogue_text([(line.speaker, line.text) for line in item.history])}
 
 
 def annotation_tasks(evaluation: Evaluation, kind: str, limit: int | None, seed: int) -> list[dict[str, Any]]:
@@ -152,7 +161,7 @@ def annotation_tasks(evaluation: Evaluation, kind: str, limit: int | None, seed:
 
 def labeling_config(kind: str, language: str) -> str:
     """The project's Label Studio labeling config for ``kind`` (dimension or pairwise), in ``language``."""
-    return prompts.render(f"annotation/{kind}", language, dimensions=dimension_choices(language)).text
+    return prompts.render(f"annotation/{kind}", language, dimensions=dimension_choices(language), layout=LAYOUT).text
 
 
 def _answered(data: Mapping[str, Any], result: Answer, kind: str) -> dict[str, Any]:

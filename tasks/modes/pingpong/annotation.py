@@ -12,7 +12,7 @@ from typing import Any
 
 from rpbench import prompts
 from rpbench.storage.tables import read_records
-from rpbench.tasks.annotation.kinds import AnnotationKind, Answer, Read, choice, text
+from rpbench.tasks.annotation.kinds import LAYOUT, AnnotationKind, Answer, Read, choice, dialogue_text, text
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.pingpong.records import CRITERIA
 from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATIONS
@@ -25,6 +25,7 @@ LABELS = {
            "entertaining": "有趣程度：对话是否生动、吸引人、让人愿意聊下去？",
            "fluency": "语言流畅：语言是否自然、通顺、没有错误？"},
 }
+USER = {"en": "User", "zh": "用户"}  # how the emulated user is named in the conversation annotators read
 
 
 def pingpong_tasks(run: Path, limit: int | None, seed: int) -> list[dict[str, Any]]:
@@ -49,10 +50,9 @@ def pingpong_tasks(run: Path, limit: int | None, seed: int) -> list[dict[str, An
         for model, conversation in keys[:limit] if limit else keys:
             first = finished[(model, conversation)][0]
             card = cards.get((first.language, first.character))
-            history = []
-            for t in finished[(model, conversation)]:
-                history += [{"speaker": "User", "text": t.user or ""},
-                            {"speaker": first.character, "text": t.player or ""}]
+            user = USER["zh" if language == "zh" else "en"]
+            history = dialogue_text([line for t in finished[(model, conversation)]
+                                     for line in ((user, t.user or ""), (first.character, t.player or ""))])
             out.append({"model": model, "conversation_id": conversation, "language": language, "task": "pingpong",
                         "character": first.character, "situation_id": first.situation_id,
                         "profile": card.system_prompt if card else first.character, "history": history,
@@ -62,7 +62,8 @@ def pingpong_tasks(run: Path, limit: int | None, seed: int) -> list[dict[str, An
 
 def pingpong_config(language: str) -> str:
     labels = LABELS["zh" if language == "zh" else "en"]
-    return prompts.render("annotation/pingpong", language, criteria=[(c, labels[c]) for c in CRITERIA]).text
+    return prompts.render("annotation/pingpong", language, criteria=[(c, labels[c]) for c in CRITERIA],
+                          layout=LAYOUT).text
 
 
 def read_conversation(data: Mapping[str, Any], result: Answer) -> Read:
