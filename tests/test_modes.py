@@ -105,7 +105,7 @@ def test_a_toy_mode_gets_a_leaderboard_and_a_report_without_touching_shared_code
     assert "# rpbench toy-quiz evaluation" in report and "| sharp |" in report
     assert "seconds (lower is better): mean time to answer" in report and "dull: answer_failed 1" in report
     html = (tmp_path / "out" / "report.html").read_text()
-    assert "<table>" in html and html.count("data:image/png;base64,") == 1  # one breakdown chart: language
+    assert "<table class=\"board\">" in html and html.count("data:image/png;base64,") == 1  # one breakdown chart: language
     leaderboard = pq.read_table(tmp_path / "out" / "leaderboard.parquet").to_pylist()
     assert [r["model"] for r in leaderboard] == ["sharp", "dull"] and not math.isnan(leaderboard[0]["seconds"])
 

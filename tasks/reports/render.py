@@ -1,4 +1,5 @@
-"""Reports from a leaderboard: Markdown, and one self-contained HTML page (markdown-it-py, Jinja2) with charts.
+"""Reports from a leaderboard: the Markdown report, number formatting and the breakdown charts (the HTML page
+that lays them out is ``page``).
 
 The shared part (leaderboard table, breakdown charts, failures, metric notes)
 is driven by a mode's ``Scoring``; a mode adds columns and ``Section``s of its
@@ -13,21 +14,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
-from jinja2 import Environment, StrictUndefined
-from markdown_it import MarkdownIt
-
 from rpbench.tasks.reports.scores import breakdown_values
-from rpbench.tasks.reports.spec import Column, Scoring, Section
-
-_PAGE = Environment(undefined=StrictUndefined, autoescape=True).from_string(
-    """<!doctype html>
-<html><head><meta charset="utf-8"><title>{{ title }}</title>
-<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}img{max-width:100%}</style></head>
-<body>{{ body | safe }}
-{% for name, png in images.items() %}<figure><img alt="{{ name }}" src="data:image/png;base64,{{ png }}"></figure>
-{% endfor %}</body></html>
-""")
+from rpbench.tasks.reports.spec import Chart, Column, Scoring, Section
 
 
 def fmt(value: Any, digits: int = 1, missing: str = "-") -> str:
@@ -43,24 +31,36 @@ def leaderboard_columns(scoring: Scoring, scores: Sequence[Mapping[str, Any]], e
                         ) -> list[Column]:
     """The headline, its breakdowns, the other metrics, the mode's own columns, then failures."""
     head = scoring.headline
-    columns = [Column(head.name, head.name, head.digits)]
+    columns = [Column(head.name, head.name, head.digits, unit=head.unit)]
     for key in scoring.groups:
         if key.breakdown:
+            # In the headline's unit, which its own heading names (a unit on each of twenty columns is noise).
             columns += [Column(v, v, head.digits) for v in breakdown_values(scores, key)]
-    columns += [Column(m.name, m.name, m.digits) for m in scoring.metrics[1:]]
-    return [*columns, *extra, Column("failed", "failed", 0)]
+    columns += [Column(m.name, m.name, m.digits, unit=m.unit) for m in scoring.metrics[1:]]
+    return [*columns, *extra, Column("failed", "failed", 0, unit="items")]
 
 
 def leaderboard_markdown(board: Sequence[Mapping[str, Any]], columns: Sequence[Column]) -> list[str]:
     head, *rest = columns
-    lines = ["| model | " + head.label + " | 95% CI | n | " + " | ".join(c.label for c in rest) + " |",
+    lines = ["| model | " + head.heading + " | 95% CI | n | " + " | ".join(c.heading for c in rest) + " |",
              "|" + "---|" * (4 + len(rest))]
     for r in board:
         interval = f"{fmt(r['ci_low'], head.digits)}-{fmt(r['ci_high'], head.digits)}"
-        cells = [fmt(r.get(c.key), c.digits, c.missing) for c in rest]
+        cells = [fmt(c.shown(r.get(c.key)), c.digits, c.missing) for c in rest]
         lines.append(f"| {r['model']} | {fmt(r[head.key], head.digits)} | {interval} | {r['n']} | "
                      + " | ".join(cells) + " |")
     return lines
+
+
+def failures_markdown(failures: Mapping[str, Mapping[str, int]]) -> str:
+    lines = [f"- {m}: " + ", ".join(f"{k} {v}" for k, v in f.items()) for m, f in failures.items() if f]
+    return "\n".join(lines or ["- none"])
+
+
+def metrics_markdown(scoring: Scoring) -> str:
+    return "\n".join(f"- {m.name} ({m.unit + ', ' if m.unit else ''}"
+                     f"{'higher' if m.higher_is_better else 'lower'} is better): {m.description}"
+                     for m in scoring.metrics)
 
 
 def markdown_report(title: str, intro: str, board: Sequence[Mapping[str, Any]], columns: Sequence[Column],
@@ -68,14 +68,7 @@ def markdown_report(title: str, intro: str, board: Sequence[Mapping[str, Any]], 
     lines = [f"# {title}", "", intro, "", "## Leaderboard", "", *leaderboard_markdown(board, columns), ""]
     for section in sections:
         lines += [f"## {section.title}", "", section.markdown, ""]
-    lines += ["## Failures", ""]
-    if any(failures.values()):
-        lines += [f"- {m}: " + ", ".join(f"{k} {v}" for k, v in f.items()) for m, f in failures.items() if f]
-    else:
-        lines.append("- none")
-    lines += ["", "## Metrics", ""]
-    lines += [f"- {m.name} ({'higher' if m.higher_is_better else 'lower'} is better): {m.description}"
-              for m in scoring.metrics]
+    lines += ["## Failures", "", failures_markdown(failures), "", "## Metrics", "", metrics_markdown(scoring)]
     return "\n".join(lines) + "\n"
 
 
@@ -94,14 +87,17 @@ def _number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
-def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring,
-                     scores: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """One grouped bar chart of the headline metric per breakdown key, a bar per model."""
+def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring, scores: Sequence[Mapping[str, Any]],
+                     colours: Mapping[str, str]) -> dict[str, Chart]:
+    """One grouped bar chart of the headline metric per breakdown key, a bar per model in its colour; a value a
+    model has no items for is not drawn (no bar of 0) but named in the caption."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    head = scoring.headline
+    axis = f"{head.name} ({head.unit})" if head.unit else head.name
     out = {}
     for key in scoring.groups:
         if not key.breakdown:
@@ -109,24 +105,19 @@ def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring,
         values = breakdown_values(scores, key)
         fig, ax = plt.subplots(figsize=(7, 3.2))
         width = 0.8 / max(len(board), 1)
+        missing: list[str] = []
         for k, r in enumerate(board):
             xs = [i + k * width for i in range(len(values))]
             heights = [r.get(v) for v in values]
             drawn = [(x, h) for x, h in zip(xs, heights, strict=True) if _number(h)]
-            ax.bar([x for x, _ in drawn], [h for _, h in drawn], width, label=r["model"])
-            for x, h in zip(xs, heights, strict=True):
-                if not _number(h):  # no items here: say so rather than draw a bar of 0
-                    ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=6, rotation=90, color="grey")
+            ax.bar([x for x, _ in drawn], [h for _, h in drawn], width, label=r["model"],
+                   color=colours.get(str(r["model"])))
+            missing += [f"{r['model']} on {v}" for v, h in zip(values, heights, strict=True) if not _number(h)]
         ax.set_xticks([i + width * (len(board) - 1) / 2 for i in range(len(values))], values)
-        ax.set_ylabel(scoring.headline.name)
-        ax.set_title(f"{scoring.headline.name} per {key.label}")
+        ax.set_ylabel(axis)
+        ax.set_title(f"{head.name} per {key.label}")
         if board:
             ax.legend(fontsize=7)
-        out[key.column] = png(fig)
+        caption = f"Not drawn, no items: {', '.join(missing)}." if missing else ""
+        out[key.column] = Chart(png(fig), f"{head.name} per {key.label}", caption)
     return out
-
-
-def html_report(title: str, markdown: str, images: Mapping[str, str]) -> str:
-    """One self-contained page: the Markdown rendered, the charts inline."""
-    body = MarkdownIt("commonmark").enable("table").render(markdown)
-    return _PAGE.render(title=title, body=body, images=dict(images))

@@ -10,7 +10,15 @@ from typing import Any
 
 from rpbench.storage.tables import atomic_write_bytes, write_table
 from rpbench.tasks.core.records import Failure
-from rpbench.tasks.reports.render import breakdown_charts, html_report, leaderboard_columns, markdown_report
+from rpbench.tasks.reports.colours import model_colours
+from rpbench.tasks.reports.page import Block, html_page, leaderboard_html, markdown_html, section_block
+from rpbench.tasks.reports.render import (
+    breakdown_charts,
+    failures_markdown,
+    leaderboard_columns,
+    markdown_report,
+    metrics_markdown,
+)
 from rpbench.tasks.reports.scores import leaderboard, model_scores
 from rpbench.tasks.reports.spec import Analysis, AnalysisInput, ReportSpec
 from rpbench.tasks.reports.tables import leaderboard_table, model_scores_table
@@ -43,14 +51,18 @@ def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures:
     # were scored despite a failed side step.
     failed_items = Counter(model for model, _ in {(f.model, f.item_id) for f in failures if not f.scored})
     board = leaderboard(scores, spec.scoring, failed_items, sorted({str(r[spec.scoring.model_column]) for r in rows}))
-    analysis = (spec.analyze(AnalysisInput(board, list(records), scores, resamples, seed, dict(context or {})))
-                if spec.analyze is not None else Analysis())
+    colours = model_colours(str(r["model"]) for r in board)
+    analysis = (spec.analyze(AnalysisInput(board, list(records), scores, resamples, seed, dict(context or {}),
+                                           colours)) if spec.analyze is not None else Analysis())
     columns = leaderboard_columns(spec.scoring, scores, spec.extra_columns)
-    markdown = markdown_report(spec.title, intro, board, columns, spec.scoring, analysis.sections,
-                               failure_counts(failures))
-    images = breakdown_charts(board, spec.scoring, scores)
-    images |= {k: v for s in analysis.sections for k, v in s.images.items()}
-    return Report(scores, board, markdown, html_report(spec.title, markdown, images), analysis, {})
+    failed = failure_counts(failures)
+    markdown = markdown_report(spec.title, intro, board, columns, spec.scoring, analysis.sections, failed)
+    charts = breakdown_charts(board, spec.scoring, scores, colours)
+    blocks = [Block("Leaderboard", leaderboard_html(board, columns, colours), list(charts.values())),
+              *(section_block(s) for s in analysis.sections),
+              Block("Failures", markdown_html(failures_markdown(failed))),
+              Block("Metrics", markdown_html(metrics_markdown(spec.scoring)))]
+    return Report(scores, board, markdown, html_page(spec.title, intro, blocks), analysis, {})
 
 
 def write_report(report: Report, out: str | Path, spec: ReportSpec) -> Report:

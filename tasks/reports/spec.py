@@ -31,6 +31,7 @@ class MetricSpec:
     statistic: Statistic = mean_statistic  # the same aggregate, vectorised for the bootstrap
     interval: bool = True  # report a bootstrap interval
     digits: int = 1
+    unit: str = ""  # what the numbers are in (%, "0-100", "1-5"), shown in the column's heading
     # Over rows of several values of this column (the dimensions of a benchmark, say), the point is the
     # unweighted mean of each value's mean, and the interval resamples within each value: every value counts
     # once, however many items it has. ``point`` and ``statistic`` then apply to a single value's items.
@@ -77,6 +78,25 @@ class Column:
     label: str
     digits: int = 1
     missing: str = "-"  # shown when a model has no value here
+    unit: str = ""  # what the shown numbers are in, named in the heading: one unit per column
+    scale: float = 1.0  # shown = stored x scale (a share stored as 0-1 is shown in %)
+
+    @property
+    def heading(self) -> str:
+        return f"{self.label} ({self.unit})" if self.unit else self.label
+
+    def shown(self, value: Any) -> Any:
+        """The value as this column shows it (scaled; what is not a number as it is)."""
+        return value * self.scale if isinstance(value, int | float) and self.scale != 1.0 else value
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A figure (base64 PNG), its alt text, and in words what it cannot draw (values not defined, say)."""
+
+    png: str
+    alt: str
+    caption: str = ""
 
 
 @dataclass(frozen=True)
@@ -108,6 +128,7 @@ class AnalysisInput:
     resamples: int
     seed: int
     context: dict[str, Any] = field(default_factory=dict)
+    colours: dict[str, str] = field(default_factory=dict)  # model -> its colour in every chart of the report
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ def _by(rows: Sequence[DialogueScore], column: str, values: Sequence[str]) -> li
     return lines
 
 
-def _curve_chart(curve: dict[str, list[float | None]]) -> str:
+def _curve_chart(curve: dict[str, list[float | None]], colours: dict[str, str]) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -107,7 +107,7 @@ def _curve_chart(curve: dict[str, list[float | None]]) -> str:
     fig, ax = plt.subplots(figsize=(6, 3.2))
     for model, ys in curve.items():
         pts = [(t + 1, y) for t, y in enumerate(ys) if y is not None]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=model)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=model, color=colours.get(model))
     ax.set_xlabel("rounds (tau)")
     ax.set_ylabel("Score_tau")
     ax.set_title("DMT-Score by number of rounds")
@@ -138,7 +138,7 @@ def _analyze(data: AnalysisInput) -> Analysis:
     types = [t for t in ROLE_TYPES if any(r.role_type == t for r in rows)]
     sections = [
         Section("Metrics (Table 4)", "\n".join(lines)),
-        Section("By number of rounds", "\n".join(curve_lines), {"round_curve": _curve_chart(curve)}),
+        Section("By number of rounds", "\n".join(curve_lines), {"round_curve": _curve_chart(curve, data.colours)}),
         Section("By system-prompt format", "Mean of the metric scores over the dialogues of each format.\n\n"
                 + "\n".join(_by(rows, "prompt_format", formats))),
         Section("By role type", "Mean of the metric scores over the dialogues of each role type.\n\n"
@@ -158,13 +158,13 @@ REPORT = ReportSpec(
     scoring=Scoring(
         metrics=(MetricSpec("score", "DMT-Score x100 over every judged (dialogue, metric) pair: each pair's prefix "
                                      "scores averaged over tau = 1..T; 95% intervals resample whole dialogues",
-                            column="score"),),
+                            column="score", unit="0-100"),),
         groups=(GroupKey("metric_code", "metric", tuple(METRICS)),
                 GroupKey("prompt_format", "prompt format", FORMATS, breakdown=False),
                 GroupKey("role_type", "role type", ROLE_TYPES, breakdown=False)),
         cluster_column="dialogue_id",
     ),
-    extra_columns=(Column("metric_mean", "mean of metrics"),),
+    extra_columns=(Column("metric_mean", "mean of metrics", unit="0-100"),),
     analyze=_analyze,
     unit="dialogues per model (one per seed and prompt format)",
 )

@@ -118,6 +118,7 @@ def per_judge(turns: Sequence[Turn], judgments: Sequence[TurnJudgment], judges: 
 
 
 def _analyze(data: AnalysisInput) -> Analysis:
+    scale = data.context.get("scale", "1-5")  # the judges' scale: 1-5, or 1-10 for v1's tester
     rows = [r if isinstance(r, ConversationScore) else ConversationScore.model_validate(r) for r in data.records]
     lengths = model_lengths(rows)
     for row in data.board:
@@ -135,11 +136,11 @@ def _analyze(data: AnalysisInput) -> Analysis:
                  ""]
         for lang, board in boards.items():
             lines += [f"**{language_name(lang)} ({lang})**", "",
-                      "| rank | model | length-normalised score | 95% interval | final | refusal ratio | length | "
-                      "conversations |", "|---|---|---|---|---|---|---|---|"]
+                      f"| rank group | model | length-normalised score ({scale}) | 95% interval | final ({scale}) | "
+                      "refusals (%) | reply length (chars) | conversations |", "|---|---|---|---|---|---|---|---|"]
             lines += [f"| {b.get('rank', '-')} | {b['model']} | {fmt(b['ln_score'], 2)} | "
                       f"[{fmt(b['ci_low'], 2)}, {fmt(b['ci_high'], 2)}] | {fmt(b['final'], 2)} | "
-                      f"{fmt(b['refusal_ratio'], 2)} | {fmt(b['length'], 0)} | {b['n']} |" for b in board]
+                      f"{fmt(100 * b['refusal_ratio'], 1)} | {fmt(b['length'], 0)} | {b['n']} |" for b in board]
             lines.append("")
         sections.append(Section("Leaderboard per language", "\n".join(lines)))
     if factors:
@@ -160,7 +161,6 @@ def _analyze(data: AnalysisInput) -> Analysis:
         lines += [f"| {j['judge']} | {j['model']} | {j['conversations']} | {fmt(j['final'], 2)} | {j['refusals']} |"
                   for j in judges]
         sections.append(Section("Judges", "\n".join(lines)))
-    scale = data.context.get("scale", "1-5")
     summary = {"length_factors": factors, "scale": scale, "by_language": boards}
     return Analysis(sections, summary)
 
@@ -182,7 +182,7 @@ REPORT = ReportSpec(
         ),
         groups=(GroupKey("language", "language"),),
     ),
-    extra_columns=(Column("refusal_ratio", "refusal ratio", 2), Column("length", "length", 0),
-                   Column("rank", "rank", 0)),
+    extra_columns=(Column("refusal_ratio", "refusals", 1, unit="%", scale=100),
+                   Column("length", "reply length", 0, unit="chars"), Column("rank", "rank group", 0)),
     analyze=_analyze,
 )

@@ -236,9 +236,9 @@ REPORT = ReportSpec(
                                    "situations and emotions, short- and long-term memory, and keeping a positive, "
                                    "neutral or negative social preference in a group), each the mean over its items "
                                    "x100; intervals resample items within each column",
-                            column="score", digits=2, macro_over="column"),),
+                            column="score", digits=2, macro_over="column", unit="% correct"),),
         groups=(GroupKey("column", "column", order=NAMES), GroupKey("language", "language", breakdown=False)),
     ),
-    extra_columns=(Column("unreadable", "unreadable", 0),),
+    extra_columns=(Column("unreadable", "unreadable", 0, unit="items"),),
     analyze=_analyze,
 )

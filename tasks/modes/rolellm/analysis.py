@@ -103,10 +103,10 @@ REPORT = ReportSpec(
         metrics=(MetricSpec("avg", "Rouge-L F x100, the mean of CUS (speaking style: the role-play references), RAW "
                                    "(accuracy: the original answers, when given) and SPE (role knowledge: the "
                                    "role-specific references), each the mean over its questions",
-                            column="rouge_l", macro_over="reference"),),
+                            column="rouge_l", macro_over="reference", unit="Rouge-L x100"),),
         groups=(GroupKey("reference", "reference set", order=REFERENCES), GroupKey("split", "split",
                                                                                   breakdown=False)),
     ),
-    extra_columns=(Column("win_rate", "win rate", 1),),
+    extra_columns=(Column("win_rate", "win rate", 1, unit="%"),),
     analyze=_analyze,
 )

@@ -51,10 +51,12 @@ SCORING = Scoring(
                         "performance = sum / (3 N) x 100 over every item, an unanswered item (failed or empty "
                         "answer) counting 0; 95% intervals by a bootstrap that resamples whole dialogues, since "
                         "items of one dialogue are correlated.",
+            unit="0-100",
         ),
         MetricSpec(
             "answered", column="score_answered", point=performance, statistic=performance_statistic,
             description="the same performance over the answered items only (beside `unanswered`, their count).",
+            unit="0-100",
         ),
     ),
     groups=(GroupKey("dimension", "dimension", DIMENSIONS),
@@ -64,14 +66,15 @@ SCORING = Scoring(
 )
 
 EXTRA_COLUMNS = (
-    Column("unanswered", "unanswered", 0),
-    Column("gap", "gap"),
-    Column("sc_rate", "SC %"),
-    Column("ec_rate", "EC %"),
-    Column("reliability", "reliability", missing=UNDEFINED),
-    Column("style_controlled", "style-ctrl win %"),
-    Column("order_disagreement", "order disagreement", 2),
-    Column("slot_a_share", "slot-A wins", 2),
+    Column("unanswered", "unanswered", 0, unit="items"),
+    Column("gap", "gap", unit="points"),
+    Column("sc_rate", "SC hallucinated", unit="%"),
+    Column("ec_rate", "EC hallucinated", unit="%"),
+    Column("reliability", "reliability", missing=UNDEFINED, unit="100 / %"),
+    Column("style_controlled", "style-ctrl win", unit="%"),
+    # Shares of the judged items, kept as 0-1 in the tables and shown in % beside the other shares.
+    Column("order_disagreement", "order disagreement", 1, unit="%", scale=100),
+    Column("slot_a_share", "slot-A wins", 1, unit="%", scale=100),
 )
 
 
@@ -218,7 +221,7 @@ def analyze(inp: AnalysisInput) -> Analysis:
                 + (f" (left out, no checked items: {', '.join(unreliable)})" if unreliable else "") + "\n\n"
                 + "\n".join(f"- {k}: {', '.join(v) or '-'}" for k, v in fronts.items())
                 + f"\n\nSeparability index: {fmt(si, 3)}",
-                {"pareto": pareto_grid(slices, fronts)} if slices else {}),
+                {"pareto": pareto_grid(slices, fronts, inp.colours)} if slices else {}),
         Section("Position consistency",
                 "Each item is judged twice, the reply under test first and then second. `orders disagree` is the "
                 "share of items where the two orders name different winners (a tie counts as its own side); "

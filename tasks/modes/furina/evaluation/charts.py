@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 Points = dict[str, tuple[float, float | None]]
 
 
-def pareto_grid(slices: dict[tuple[str, str], Points], fronts: dict[str, list[str]]) -> str:
+def pareto_grid(slices: dict[tuple[str, str], Points], fronts: dict[str, list[str]],
+                colours: dict[str, str] | None = None) -> str:
     """One panel per (language, character type): a point per model, stars on that panel's frontier."""
     import matplotlib
 
@@ -33,7 +34,7 @@ def pareto_grid(slices: dict[tuple[str, str], Points], fronts: dict[str, list[st
     for ax in axes.flat[len(keys):]:
         ax.set_visible(False)
     for ax, key in zip(axes.flat, keys, strict=False):
-        _panel(ax, slices[key], fronts.get(f"{key[0]}/{key[1]}", []), f"{key[0]}, {key[1]}")
+        _panel(ax, slices[key], fronts.get(f"{key[0]}/{key[1]}", []), f"{key[0]}, {key[1]}", colours or {})
     return png(fig)
 
 
@@ -63,11 +64,11 @@ def panel_layout(points: Points) -> PanelLayout:
     return PanelLayout(placed, sorted(m for m, (_, r) in points.items() if r is None), top if has_inf else None)
 
 
-def _panel(ax: Axes, points: Points, front: list[str], title: str) -> None:
+def _panel(ax: Axes, points: Points, front: list[str], title: str, colours: dict[str, str]) -> None:
     layout = panel_layout(points)
     for p in layout.placed:
         star = p.model in front
-        ax.scatter(p.x, p.y, marker="*" if star else "o", s=90 if star else 40)
+        ax.scatter(p.x, p.y, marker="*" if star else "o", s=90 if star else 40, color=colours.get(p.model))
         ax.annotate(p.model, (p.x, p.y), xytext=(4, p.label_offset), textcoords="offset points", fontsize=7)
     if layout.infinity_line is not None:
         ax.axhline(layout.infinity_line, linestyle=":", linewidth=0.8, color="grey")
