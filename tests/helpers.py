@@ -172,3 +172,14 @@ def headless_chromium(window: str = "1400,1000"):
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={window}"):
         options.add_argument(arg)
     return webdriver.Chrome(service=Service(driver), options=options)
+
+
+def peak_in_flight(log: list[dict]) -> int:
+    """The most requests the loopback server had in hand at once (from its request log)."""
+    events = sorted([(e["started"], 1) for e in log] + [(e["answered"], -1) for e in log if "answered" in e],
+                    key=lambda ev: (ev[0], ev[1]))
+    now = peak = 0
+    for _, step in events:
+        now += step
+        peak = max(peak, now)
+    return peak

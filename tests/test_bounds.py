@@ -67,3 +67,24 @@ def test_the_rate_spreads_requests_after_a_burst():
 def test_a_bound_that_lets_nothing_through_is_refused():
     with pytest.raises(ValueError, match="never let one through"):
         Slots(0)
+
+
+def test_a_role_with_256_in_flight_gets_256_in_flight(make_gateway, loopback):
+    """No hidden cap between the models file and the endpoint: not a default of run_all, not a connection
+    pool. 512 distinct requests at 1 s each with max_concurrency 256: the server holds 256 at once, never
+    more."""
+    from rpbench.tasks.llm import Request
+    from tests.helpers import peak_in_flight
+
+    loopback.latency = 1.0
+    gateway = make_gateway(cache=False, max_concurrency=256)
+
+    async def go() -> list:
+        try:
+            return await gateway.run_all([Request("any", [{"role": "user", "content": f"q{i}"}]) for i in range(512)])
+        finally:
+            await gateway.aclose()
+
+    results = asyncio.run(go())
+    assert all(r.ok for r in results) and len(loopback.log) == 512
+    assert peak_in_flight(loopback.log) == 256

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLI, TEST_KEY_ENV, any_mode_responder, headless_chromium
+from tests.helpers import CLI, TEST_KEY_ENV, any_mode_responder, headless_chromium, peak_in_flight
 
 # The module's tests share module-scoped fixtures (a server, a trained adapter, a work folder): one worker
 # runs them all, so the fixtures are made once.
@@ -226,17 +226,6 @@ def test_a_trigger_says_when_nothing_picks_the_deployment_up(served):
     assert "warning: nothing is picking up rpbench-rolellm-eval/nobody-serves" in proc.stderr, proc.stderr
 
 
-def _peak(log: list[dict]) -> int:
-    """The most requests the loopback server had in hand at once."""
-    events = sorted([(e["started"], 1) for e in log] + [(e["answered"], -1) for e in log if "answered" in e],
-                    key=lambda ev: (ev[0], ev[1]))
-    now = peak = 0
-    for _, step in events:
-        now += step
-        peak = max(peak, now)
-    return peak
-
-
 def _roleinteract_args(models: Path, out: Path, *runner: str) -> list[str]:
     """RoleInteract's example with two models under test: one shard per model."""
     return [*CLI, *runner, "roleinteract", "run", "--data", str(EXAMPLE), "--model", "roleinteract-player",
@@ -254,7 +243,7 @@ def _two_runs_at_once(folder: Path, env: dict[str, str], models: Path, tag: str,
         assert p.returncode == 0, out[-3000:]
     # Both runs asked every item (21 items; the two models are one model string, so a run asks each once).
     assert len(server.log) >= 2 * 21
-    return _peak(server.log)
+    return peak_in_flight(server.log)
 
 
 def _two_at_most(folder: Path, server, model: str, latency: float) -> Path:
@@ -298,7 +287,7 @@ def test_stage_shards_on_dask_workers_give_the_same_tables_and_keep_the_shared_l
     said = _roleinteract(env, models, folder / "on-dask", "--runner", "dask", "--dask-workers", "2")
     assert "Creating a new Dask cluster" in said
     assert json.loads((folder / "on-dask" / "manifest.json").read_text())["this_run"]["runner"] == "dask"
-    assert _peak(_server.log) == 2
+    assert peak_in_flight(_server.log) == 2
     for name in ("answers.parquet", "item_scores.parquet", "leaderboard.parquet"):
         assert (pq.read_table(folder / "on-dask" / name).to_pylist()
                 == pq.read_table(folder / "on-threads" / name).to_pylist()), name

@@ -375,26 +375,48 @@ class Gateway:
         """``complete`` for a prepared ``Request``."""
         return await self._complete(req.role, req.messages, req.schema, req.sample_index, req.tag, req.parse)
 
+    def _workers_for(self, requests: Sequence[Request[Any]]) -> int:
+        """Enough callers to fill every endpoint the requests go to: the sum of their ``max_concurrency``.
+
+        The endpoint's bounds are what limits requests in flight; a smaller fixed number here would be a
+        hidden cap below them (it was 64, whatever the models file said).
+        """
+        bounds: dict[str, int] = {}
+        for role in {r.role for r in requests}:
+            try:
+                spec = self.config.for_role(role)
+            except Exception:  # an unknown role fails in its own call, with its own message
+                continue
+            bounds[spec.endpoint()] = max(bounds.get(spec.endpoint(), 0), spec.max_concurrency)
+        return max(1, sum(bounds.values()))
+
     async def run_all(
         self,
         requests: Sequence[Request[T]],
         *,
-        limit: int = 64,
+        limit: int | None = None,
         on_done: Callable[[int, int], Any] | None = None,
     ) -> list[CallResult[T]]:
-        """Run many calls concurrently (at most ``limit`` at once), results in request order."""
-        gate = asyncio.Semaphore(limit)
+        """Run many calls concurrently, results in request order.
+
+        At most ``limit`` callers at once (default: enough to fill every endpoint's ``max_concurrency``); each
+        takes the next request when its last one ends, so a stage of 100,000 calls holds that many callers in
+        memory, not 100,000 waiting coroutines.
+        """
+        results: list[CallResult[T] | None] = [None] * len(requests)
+        todo = iter(enumerate(requests))
         done = 0
 
-        async def one(req: Request[T]) -> CallResult[T]:
+        async def caller() -> None:
             nonlocal done
-            async with gate:
-                res = await self.run(req)
-            done += 1
-            if on_done is not None:
-                maybe = on_done(done, len(requests))
-                if asyncio.iscoroutine(maybe):
-                    await maybe
-            return res
+            for i, req in todo:  # one iterator shared by every caller: each request is taken once
+                results[i] = await self.run(req)
+                done += 1
+                if on_done is not None:
+                    maybe = on_done(done, len(requests))
+                    if asyncio.iscoroutine(maybe):
+                        await maybe
 
-        return list(await asyncio.gather(*(one(r) for r in requests)))
+        workers = min(len(requests), limit if limit is not None else self._workers_for(requests))
+        await asyncio.gather(*(caller() for _ in range(workers)))
+        return [r for r in results if r is not None]
