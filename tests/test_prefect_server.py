@@ -268,6 +268,50 @@ def test_two_runs_sharing_a_key_hold_its_limit_together(served, _server):
     assert together == 2, together
 
 
+_LEASING = """
+import asyncio, json, sys
+from rpbench.flows.kit.leases import all_stats
+from rpbench.flows.kit.shared_limits import install_shared_limits
+from rpbench.tasks.llm import Request, load_models_config
+from rpbench.tasks.llm.gateway import Gateway
+
+install_shared_limits()
+gateway = Gateway(load_models_config(sys.argv[1]), cache=None)
+
+async def go():
+    try:
+        return await gateway.run_all([Request("any", [{"role": "user", "content": f"{sys.argv[2]} {i}"}])
+                                      for i in range(96)])
+    finally:
+        await gateway.aclose()
+
+results = asyncio.run(go())
+stats = next(iter(all_stats().values()))
+print(json.dumps({"ok": sum(r.ok for r in results), "leases": stats.leases, "taken": stats.taken}))
+"""
+
+
+def test_two_processes_leasing_a_shared_limit_stay_within_it_together(served, _server):
+    """Blocks of slots leased from the server (16 in flight: blocks of 2), two processes at once: together
+    they never have more than 16 requests in flight, and a request costs no server call of its own."""
+    env, folder, _ = served
+    models = folder / "leasing.toml"
+    models.write_text(f'[default]\nmodel = "openai/loopback-leasing"\napi_base = "{_server.base_url}"\n'
+                      f'api_key_env = "{TEST_KEY_ENV}"\ntimeout = 10\nmax_concurrency = 16\n')
+    _server.latency = 0.25
+    _server.log.clear()
+    runs = [subprocess.Popen([sys.executable, "-c", _LEASING, str(models), f"p{k}"], cwd=ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in (1, 2)]
+    said = []
+    for p in runs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-3000:]
+        said.append(json.loads(out.strip().splitlines()[-1]))
+    assert [s["ok"] for s in said] == [96, 96] and [s["taken"] for s in said] == [96, 96]
+    assert peak_in_flight(_server.log) == 16
+    assert all(s["leases"] <= 96 // 4 for s in said), said  # far fewer server calls than requests
+
+
 def _roleinteract(env: dict[str, str], models: Path, out: Path, *runner: str) -> str:
     proc = subprocess.run(_roleinteract_args(models, out, *runner), cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)

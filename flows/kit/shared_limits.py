@@ -4,6 +4,8 @@ A gateway bounds its own process (requests in flight, requests a minute). Two fl
 or two workers, would each apply the key's limit alone; with a Prefect server configured, every request
 also holds a slot of a global concurrency limit named after its endpoint (model and server), which the
 server enforces across processes, and, with ``rpm``, a rate limit whose slots decay at rpm/60 a second.
+A process leases those slots from the server in blocks and hands them out itself (``leases``), so a
+request costs no call to the server; the server still counts every slot each process holds.
 The limits are created on first use with the model's ``max_concurrency`` and ``rpm``; change them in the
 Prefect UI (Concurrency) or with ``prefect gcl update`` and every run follows.
 
@@ -60,15 +62,21 @@ async def prefect_limit(endpoint: str, max_concurrency: int, rpm: int | None) ->
     if endpoint.startswith("local/") or not server_configured():
         yield
         return
-    from prefect.concurrency.asyncio import concurrency, rate_limit
+    from prefect.settings import get_current_settings
+
+    from rpbench.flows.kit.leases import leaser_for
 
     name = limit_name(endpoint)
     await _ensure(name, max_concurrency)
     if rpm:
         await _ensure(f"{name}-rpm", rpm, decay=rpm / 60.0)
-        await rate_limit(f"{name}-rpm", occupy=1, strict=True)
-    async with concurrency(name, occupy=1, strict=True):
+    leaser = leaser_for(str(get_current_settings().api.url), name, max_concurrency,
+                        f"{name}-rpm" if rpm else None, rpm)
+    await leaser.take()
+    try:
         yield
+    finally:
+        leaser.give()
 
 
 def server_configured() -> bool:

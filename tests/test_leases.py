@@ -1,0 +1,118 @@
+"""Leased shared limits, against a fake server that counts slots as Prefect's does: two holders of one limit
+never have more than the limit in use together, a request costs no server call once a block is leased,
+idle blocks go back, and a request that gives up while waiting leaks nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+
+import pytest
+
+from rpbench.flows.kit import leases
+from rpbench.flows.kit.leases import Leaser, block_size
+
+
+class FakeServer:
+    """A global concurrency limit: leases of k slots, granted only while the total stays within the limit."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.used, self.calls = limit, 0, 0
+        self.leases: dict[uuid.UUID, int] = {}
+        self.lock = threading.Lock()
+
+    async def lease(self, name: str, slots: int) -> uuid.UUID:
+        while True:
+            with self.lock:
+                self.calls += 1
+                if self.used + slots <= self.limit:
+                    self.used += slots
+                    lease_id = uuid.uuid4()
+                    self.leases[lease_id] = slots
+                    return lease_id
+            await asyncio.sleep(0.01)  # Prefect answers 423 Locked; the client retries
+
+    async def release(self, lease_id: uuid.UUID) -> None:
+        with self.lock:
+            self.calls += 1
+            self.used -= self.leases.pop(lease_id)
+
+    async def renew(self, lease_id: uuid.UUID, duration: float) -> None:
+        self.calls += 1
+
+
+def _leaser(server: FakeServer, limit: int) -> Leaser:
+    return Leaser("limit", limit, lease=server.lease, release=server.release, renew=server.renew)
+
+
+def _run_requests(leaser: Leaser, n: int, seconds: float, state: dict) -> None:
+    async def one() -> None:
+        await leaser.take()
+        try:
+            with state["lock"]:
+                state["now"] += 1
+                state["peak"] = max(state["peak"], state["now"])
+            await asyncio.sleep(seconds)
+            with state["lock"]:
+                state["now"] -= 1
+        finally:
+            leaser.give()
+
+    async def all_of_them() -> None:
+        await asyncio.gather(*(one() for _ in range(n)))
+
+    asyncio.run(all_of_them())
+
+
+def test_two_holders_of_one_limit_stay_within_it_together_and_lease_in_blocks(monkeypatch):
+    monkeypatch.setattr(leases, "IDLE_S", 0.2)
+    server = FakeServer(16)
+    a, b = _leaser(server, 16), _leaser(server, 16)  # two processes, each told the limit is 16
+    state = {"now": 0, "peak": 0, "lock": threading.Lock()}
+    threads = [threading.Thread(target=_run_requests, args=(leaser, 200, 0.02, state))
+               for leaser in (a, a, b, b)]  # two event loops per holder, as stage shards are
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert state["peak"] == 16 and state["now"] == 0  # the whole limit in use at once, never more
+    assert a.stats.taken == b.stats.taken == 400
+    leased = a.stats.leases + b.stats.leases
+    assert leased * block_size(16) >= 16 and leased <= 800 / 10  # blocks of 2: far fewer leases than requests
+    asyncio.run(asyncio.sleep(0.6))
+    assert server.used == 0 and not server.leases  # idle blocks went back
+
+
+def test_a_request_that_gives_up_waiting_leaks_no_slot(monkeypatch):
+    monkeypatch.setattr(leases, "IDLE_S", 0.1)
+    server = FakeServer(1)
+    leaser = _leaser(server, 1)
+
+    async def go() -> None:
+        await leaser.take()  # the only slot
+        waiting = asyncio.ensure_future(leaser.take())
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        leaser.give()
+        await asyncio.wait_for(leaser.take(), 2)  # the slot came back, and only one was ever used
+        leaser.give()
+        await asyncio.sleep(0.4)
+
+    asyncio.run(go())
+    assert server.used == 0 and leaser.stats.taken == 2
+
+
+def test_a_refused_lease_fails_the_waiting_requests():
+    async def refuse(name: str, slots: int) -> uuid.UUID:
+        raise RuntimeError("Concurrency limits ['limit'] must be created before acquiring slots")
+
+    leaser = Leaser("limit", 4, lease=refuse)
+
+    async def go() -> None:
+        results = await asyncio.gather(*(leaser.take() for _ in range(3)), return_exceptions=True)
+        assert all(isinstance(r, RuntimeError) for r in results), results
+
+    asyncio.run(go())
