@@ -193,8 +193,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="OpenAI-compatible loopback chat server for tests and benchmarks.")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds to wait before each reply")
+    parser.add_argument("--any-mode", action="store_true",
+                        help="answer as every benchmark mode's prompts expect (tests.helpers.any_mode_responder)")
     args = parser.parse_args()
     server = LoopbackServer(latency=args.latency, port=args.port)
+    if args.any_mode:
+        from tests.helpers import any_mode_responder
+
+        server.responder = any_mode_responder
 
     async def run() -> None:
         await server.serve()

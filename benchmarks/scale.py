@@ -1,0 +1,234 @@
+"""An evaluation of 100,000 calls at 256 in flight through a Prefect server, measured in one run.
+
+`rpbench roleinteract run` on ITEMS generated items (each its own dialogue, so no two calls are alike) for
+MODELS models, each model its own endpoint on the loopback server (LATENCY s a reply, in its own process)
+with max_concurrency = IN_FLIGHT / MODELS: IN_FLIGHT requests may be in flight in all. The run goes
+through a Prefect server (`prefect server start` on PostgreSQL, as the README's recipe for a team) with
+shared limits on, so every endpoint's slots are leased from the server. It is run at CALLS / 10 calls and
+at CALLS calls, so the growth shows (time and memory per call should stay flat), and, at CALLS, once more
+with the stage shards on a local Dask cluster of 2 workers.
+
+Printed for each run: calls/s as a ratio of the bound (IN_FLIGHT / LATENCY), peak RSS of the command's whole
+process tree, the call cache's size and its lookup time, the wall time of each stage (its first call sent
+to its last answered) and of the command; then the growth of RSS from the small run to the big one. The
+headline, last: calls/s as a ratio of the bound at CALLS calls.
+Usage: .venv/bin/python benchmarks/scale.py [--calls 100000] [--in-flight 256] [--models 4] [--latency 1]
+       [--no-dask] [--no-postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rpbench.deployments.cluster import Cluster, start_postgres, start_server  # noqa: E402
+
+KEY_ENV = "RPBENCH_SCALE_KEY"
+CLI = [sys.executable, "-m", "rpbench.flows.cli.main"]
+EXAMPLE = ROOT / "samples" / "roleinteract" / "example.json"
+
+
+def say(key: str, value: object) -> None:
+    print(f"{key}={value}", flush=True)
+
+
+def make_items(path: Path, n: int) -> Path:
+    """``n`` RoleInteract items in the released layout, made from the shipped example, each with a numbered
+    line of its own (so every request is distinct and nothing is answered from the cache)."""
+    sample = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    single = [s for s in sample if len(s["label"]) == 1 and isinstance(s.get("dialogue"), list)]
+    items = []
+    for k in range(n):
+        item = json.loads(json.dumps(single[k % len(single)]))
+        item["dialogue"][-1]["value"] = f"{item['dialogue'][-1]['value']} (#{k})"
+        items.append(item)
+    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def loopback(latency: float) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "tests.loopback", "--latency", str(latency), "--any-mode"],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    port = int(proc.stdout.readline().strip().split("=", 1)[1])
+    return proc, f"http://127.0.0.1:{port}/v1"
+
+
+def models_file(folder: Path, base_url: str, per_model: int) -> Path:
+    path = folder / "models.toml"
+    path.write_text(f'[default]\nmodel = "openai/scale"\napi_base = "{base_url}"\napi_key_env = "{KEY_ENV}"\n'
+                    f'timeout = 60\nmax_concurrency = {per_model}\n', encoding="utf-8")
+    return path
+
+
+class PeakRss:
+    """The largest resident memory of a process and its children together, sampled every 0.2 s."""
+
+    def __init__(self, pid: int) -> None:
+        import psutil
+
+        self.root, self.peak, self._stop = psutil.Process(pid), 0, threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        import psutil
+
+        while not self._stop.is_set():
+            try:
+                tree = [self.root, *self.root.children(recursive=True)]
+                self.peak = max(self.peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+            except psutil.Error:
+                pass
+            self._stop.wait(0.2)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(5)
+        return self.peak
+
+
+def stage_walls(api_url: str) -> dict[str, float]:
+    """Each stage task's wall time in the newest flow run on the server (a shard is a stage of its own)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.client.schemas.sorting import FlowRunSort
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    async def read() -> dict[str, float]:
+        async with get_client() as client:
+            (newest,) = await client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
+            tasks = await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[newest.id])))
+            return {t.name: (t.end_time - t.start_time).total_seconds() for t in tasks
+                    if t.start_time is not None and t.end_time is not None}
+
+    with temporary_settings({PREFECT_API_URL: api_url}):
+        return run_coro_as_sync(read()) or {}
+
+
+def calls_per_second(out: Path) -> tuple[int, float]:
+    import pyarrow.parquet as pq
+
+    calls = pq.read_table(out / "calls.parquet", columns=["started_at", "latency_s", "cached"]).to_pylist()
+    sent = [c for c in calls if not c["cached"]]
+    starts = [c["started_at"].timestamp() for c in sent]
+    ends = [c["started_at"].timestamp() + (c["latency_s"] or 0.0) for c in sent]
+    return len(sent), len(sent) / max(max(ends) - min(starts), 1e-9)
+
+
+def cache_lookup_ms(cache: Path, samples: int = 2000) -> float:
+    """Mean time to find one call in the cache by its key, over keys drawn from it."""
+    from rpbench.tasks.llm.cache import CallCache
+
+    with sqlite3.connect(cache) as db:
+        table = db.execute("select name from sqlite_master where type = 'table'").fetchone()[0]
+        keys = [k for (k,) in db.execute(f"select key from {table}")]
+    picked = random.Random(0).sample(keys, min(samples, len(keys)))
+    store = CallCache(cache)
+    started = time.perf_counter()
+    for key in picked:
+        assert store.get(key) is not None
+    return 1000 * (time.perf_counter() - started) / max(len(picked), 1)
+
+
+def run(label: str, work: Path, data: Path, models: Path, n_models: int, env: dict[str, str],
+        bound_per_s: float, *runner: str) -> dict[str, float]:
+    out, cache = work / label, work / f"{label}.sqlite"
+    args = [*CLI, *runner, "roleinteract", "run", "--data", str(data), "--models-file", str(models),
+            "--out", str(out), "--cache", str(cache), "--resamples", "20"]
+    for k in range(n_models):
+        args += ["--model", f"openai/scale-{k}"]
+    started = time.perf_counter()
+    proc = subprocess.Popen(args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watch = PeakRss(proc.pid)
+    output, _ = proc.communicate()
+    wall = time.perf_counter() - started
+    peak = watch.stop()
+    if proc.returncode:
+        raise SystemExit(f"{label} failed ({proc.returncode}):\n{output[-3000:]}")
+    sent, rate = calls_per_second(out)
+    say(f"{label}_calls", sent)
+    say(f"{label}_wall_s", f"{wall:.1f}")
+    for stage, seconds in sorted(stage_walls(env["PREFECT_API_URL"]).items()):
+        say(f"{label}_stage_{stage}_s", f"{seconds:.1f}")
+    say(f"{label}_peak_rss_mb", f"{peak / 2**20:.0f}")
+    say(f"{label}_call_cache_mb", f"{cache.stat().st_size / 2**20:.1f}")
+    say(f"{label}_call_cache_lookup_ms", f"{cache_lookup_ms(cache):.3f}")
+    say(f"{label}_calls_per_s", f"{rate:.1f}")
+    say(f"{label}_calls_per_s_ratio_of_bound", f"{rate / bound_per_s:.3f}")
+    return {"rate": rate / bound_per_s, "rss": peak, "wall": wall, "sent": sent}
+
+
+def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--calls", type=int, default=100_000)
+    parser.add_argument("--in-flight", type=int, default=256)
+    parser.add_argument("--models", type=int, default=4)
+    parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--no-dask", action="store_true", help="skip the run on a local Dask cluster")
+    parser.add_argument("--no-small", action="store_true", help="skip the run at a tenth of the calls")
+    parser.add_argument("--no-postgres", action="store_true", help="the Prefect server on SQLite")
+    parser.add_argument("--api-url", help="use this running Prefect server instead of starting one")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="rpbench-scale-"))
+    work.chmod(0o755)  # PostgreSQL runs as its own user when this runs as root: it must reach its folder
+    server, base_url = loopback(args.latency)
+    cluster = Cluster(folder=(work / "cluster").resolve())
+    results: dict[str, dict[str, float]] = {}
+    try:
+        cluster.folder.mkdir(parents=True)
+        if args.api_url:
+            cluster.api_url = args.api_url
+        else:
+            start_server(cluster, None if args.no_postgres else start_postgres(cluster))
+        per_model = max(1, args.in_flight // args.models)
+        models = models_file(work, base_url, per_model)
+        env = cluster.env(**{KEY_ENV: "sk-scale", "RPBENCH_PROGRESS_BAR": "0", "RPBENCH_SHARED_LIMITS": "1"})
+        bound = per_model * args.models / args.latency
+        say("prefect_database", "given" if args.api_url else "sqlite" if args.no_postgres else "postgresql")
+        say("models", args.models)
+        say("in_flight_bound", per_model * args.models)
+        say("loopback_latency_s", args.latency)
+        sizes = ([] if args.no_small else [("small", args.calls // 10)]) + [("big", args.calls)]
+        for label, calls in sizes:
+            data = make_items(work / f"items-{label}.json", max(1, calls // args.models))
+            results[label] = run(label, work, data, models, args.models, env, bound)
+        if not args.no_dask:
+            data = work / "items-big.json"
+            results["dask"] = run("dask", work, data, models, args.models, env, bound, "--runner", "dask",
+                                  "--dask-workers", "2")
+        if "small" in results:
+            big, small = results["big"], results["small"]
+            say("rss_growth_big_over_small", f"{big['rss'] / small['rss']:.2f}")
+            say("wall_per_call_growth_big_over_small",
+                f"{(big['wall'] / big['sent']) / (small['wall'] / small['sent']):.2f}")
+        if "dask" in results:
+            say("dask_calls_per_s_ratio_of_bound", f"{results['dask']['rate']:.3f}")
+        say("calls_per_s_ratio_of_bound", f"{results['big']['rate']:.3f}")
+        return results
+    finally:
+        cluster.stop()
+        server.terminate()
+        server.wait(10)
+        if os.environ.get("RPBENCH_KEEP") != "1":
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"kept: {work}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
