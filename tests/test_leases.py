@@ -116,3 +116,19 @@ def test_a_refused_lease_fails_the_waiting_requests():
         assert all(isinstance(r, RuntimeError) for r in results), results
 
     asyncio.run(go())
+
+
+def test_rate_tokens_come_from_the_server_in_blocks():
+    server = FakeServer(8)
+    asked: list[int] = []
+
+    async def tokens(name: str, n: int) -> None:
+        assert name == "limit-rpm"
+        asked.append(n)
+
+    leaser = Leaser("limit", 8, "limit-rpm", 240, lease=server.lease, release=server.release, renew=server.renew,
+                    tokens=tokens)
+    state = {"now": 0, "peak": 0, "lock": threading.Lock()}
+    _run_requests(leaser, 120, 0.001, state)
+    assert sum(asked) >= 120 and max(asked) <= block_size(240) == 30  # every request spent a token of the server's
+    assert len(asked) <= 120 // 10 and state["peak"] <= 8

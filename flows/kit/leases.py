@@ -159,7 +159,9 @@ class Leaser:
             pool.filling = False
 
     async def _fill_slots(self) -> bool:
-        wanted = min(len(self._slots.waiters), self._slots.block, self.limit - self._held)
+        # A whole block, however few wait now: more are on their way (a stage's calls come in a stream), and
+        # slots nobody takes go back once idle.
+        wanted = min(self._slots.block, self.limit - self._held)
         if wanted <= 0:  # every slot of the limit is leased here already
             return False
         lease_id = await self._lease(self.name, wanted)
@@ -173,7 +175,7 @@ class Leaser:
 
     async def _fill_tokens(self) -> bool:
         assert self._tokens is not None and self.rate_name is not None
-        wanted = min(len(self._tokens.waiters), self._tokens.block)
+        wanted = self._tokens.block
         await self._take_tokens(self.rate_name, wanted)
         self.stats.token_batches += 1
         self._tokens.free += wanted
