@@ -132,3 +132,30 @@ def test_rate_tokens_come_from_the_server_in_blocks():
     _run_requests(leaser, 120, 0.001, state)
     assert sum(asked) >= 120 and max(asked) <= block_size(240) == 30  # every request spent a token of the server's
     assert len(asked) <= 120 // 10 and state["peak"] <= 8
+
+
+def test_a_busy_holder_gives_its_oldest_lease_back_so_another_gets_a_turn(monkeypatch):
+    monkeypatch.setattr(leases, "ROTATE_S", 0.2)
+    monkeypatch.setattr(leases, "RENEW_S", 0.05)
+    monkeypatch.setattr(leases, "IDLE_S", 0.1)
+    server = FakeServer(16)
+    busy, late = _leaser(server, 16), _leaser(server, 16)
+    state = {"now": 0, "peak": 0, "lock": threading.Lock()}
+    ended: dict[str, float] = {}
+
+    def stream(name: str, leaser: Leaser, n: int, delay: float) -> None:
+        import time
+
+        time.sleep(delay)
+        _run_requests(leaser, n, 0.02, state)
+        ended[name] = time.monotonic()
+
+    threads = [threading.Thread(target=stream, args=("busy", busy, 1600, 0.0)),  # about 2 s holding all 16
+               threading.Thread(target=stream, args=("late", late, 16, 0.3))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert state["peak"] <= 16
+    assert ended["late"] < ended["busy"] - 0.5  # its turn came while the busy one was still streaming
+    assert busy.stats.released >= 1

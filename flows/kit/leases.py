@@ -3,7 +3,8 @@
 Taking one slot of the server's limit for every request costs two API calls per request (take, give back):
 measured, that held calls to 39/s where 145/s went out without it. A ``Leaser`` instead leases a block of
 slots at once (``increment-with-lease``), hands them to this process's requests one by one, and gives a
-block back once no request has waited for a while. The server still counts every slot a process holds, so
+block back once no request has waited for a while, or, when busy, after ``ROTATE_S`` (so that another process
+waiting on the limit gets its turn). The server still counts every slot a process holds, so
 processes sharing a limit never exceed it together; a process that dies holding a lease loses it when the
 lease runs out (``LEASE_S``), as long as it is renewed while the process lives.
 
@@ -30,6 +31,9 @@ from uuid import UUID
 LEASE_S = 60.0  # a lease not renewed for this long is freed by the server
 RENEW_S = 15.0
 IDLE_S = 1.0  # slots idle this long go back to the server
+# A lease held this long while busy is given back and asked for again, so that another process waiting on the
+# same limit gets its turn rather than waiting for this one's stream of calls to end.
+ROTATE_S = 30.0
 
 
 def block_size(limit: int) -> int:
@@ -92,8 +96,9 @@ class Leaser:
         self.stats = LeaseStats()
         self._slots = _Pool(block_size(limit))
         self._tokens = _Pool(block_size(rpm)) if rpm else None
-        self._leases: list[tuple[UUID, int]] = []
+        self._leases: list[tuple[UUID, int, float]] = []  # (lease, slots, when leased)
         self._held = 0
+        self._retiring: list[Any] | None = None  # [lease, slots still in use]: given back as they come back
         self._idle: asyncio.TimerHandle | None = None
         self._renewing: asyncio.Task[None] | None = None
         self._lease, self._release = lease or _lease, release or _release
@@ -166,7 +171,7 @@ class Leaser:
             return False
         lease_id = await self._lease(self.name, wanted)
         self.stats.leases += 1
-        self._leases.append((lease_id, wanted))
+        self._leases.append((lease_id, wanted, self.loop.time()))
         self._held += wanted
         self._slots.free += wanted
         if self._renewing is None or self._renewing.done():
@@ -182,6 +187,12 @@ class Leaser:
         return True
 
     def _give(self) -> None:
+        if self._retiring is not None:  # this slot belongs to a lease on its way back to the server
+            self._retiring[1] -= 1
+            if self._retiring[1] == 0:
+                self.loop.create_task(self._give_back(self._retiring[0]))
+                self._retiring = None
+            return
         self._slots.free += 1
         self._slots.grant()
         if not self._slots.waiters and self._idle is None:
@@ -191,10 +202,11 @@ class Leaser:
         """Give back the leases no request needs: every slot of them free, and nobody waiting."""
         self._idle = None
         while self._leases and not self._slots.waiters:
-            lease_id, size = min(self._leases, key=lambda lease: lease[1])
+            lease = min(self._leases, key=lambda held: held[1])
+            lease_id, size, _ = lease
             if self._slots.free < size:
                 break
-            self._leases.remove((lease_id, size))
+            self._leases.remove(lease)
             self._held -= size
             self._slots.free -= size
             self.stats.released += 1
@@ -204,13 +216,37 @@ class Leaser:
         with contextlib.suppress(Exception):  # a lease the server lost is free already (it expires)
             await self._release(lease_id)
 
+    def _rotate(self) -> None:
+        """Start giving back the oldest lease when it is older than ``ROTATE_S`` and calls are waiting: its free
+        slots at once, the others as their calls end; waiting calls then lease anew, behind other processes."""
+        if self._retiring is not None or not self._leases or not self._slots.waiters:
+            return
+        lease_id, size, since = self._leases[0]
+        if self.loop.time() - since < ROTATE_S:
+            return
+        self._leases.pop(0)
+        self._held -= size
+        now_free = min(self._slots.free, size)
+        self._slots.free -= now_free
+        self.stats.released += 1
+        if now_free == size:
+            self.loop.create_task(self._give_back(lease_id))
+        else:
+            self._retiring = [lease_id, size - now_free]
+        if not self._slots.filling:
+            self._slots.filling = True
+            self.loop.create_task(self._filling(self._slots, self._fill_slots))
+
     async def _keep_renewing(self) -> None:
-        while self._leases:
-            await asyncio.sleep(RENEW_S)
-            for lease_id, _ in list(self._leases):
+        while self._leases or self._retiring is not None:
+            await asyncio.sleep(min(RENEW_S, ROTATE_S))
+            held = [lease_id for lease_id, _, _ in self._leases]
+            held += [self._retiring[0]] if self._retiring is not None else []
+            for lease_id in held:
                 with contextlib.suppress(Exception):  # a lease given back meanwhile
                     await self._renew(lease_id, LEASE_S)
                     self.stats.renewals += 1
+            self._rotate()
 
 
 # -- Prefect's API ---------------------------------------------------------------------------------
