@@ -9,7 +9,6 @@ token and cost totals, and timings.
 from __future__ import annotations
 
 import json
-import os
 import platform
 import time
 from dataclasses import dataclass, field
@@ -19,15 +18,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from rpbench.storage.recorded_paths import PATHS_KEY, PATHS_RELATIVE
 from rpbench.storage.schemas import TableSpec
 from rpbench.storage.tables import atomic_write_bytes
 from rpbench.tasks.core.secrets import scrub
 
 MANIFEST = "manifest.json"
-# A manifest records the files and folders its run's settings name relative to its own folder, so a run
-# copied or moved together with what it read (the whole ``runs/`` tree, say) still finds them. Older
-# manifests recorded them as given on the command line; this key tells the two apart.
-PATHS_KEY, PATHS_RELATIVE = "paths", "settings' files and folders are relative to this manifest's folder"
 TRACKED_PACKAGES = ("rpbench", "prefect", "litellm", "transformers", "torch", "pyarrow", "polars", "peft", "xgrammar")
 
 
@@ -39,19 +35,6 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return out
-
-
-def recorded_path(path: str | Path, root: str | Path) -> str:
-    """``path`` (absolute, or relative to the working folder) as a manifest in ``root`` records it."""
-    return Path(os.path.relpath(Path(path).absolute(), Path(root).absolute())).as_posix()
-
-
-def recorded_location(manifest_path: Path, manifest: dict[str, Any], value: str) -> Path:
-    """Where a path recorded in a manifest points now, read from the manifest's own folder."""
-    path = Path(value)
-    if path.is_absolute() or manifest.get(PATHS_KEY) != PATHS_RELATIVE:
-        return path
-    return Path(os.path.normpath(manifest_path.parent / path))
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Annotated, Any, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from rpbench.storage.runs import recorded_path
+from rpbench.storage.recorded_paths import recorded_path
 from rpbench.storage.user_files import check_cache_file, check_output_file, check_output_folder
 
 

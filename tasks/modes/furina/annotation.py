@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rpbench import prompts
-from rpbench.storage.runs import recorded_location
+from rpbench.storage.recorded_paths import recorded_location
 from rpbench.storage.tables import read_records
 from rpbench.tasks.annotation.kinds import (
     LAYOUT,
