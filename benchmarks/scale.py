@@ -101,8 +101,11 @@ class PeakRss:
         return self.peak
 
 
-def stage_walls(api_url: str) -> dict[str, float]:
-    """Each stage task's wall time in the newest flow run on the server (a shard is a stage of its own)."""
+def stage_walls(api_url: str, wait_s: float = 60.0) -> dict[str, float]:
+    """Each stage task's wall time in the newest flow run on the server (a shard is a stage of its own).
+
+    The server records task runs from events a little after they happen, so this reads until two reads a second
+    apart agree and at least one stage has ended (or wait_s passes)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
     from prefect.client.schemas.sorting import FlowRunSort
@@ -116,8 +119,14 @@ def stage_walls(api_url: str) -> dict[str, float]:
             return {t.name: (t.end_time - t.start_time).total_seconds() for t in tasks
                     if t.start_time is not None and t.end_time is not None}
 
+    deadline, last = time.monotonic() + wait_s, None
     with temporary_settings({PREFECT_API_URL: api_url}):
-        return run_coro_as_sync(read()) or {}
+        while True:
+            walls = run_coro_as_sync(read()) or {}
+            if (walls and walls == last) or time.monotonic() > deadline:
+                return walls
+            last = walls
+            time.sleep(1.0)
 
 
 def calls_per_second(out: Path) -> tuple[int, float]:

@@ -162,6 +162,8 @@ class Leaser:
                     waiter.set_exception(exc)
         finally:
             pool.filling = False
+            if pool is self._slots:  # a block that came after its waiters were served goes back once idle
+                self._schedule_idle()
 
     async def _fill_slots(self) -> bool:
         # A whole block, however few wait now: more are on their way (a stage's calls come in a stream), and
@@ -195,7 +197,10 @@ class Leaser:
             return
         self._slots.free += 1
         self._slots.grant()
-        if not self._slots.waiters and self._idle is None:
+        self._schedule_idle()
+
+    def _schedule_idle(self) -> None:
+        if self._leases and not self._slots.waiters and self._idle is None:
             self._idle = self.loop.call_later(IDLE_S, self._return_idle)
 
     def _return_idle(self) -> None:
