@@ -1,6 +1,6 @@
 """Serve rpbench's flows as Prefect deployments, with example schedules.
 
-Every flow of every registered benchmark mode, and LoRA training, is served on demand, and every example
+Every flow of every registered benchmark mode, LoRA training and the suite are served on demand, and every example
 schedule a mode offers (its ``schedules`` hook: FURINA's nightly evaluation and weekly pool refresh) is served
 with its own parameters; override any field when triggering a run. Start with ``rpbench deploy`` (or ``python
 -m rpbench.deployments.serve``) with PREFECT_API_URL pointing at a Prefect server (``prefect server start``);
@@ -27,6 +27,7 @@ from prefect.schedules import Cron
 from prefect.utilities.asyncutils import run_coro_as_sync
 
 from rpbench.flows.kit.registry import modes
+from rpbench.flows.suite.flow import suite
 from rpbench.flows.training.flows import train_lora_flow
 
 # What a work pool's workers need to run a flow the way this process would: the runner choice (see
@@ -50,6 +51,7 @@ def deployments(**options: Any) -> list[Any]:
                 parameters={"settings": dict(plan.parameters())},
                 schedules=[Cron(plan.cron, timezone="UTC")], **options))
     out.append(train_lora_flow.to_deployment(name="on-demand", tags=["rpbench", "training"], **options))
+    out.append(suite.to_deployment(name="on-demand", tags=["rpbench", "suite"], **options))
     return out
 
 

@@ -124,10 +124,12 @@ def check_server() -> str:
 def _flow_checks(flow_name: str) -> tuple[type[BaseModel], Callable[[Any], Any] | None] | None:
     """The settings model of the flow Prefect calls ``flow_name``, and its input check (if it has one)."""
     from rpbench.flows.kit.registry import load_ref, modes
+    from rpbench.flows.suite.flow import suite
+    from rpbench.flows.suite.plan import check_suite
     from rpbench.flows.training.checks import check_train
     from rpbench.flows.training.flows import train_lora_flow
 
-    found: list[tuple[Any, Any]] = [(train_lora_flow, check_train)]
+    found: list[tuple[Any, Any]] = [(train_lora_flow, check_train), (suite, check_suite)]
     for mode in modes().values():
         found += [(load_ref(ref), mode.checks.get(short)) for short, ref in mode.flows.items()]
     for flow, check in found:

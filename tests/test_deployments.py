@@ -13,6 +13,7 @@ def test_deployments_declare_every_flow_and_a_nightly_schedule():
         for flow in mode.load_flows().values():
             assert (flow.name, "on-demand") in deps
     assert ("rpbench-train-lora", "on-demand") in deps
+    assert ("rpbench-suite", "on-demand") in deps
     weekly = deps[("rpbench-build-pool", "weekly-pool-refresh")]
     assert weekly.schedules[0].schedule.cron == "0 2 * * 1"
     assert weekly.parameters == {"settings": {"books": ["books/inbox"], "out": "runs/pool"}}

@@ -432,3 +432,24 @@ def test_the_prefect_ui_shows_a_finished_runs_stages_and_results(served):
     finally:
         browser.quit()
     assert (shots / "prefect-ui-flow-run.png").stat().st_size > 10_000
+
+
+def test_the_suite_is_a_deployment_whose_profile_is_an_artifact(served):
+    """The suite triggered like any flow (here on RoleInteract alone): it finishes, its modes run as subflows,
+    and its profile is a Markdown artifact of the run beside its run summary."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from rpbench.deployments.trigger import trigger
+
+    env, folder, models = served
+    out = folder / "suite"
+    with temporary_settings(updates={PREFECT_API_URL: env["PREFECT_API_URL"]}):
+        run = trigger("rpbench-suite/on-demand", {"models": ["roleinteract-player", "judge"],
+                                                  "only": ["roleinteract"], "models_file": str(models),
+                                                  "out": str(out), "resamples": 50}, timeout=300)
+    assert run.completed, run.state_name
+    kinds = {a.key: a.type for a in _artifacts(env["PREFECT_API_URL"], run.flow_run_id)}
+    assert kinds.get("suite-profile") == "markdown" and kinds.get("run-summary-suite") == "markdown", kinds
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["suite"]["modes"]["roleinteract"]["status"] == "ok"
+    assert (out / "roleinteract" / "report.html").is_file() and (out / "report.html").is_file()

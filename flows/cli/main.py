@@ -21,6 +21,7 @@ from rpbench.flows.kit.commands import settings_command
 from rpbench.flows.kit.environment import setup_environment
 from rpbench.flows.kit.registry import modes
 from rpbench.flows.kit.settings import RunSettings
+from rpbench.flows.suite.commands import add_commands as suite_commands
 from rpbench.flows.training.commands import add_commands as training_commands
 from rpbench.tasks.core.errors import InputError, ModelUnusable, RunFailed
 
@@ -164,6 +165,7 @@ def make_app() -> typer.Typer:
     app.command("deploy")(deploy)
     app.command("prepare")(settings_command(RunSettings, prepare))
     training_commands(app)
+    suite_commands(app)
     from rpbench.flows.annotation.commands import app as annotate
 
     app.add_typer(annotate, name="annotate")

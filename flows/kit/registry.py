@@ -73,6 +73,30 @@ class Schedule:
 
 
 @dataclass(frozen=True)
+class SuitePart:
+    """One run a mode makes when a suite runs it: one of its flows, into a folder of its own.
+
+    ``values`` are the flow's settings as the suite file gives them (a relative path is relative to the suite
+    file; a path into the suite's own output is absolute); the suite adds the shared ones (models file, call
+    cache, failure rule) and ``out``.
+    """
+
+    flow: str  # the mode's short name of the flow
+    values: Mapping[str, Any]
+    folder: str  # below the mode's folder in the suite's output ("" for that folder itself)
+    scored: bool = False  # its run folder holds the mode's leaderboard: the mode's entry in the suite's profile
+
+
+def with_models(section: Mapping[str, Any], field_name: str, models: Sequence[str]) -> dict[str, Any]:
+    """A suite section's settings with the models under test in ``field_name``; the section may not name
+    them itself (the suite command does, for every mode alike)."""
+    if field_name in section:
+        raise ValueError(f"'{field_name}': the models under test come from the suite command (--model), "
+                         "not from the suite file")
+    return {**section, field_name: list(models)}
+
+
+@dataclass(frozen=True)
 class BenchmarkMode:
     """A mode's spec. Everything but the first three fields is a reference, loaded when it is used."""
 
@@ -103,6 +127,9 @@ class BenchmarkMode:
     annotation: Mapping[str, Ref] = field(default_factory=dict)
     training_data: Ref | None = None
     schedules: Ref | None = None
+    # How a suite runs the mode: a function (its section of the suite file, the models under test, the mode's
+    # folder in the suite's output) -> SuiteParts, the scored one last. A mode without one cannot be in a suite.
+    suite: Ref | None = None
 
     def load_report(self) -> ReportSpec:
         return load_ref(self.report)

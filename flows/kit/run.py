@@ -117,7 +117,7 @@ def _published(value: Any, moved: Mapping[str, str]) -> Any:
 
 
 def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
-               inherited: Sequence[CallRecord] = (), **sections: Any) -> Any:
+               inherited: Sequence[CallRecord] = (), failed_parts: Sequence[str] = (), **sections: Any) -> Any:
     """Publish the run's outputs, merge the stages' call accounting into ``calls.parquet``, judge the
     outcome, write the manifest (last), publish a summary. Returns the manifest, or, when the run failed by
     ``settings.max_failure_share``, Prefect's Failed state carrying a ``RunFailed`` (the flow returns it:
@@ -126,7 +126,7 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
     ``totals`` account for every call behind the run's tables: the stages' own, and ``inherited`` ones (the
     calls of an earlier run whose tables this run carries forward, as a rejudge carries the conversations);
     ``this_run`` says what this run did itself (a rerun of a finished flow finds every stage cached and sends
-    nothing).
+    nothing). ``failed_parts``: reasons the run failed beyond its own stages (a suite's mode that failed).
     """
     moved = publish_outputs(out)
     sections = _published(sections, moved)
@@ -146,6 +146,8 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
     templates = {k: v for r in stages.results for k, v in r.templates.items()}
     stage_calls = {f"{r.stage}[{r.shard}]" if r.shard else r.stage: r.calls for r in stages.results if r.calls}
     outcome = judge_run(run.root, stage_calls, settings.max_failure_share)
+    if failed_parts:
+        outcome = {**outcome, "status": "failed", "reasons": [*failed_parts, *outcome["reasons"]]}
     manifest = run.write_manifest(
         outcome=outcome,
         flow=flow,

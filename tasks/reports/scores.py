@@ -45,16 +45,24 @@ def model_scores(rows: Sequence[Row], scoring: Scoring, resamples: int = 1000, s
     return out
 
 
+def point_estimate(metric: MetricSpec, picked: Sequence[Row]) -> float:
+    """A metric's value over ``picked`` rows (each with a value in the metric's column), as a leaderboard gives
+    it: the mean of its strata's means when it is macro-averaged, else its own aggregate."""
+    sel = [float(r[metric.column]) for r in picked]
+    strata = [r[metric.macro_over] for r in picked] if metric.macro_over else []
+    return macro_mean(sel, strata) if len(set(strata)) > 1 else metric.point(sel)
+
+
 def _estimate(metric: MetricSpec, scoring: Scoring, picked: Sequence[Row], sel: list[float], resamples: int,
               seed: int) -> tuple[float, float, float]:
     """A metric's point estimate over ``picked`` rows and its bootstrap interval."""
     strata = [r[metric.macro_over] for r in picked] if metric.macro_over else []
     if len(set(strata)) > 1:
-        point = macro_mean(sel, strata)
+        point = point_estimate(metric, picked)
         if not metric.interval:
             return point, point, point
         return point, *stratified_bootstrap_ci(sel, strata, point, resamples, seed)
-    point = metric.point(sel)
+    point = point_estimate(metric, picked)
     if not metric.interval:
         return point, point, point
     if scoring.cluster_column is not None:

@@ -56,6 +56,10 @@ class Scoring:
     # Rows sharing a value here (items of one dialogue, say) are correlated: intervals resample these
     # clusters whole. None: every row is resampled on its own.
     cluster_column: str | None = None
+    # The column naming an item the same way for every model (the same question put to each): a suite
+    # resamples these when it asks how far benchmarks' rankings agree. None: the mode's items cannot be
+    # matched across models, and a suite says so instead of an interval.
+    item_column: str | None = None
 
     def __post_init__(self) -> None:
         if not self.metrics:

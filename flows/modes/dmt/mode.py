@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep
+from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep, SuitePart, with_models
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.dmt.roles import ROLES
 
@@ -21,6 +23,11 @@ def _smoke(work: Path) -> list[SmokeStep]:
                               "--max-rounds", "3", "--out", str(out), "--resamples", "200"), out)]
 
 
+def _suite(section: Mapping[str, Any], models: Sequence[str], folder: Path) -> list[SuitePart]:
+    """In a suite: one run of `dmt` with the section's settings, the suite's models as its models."""
+    return [SuitePart("dmt", with_models(section, "models", models), "", scored=True)]
+
+
 DMT = BenchmarkMode(
     name="dmt",
     description="DMT-RoleBench: a generator steers multi-turn dialogues by topic and intent; each round is "
@@ -33,4 +40,5 @@ DMT = BenchmarkMode(
     commands="rpbench.flows.modes.dmt.commands:add_commands",
     tables=(f"{TABLES}:ROUNDS", f"{TABLES}:LABELS", f"{TABLES}:DIALOGUE_SCORES",),
     smoke=_smoke,
+    suite=_suite,
 )

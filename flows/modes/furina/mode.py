@@ -6,9 +6,11 @@ module imports nothing heavy: everything it names loads when it is used.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep
+from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep, SuitePart, with_models
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.furina.roles import ROLES
 
@@ -33,6 +35,35 @@ def _smoke(work: Path) -> list[SmokeStep]:
         SmokeStep("eval", ("eval", "--bench", str(work / "bench"), "--model", "test", "--model", "source",
                            "--out", str(work / "eval"), "--resamples", "200"), work / "eval"),
     ]
+
+
+def _suite(section: Mapping[str, Any], models: Sequence[str], folder: Path) -> list[SuitePart]:
+    """In a suite: the evaluation of the suite's models on a benchmark, either one built already (``bench``: its
+    folder) or one the suite builds first (``build``: the build's settings, with ``pool``: a pool's settings to
+    build it from books, unless ``build`` names a pool folder). ``eval``: more settings of the evaluation."""
+    rest = dict(section)
+    bench, pool, build = rest.pop("bench", None), rest.pop("pool", None), rest.pop("build", None)
+    evaluation = rest.pop("eval", {})
+    if rest:
+        raise ValueError(f"unknown key '{sorted(rest)[0]}' (use bench, or build with pool; and eval)")
+    if (bench is None) == (build is None):
+        raise ValueError("give 'bench' (a benchmark folder built already) or a [build] table, one of the two")
+    if pool is not None and build is None:
+        raise ValueError("a [pool] table builds the pool of a [build]: give [build] too")
+    if "bench" in evaluation:
+        raise ValueError("[eval] 'bench': name the benchmark folder as 'bench' of the furina table")
+    parts = []
+    if build is not None:
+        if pool is not None:
+            if "pool" in build:
+                raise ValueError("[build] names a pool folder and a [pool] table builds one: give one of the two")
+            parts.append(SuitePart("build-pool", pool, "pool"))
+            build = {**build, "pool": str(folder / "pool")}
+        parts.append(SuitePart("build-benchmark", build, "bench"))
+        bench = str(folder / "bench")
+    parts.append(SuitePart("evaluate", {**with_models(evaluation, "models", models), "bench": bench}, "eval",
+                           scored=True))
+    return parts
 
 
 FURINA = BenchmarkMode(
@@ -67,6 +98,7 @@ FURINA = BenchmarkMode(
                 "evaluation.",
     },
     smoke=_smoke,
+    suite=_suite,
     annotation={"dimension": "rpbench.tasks.modes.furina.annotation:DIMENSION",
                 "pairwise": "rpbench.tasks.modes.furina.annotation:PAIRWISE"},
     training_data="rpbench.tasks.modes.furina.training:BENCHMARKS",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep
+from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep, SuitePart, with_models
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.pingpong.roles import ROLES
 
@@ -26,6 +28,11 @@ def _smoke(work: Path) -> list[SmokeStep]:
     ]
 
 
+def _suite(section: Mapping[str, Any], models: Sequence[str], folder: Path) -> list[SuitePart]:
+    """In a suite: one run of `pingpong` with the section's settings, the suite's models as its players."""
+    return [SuitePart("pingpong", with_models(section, "players", models), "", scored=True)]
+
+
 PINGPONG = BenchmarkMode(
     name="pingpong",
     description="PingPong: an emulated user talks to each player over character cards and situations; several "
@@ -38,5 +45,6 @@ PINGPONG = BenchmarkMode(
     commands="rpbench.flows.modes.pingpong.commands:add_commands",
     tables=(f"{TABLES}:CONVERSATIONS", f"{TABLES}:TURN_JUDGMENTS", f"{TABLES}:CONVERSATION_SCORES",),
     smoke=_smoke,
+    suite=_suite,
     annotation={"pingpong": "rpbench.tasks.modes.pingpong.annotation:CONVERSATION"},
 )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep
+from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep, SuitePart, with_models
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.roleinteract.roles import ROLES
 
@@ -21,6 +23,11 @@ def _smoke(work: Path) -> list[SmokeStep]:
                                        "--resamples", "200"), out)]
 
 
+def _suite(section: Mapping[str, Any], models: Sequence[str], folder: Path) -> list[SuitePart]:
+    """In a suite: one run of `roleinteract` with the section's settings, the suite's models as its models."""
+    return [SuitePart("roleinteract", with_models(section, "models", models), "", scored=True)]
+
+
 ROLEINTERACT = BenchmarkMode(
     name="roleinteract",
     description="RoleInteract: multiple-choice and memory questions on a role's style, knowledge, emotional "
@@ -33,4 +40,5 @@ ROLEINTERACT = BenchmarkMode(
     commands="rpbench.flows.modes.roleinteract.commands:add_commands",
     tables=(f"{TABLES}:ITEMS", f"{TABLES}:ANSWERS", f"{TABLES}:ITEM_SCORES",),
     smoke=_smoke,
+    suite=_suite,
 )

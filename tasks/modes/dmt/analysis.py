@@ -163,6 +163,7 @@ REPORT = ReportSpec(
                 GroupKey("prompt_format", "prompt format", FORMATS, breakdown=False),
                 GroupKey("role_type", "role type", ROLE_TYPES, breakdown=False)),
         cluster_column="dialogue_id",
+        item_column="dialogue_id",
     ),
     extra_columns=(Column("metric_mean", "mean of metrics", unit="0-100"),),
     analyze=_analyze,

@@ -181,6 +181,7 @@ REPORT = ReportSpec(
             *(_metric(c, f"{c.replace('_', ' ')}: mean over turns, pooled over judges") for c in CRITERIA),
         ),
         groups=(GroupKey("language", "language"),),
+        item_column="conversation_id",
     ),
     extra_columns=(Column("refusal_ratio", "refusals", 1, unit="%", scale=100),
                    Column("length", "reply length", 0, unit="chars"), Column("rank", "rank group", 0)),

@@ -238,6 +238,7 @@ REPORT = ReportSpec(
                                    "x100; intervals resample items within each column",
                             column="score", digits=2, macro_over="column", unit="% correct"),),
         groups=(GroupKey("column", "column", order=NAMES), GroupKey("language", "language", breakdown=False)),
+        item_column="item_id",
     ),
     extra_columns=(Column("unreadable", "unreadable", 0, unit="items"),),
     analyze=_analyze,

@@ -106,6 +106,7 @@ REPORT = ReportSpec(
                             column="rouge_l", macro_over="reference", unit="Rouge-L x100"),),
         groups=(GroupKey("reference", "reference set", order=REFERENCES), GroupKey("split", "split",
                                                                                   breakdown=False)),
+        item_column="row_id",
     ),
     extra_columns=(Column("win_rate", "win rate", 1, unit="%"),),
     analyze=_analyze,

@@ -63,6 +63,7 @@ SCORING = Scoring(
             GroupKey("language", "language", breakdown=False),
             GroupKey("character_type", "character type", CHARACTER_TYPES)),
     cluster_column="dialogue_id",
+    item_column="item_id",
 )
 
 EXTRA_COLUMNS = (

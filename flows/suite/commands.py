@@ -1,0 +1,64 @@
+"""`rpbench suite run` and `rpbench suite show`."""
+
+from __future__ import annotations
+
+import typer
+
+from rpbench.flows.kit.commands import settings_command
+from rpbench.flows.suite.settings import SuiteSettings
+from rpbench.tasks.reports.render import fmt
+
+
+def run(s: SuiteSettings) -> None:
+    """Every benchmark of a suite file for the same models, then one profile of them.
+
+    Each mode of the suite file (default: the shipped samples of all five) runs in its own folder under --out.
+    The profile gives each model's headline per benchmark with its interval and its percentile among the
+    models run, each benchmark's sub-scores, and Kendall's tau between the benchmarks' rankings (three models
+    or more). A mode that fails does not stop the others; the suite then exits 3."""
+    from rpbench.flows.suite.plan import check_suite
+
+    check_suite(s)  # a typo in the suite file is one line here, before Prefect starts
+    import pyarrow.parquet as pq
+
+    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.suite.flow import suite
+
+    manifest = run_flow(suite, settings=s)
+    r = manifest.get("suite", {})
+    for mode, m in r.get("modes", {}).items():
+        typer.echo(f"{mode}: {m['status']}" + (f" ({'; '.join(m['reasons'])})" if m["reasons"] else "")
+                   + f", {m['calls_sent']} calls sent, {m['folder']}")
+    from pathlib import Path
+
+    profile = Path(s.out) / "profile.parquet"
+    if profile.is_file():
+        for row in pq.read_table(profile).to_pylist():
+            typer.echo(f"{row['model']} {row['benchmark']}: {row['metric']} {fmt(row['score'])} "
+                       f"[{fmt(row['ci_low'])}, {fmt(row['ci_high'])}] percentile {fmt(row['percentile'], 0)}")
+    if r.get("least_agreeing"):
+        typer.echo(f"least in agreement with the other benchmarks: {r['least_agreeing']}")
+    else:
+        typer.echo(f"agreement: {r.get('agreement')}")
+    typer.echo(f"report: {r.get('report')}")
+    typer.echo(f"samples: {r.get('samples')}")
+
+
+def show(suite: str = typer.Argument(None, help="Suite file (TOML). Default: the shipped one.")) -> None:
+    """Print a suite file (the shipped default when none is given): a starting point for your own."""
+    from pathlib import Path
+
+    from rpbench.flows.suite.plan import read_suite_file
+    from rpbench.flows.suite.settings import DEFAULT_SUITE
+
+    path = Path(suite or DEFAULT_SUITE)
+    read_suite_file(path)  # a file it cannot read is one line, not a listing of a broken file
+    typer.echo(path.read_text(encoding="utf-8"), nl=False)
+
+
+def add_commands(app: typer.Typer) -> None:
+    group = typer.Typer(help="One or more models across every benchmark mode: a profile, and how the benchmarks "
+                             "agree.", no_args_is_help=True)
+    group.command("run")(settings_command(SuiteSettings, run))
+    group.command("show")(show)
+    app.add_typer(group, name="suite")

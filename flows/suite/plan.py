@@ -1,0 +1,181 @@
+"""A suite file read and turned into runs: for each mode it names, the mode's flows with settings checked before
+anything runs, so a typo in the file is one line naming the file, the table and the key."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from rpbench.flows.kit.registry import BenchmarkMode, SuitePart, load_ref, modes
+from rpbench.flows.kit.settings import RunSettings, path_fields
+from rpbench.flows.suite.settings import SuiteSettings
+from rpbench.tasks.core.errors import InputError, first_error, unknown_name
+
+# Settings the suite command gives every mode alike; a suite file that sets them would split one suite's runs
+# over several caches or failure rules.
+SHARED = ("out", "models_file", "cache", "keep_failures", "max_failure_share")
+WEIGHTS = "weights"
+
+
+@dataclass(frozen=True)
+class SuiteFile:
+    path: Path
+    sections: dict[str, dict[str, Any]]  # mode -> its table
+    weights: dict[str, float] = field(default_factory=dict)
+
+
+def read_suite_file(path: str | Path) -> SuiteFile:
+    """The suite file's tables: one per benchmark mode (by its name), and [weights] (mode -> weight)."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such suite file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a TOML file ({exc})") from None
+    known = modes()
+    sections: dict[str, dict[str, Any]] = {}
+    for name, table in data.items():
+        if name == WEIGHTS:
+            continue
+        if name not in known:
+            raise InputError(f"{path}: [{name}]: {unknown_name('benchmark mode', name, known)}")
+        if not isinstance(table, dict):
+            raise InputError(f"{path}: '{name}' must be a table ([{name}]) of that mode's settings")
+        sections[name] = table
+    if not sections:
+        raise InputError(f"{path}: no benchmark mode in this suite file (a table per mode: "
+                         f"{', '.join(f'[{m}]' for m in known)})")
+    weights = data.get(WEIGHTS, {})
+    if not isinstance(weights, dict):
+        raise InputError(f"{path}: 'weights' must be a table ([weights]) of mode = weight")
+    for name, w in weights.items():
+        if name not in sections:
+            raise InputError(f"{path}: [weights] '{name}': not a mode of this suite ({', '.join(sections)})")
+        if isinstance(w, bool) or not isinstance(w, int | float) or w < 0:
+            raise InputError(f"{path}: [weights] '{name}': a weight is a number, 0 or more (got {w!r})")
+    return SuiteFile(path, sections, {k: float(v) for k, v in weights.items()})
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    flow: Any  # the Prefect flow
+    name: str  # the mode's short name of it
+    settings: RunSettings
+    scored: bool
+
+
+@dataclass(frozen=True)
+class PlannedMode:
+    mode: BenchmarkMode
+    folder: Path
+    runs: list[PlannedRun]
+
+    @property
+    def scored(self) -> PlannedRun:
+        return next(r for r in self.runs if r.scored)
+
+
+def settings_model(flow: Any) -> type[BaseModel]:
+    """The settings model a flow takes (its ``settings`` parameter)."""
+    model: type[BaseModel] = inspect.signature(flow.fn, eval_str=True).parameters["settings"].annotation
+    return model
+
+
+def _resolved(model: type[BaseModel], values: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    """``values`` with every relative path made relative to ``base`` (the suite file's folder)."""
+    out = dict(values)
+    for name in path_fields(model):
+        value = out.get(name)
+        if isinstance(value, str):
+            out[name] = str(base / value)
+        elif isinstance(value, list):
+            out[name] = [str(base / v) if isinstance(v, str) else v for v in value]
+    return out
+
+
+def _run(mode: BenchmarkMode, part: SuitePart, s: SuiteSettings, suite: SuiteFile, folder: Path) -> PlannedRun:
+    where = f"{suite.path}: [{mode.name}]" + (f" ({part.flow})" if part.flow != mode.name else "")
+    flows = mode.load_flows()
+    if part.flow not in flows:
+        raise ValueError(f"mode {mode.name}: its suite names flow '{part.flow}', which it does not have")
+    flow = flows[part.flow]
+    model = settings_model(flow)
+    unknown = [k for k in part.values if k not in model.model_fields]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], list(model.model_fields), n=1)
+        raise InputError(f"{where} '{unknown[0]}': no such setting of {part.flow}"
+                         + (f" (did you mean '{close[0]}'?)" if close else ""))
+    given = [k for k in SHARED if k in part.values]
+    if given:
+        raise InputError(f"{where} '{given[0]}': set by the suite command for every mode, not in a suite file")
+    values = {**_resolved(model, part.values, suite.path.parent),
+              "out": str(folder / part.folder) if part.folder else str(folder),
+              **{k: getattr(s, k) for k in SHARED if k != "out"}}
+    try:
+        settings = model.model_validate(values)
+    except ValidationError as exc:
+        name, msg = first_error(exc)
+        raise InputError(f"{where} '{name}': {msg}" if exc.errors()[0]["loc"] else f"{where}: {msg}") from None
+    assert isinstance(settings, RunSettings)
+    return PlannedRun(flow, part.flow, settings, part.scored)
+
+
+def plan_suite(s: SuiteSettings) -> list[PlannedMode]:
+    """Every run of the suite, in the suite file's order of modes, its settings checked."""
+    suite = read_suite_file(s.suite_file())
+    unknown = [m for m in s.only if m not in suite.sections]
+    if unknown:
+        raise InputError(f"--mode: '{unknown[0]}' is not a mode of {suite.path} ({', '.join(suite.sections)})")
+    root = Path(s.out).resolve()
+    planned = []
+    for name, section in suite.sections.items():
+        if s.only and name not in s.only:
+            continue
+        mode = modes()[name]
+        if mode.suite is None:
+            raise InputError(f"{suite.path}: [{name}]: this mode cannot run in a suite (its spec has no suite hook)")
+        folder = root / name
+        try:
+            parts = list(load_ref(mode.suite)(section, s.models, folder))
+        except ValueError as exc:
+            raise InputError(f"{suite.path}: [{name}] {exc}") from None
+        runs = [_run(mode, part, s, suite, folder) for part in parts]
+        if sum(r.scored for r in runs) != 1:
+            raise ValueError(f"mode {name}: its suite hook must mark exactly one run as scored")
+        planned.append(PlannedMode(mode, folder, runs))
+    return planned
+
+
+def check_suite(s: SuiteSettings) -> list[PlannedMode]:
+    """The plan, with each run's own input checks, except a run that reads what an earlier run of the suite
+    makes and is not there yet (its flow checks it when it starts)."""
+    planned = plan_suite(s)
+    root = Path(s.out).resolve()
+    for p in planned:
+        for run in p.runs:
+            check = p.mode.checks.get(run.name)
+            if check is None:
+                continue
+            values = run.settings.model_dump()
+            inputs = [Path(v) for name in path_fields(type(run.settings)) if name != "out"
+                      for v in (values[name] if isinstance(values[name], list) else [values[name]])
+                      if isinstance(v, str)]
+            if not any(not v.exists() and v.resolve().is_relative_to(root) for v in inputs):
+                try:
+                    load_ref(check)(run.settings)
+                except InputError as exc:  # the mode's own words, with where in the suite they come from
+                    raise InputError(f"{s.suite_file()}: [{p.mode.name}]: {exc}") from None
+    return planned
+
+
+def suite_weights(s: SuiteSettings) -> dict[str, float]:
+    suite = read_suite_file(s.suite_file())
+    return {k: v for k, v in suite.weights.items() if not s.only or k in s.only}

@@ -1,0 +1,30 @@
+"""The parameters of the suite flow (flow signature, CLI options and deployment parameters in one place)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from rpbench.flows.kit.settings import MaybeInputPath, OutputFolder, RunSettings, cli
+from rpbench.samples import sample_path
+
+DEFAULT_SUITE = str(sample_path("suites", "default.toml"))
+
+
+class SuiteSettings(RunSettings):
+    """Every benchmark of a suite file for the same models: each mode's own run, then one profile."""
+
+    models: list[str] = Field(min_length=1, json_schema_extra=cli("--model"),
+                              description="Model under test: a litellm model string, or a role name. Repeat.")
+    suite: MaybeInputPath = Field(default=None, description="Suite file (TOML): a table per benchmark mode with its "
+                                  "data and settings, and a weights table if a weighted percentile is wanted. "
+                                  "Default: the shipped samples of every mode, small enough for the embedded "
+                                  "model (rpbench suite show prints it).")
+    only: list[str] = Field(default_factory=list, json_schema_extra=cli("--mode"),
+                            description="Only these modes of the suite file. Repeat. Default: all of them.")
+    out: OutputFolder = Field(default="runs/suite", description="Folder for the profile; each mode's run goes in "
+                                                                "a folder of its own below it (out/<mode>).")
+    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples of the agreement intervals.")
+    seed: int = Field(default=0, description="Bootstrap seed.")
+
+    def suite_file(self) -> str:
+        return self.suite or DEFAULT_SUITE

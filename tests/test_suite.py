@@ -1,0 +1,264 @@
+"""`rpbench suite run`: every mode for three scripted models whose quality is known, the profile that ranks
+them so, Kendall's tau between the benchmarks as constructed, a rerun that sends nothing, a mode that fails
+without stopping the others, and one-line errors for a bad suite file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from rpbench.samples import sample_path
+from rpbench.tasks.reports.viewer import read_viewer
+from rpbench.tasks.stats.rank_agreement import (
+    RankedBenchmark,
+    kendall_tau,
+    most_disagreeing,
+    percentiles,
+    rank_agreement,
+)
+from tests.helpers import TEST_KEY_ENV, any_mode_responder, rpbench
+
+QUALITY = {"good": 1.0, "fair": 0.5, "poor": 0.0}
+MODELS = ("good", "fair", "poor")
+MARK = re.compile(r"\[\[q=(good|fair|poor)\]\]")
+
+
+# -- the scripted models ----------------------------------------------------------------------------------
+def _roleinteract_items() -> list[dict]:
+    return json.loads(sample_path("roleinteract", "example.json").read_text(encoding="utf-8"))
+
+
+def _utterances(item: dict) -> list[str]:
+    return [v.strip() for turn in item["dialogue"] for k, v in turn.items() if k != "from"]
+
+
+def _rolellm_rows() -> list[dict]:
+    rows = []
+    for path in sorted(sample_path("rolellm", "rolebench").rglob("test.jsonl")):
+        rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return rows
+
+
+ITEMS, ROWS = _roleinteract_items(), _rolellm_rows()
+
+
+def _half(key: str) -> bool:
+    """A fair model's coin: right on about half of the items, the same half every time."""
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % 2 == 0
+
+
+def _player(model: str, text: str) -> str:
+    q = QUALITY[model]
+    # RoleInteract: the item whose whole dialogue is in the prompt. Right on every item, half, or none.
+    found = [i for i in ITEMS if all(u in text for u in _utterances(i))]
+    if found:
+        item = max(found, key=lambda i: len(_utterances(i)))
+        right = q == 1.0 or (q == 0.5 and _half(json.dumps(item["dialogue"])))
+        if "choices" not in item:  # a memory question: its keywords, or none of them
+            return " ".join(item["label"]) if right else "I cannot recall, friend."
+        wrong = next(k for k in item["choices"] if k not in item["label"])
+        return ", ".join(item["label"]) if right else wrong
+    # RoleLLM: the reference answer, half of it, or nothing like it. Built upside down on purpose (the poor
+    # model is best here), so that one benchmark disagrees with the others.
+    asked = [r for r in ROWS if r["question"] in text and r["role"] in text]
+    if asked:
+        words = max(asked, key=lambda r: len(r["question"]))["generated"][0].split()
+        q = 1.0 - q
+        return " ".join(words) if q == 1.0 else " ".join(words[: max(1, len(words) // 2)]) if q else "zzz qqq"
+    return f"[[q={model}]] (nods) I answer as my character would, plainly."
+
+
+def _judged(model: str, key: str) -> float:
+    q = QUALITY[model]
+    return q if q != 0.5 else (1.0 if _half(key) else 0.0)
+
+
+def quality_responder(body: dict) -> str:
+    """The models under test answer by their quality; the judges of PingPong, DMT and FURINA score a reply by
+    the quality mark its model left in it; every other request is answered as any_mode_responder does."""
+    text = "\n".join(str(m.get("content")) for m in body["messages"])
+    model = str(body.get("model"))
+    if model in QUALITY:
+        return _player(model, text)
+    fmt = (body.get("response_format") or {}).get("json_schema") or {}
+    name, marks = fmt.get("name"), MARK.findall(text)
+    if not marks or name not in ("PingPongVerdicts", "BinaryVerdict", "JudgeVerdict"):
+        return any_mode_responder(body)
+    if name == "JudgeVerdict":  # FURINA: is the marked reply A or B? The better reply gets 1 (A) or 5 (B).
+        in_a = bool(MARK.search(text.split("Reply A:", 1)[1].split("Reply B:", 1)[0]))
+        q = QUALITY[marks[-1]]
+        sigma = 3 if q == 0.5 else (1 if (q == 1.0) == in_a else 5)
+        return json.dumps({"reasoning": "compared", "sigma": sigma})
+    if name == "BinaryVerdict":  # DMT: the judged reply's label
+        label = "good" if _judged(marks[-1], text) == 1.0 else "bad"
+        return json.dumps({"explanation": "checked", "label": label})
+    score = {1.0: 5, 0.5: 3, 0.0: 1}[QUALITY[marks[-1]]]  # PingPong: every criterion of every turn
+    verdicts = json.loads(any_mode_responder(body))
+    for turn in verdicts["scores"]:
+        turn.update({k: score for k in turn if k.endswith("_score")}, is_refusal=False)
+    return json.dumps(verdicts)
+
+
+@pytest.fixture
+def scripted(tmp_path, monkeypatch, loopback):
+    loopback.responder = quality_responder
+    body = f'api_base = "{loopback.base_url}"\napi_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\n'
+    text = f'[default]\nmodel = "openai/loopback"\n{body}'
+    text += "".join(f'\n[roles.{name}]\nmodel = "openai/{name}"\n{body}' for name in MODELS)
+    models = tmp_path / "models.toml"
+    models.write_text(text, encoding="utf-8")
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    return models
+
+
+def _suite(tmp_path: Path, models: Path, *extra: str, out: str = "suite"):
+    args = [a for m in MODELS for a in ("--model", m)]
+    return rpbench("suite", "run", *args, "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"),
+                   "--out", str(tmp_path / out), "--resamples", "200", *extra)
+
+
+def test_a_suite_of_every_mode_profiles_three_models_as_they_were_made(tmp_path, scripted, loopback):
+    ran = _suite(tmp_path, scripted)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    out = tmp_path / "suite"
+    profile = pq.read_table(out / "profile.parquet").to_pylist()
+    benchmarks = {"furina", "pingpong", "dmt", "roleinteract", "rolellm"}
+    assert {p["benchmark"] for p in profile} == benchmarks
+    assert {p["model"] for p in profile} == set(MODELS)  # RoleLLM's own RoleGPT reference is not profiled
+    for b in benchmarks:
+        score = {p["model"]: p["score"] for p in profile if p["benchmark"] == b}
+        pct = {p["model"]: p["percentile"] for p in profile if p["benchmark"] == b}
+        order = ["poor", "fair", "good"] if b == "rolellm" else ["good", "fair", "poor"]
+        assert score[order[0]] > score[order[1]] > score[order[2]], (b, score)
+        assert [round(pct[m], 1) for m in order] == [83.3, 50.0, 16.7], (b, pct)
+    # Constructed: four benchmarks rank good > fair > poor, RoleLLM the other way round.
+    taus = {(a["first"], a["second"]): a["tau"] for a in pq.read_table(out / "agreement.parquet").to_pylist()}
+    assert len(taus) == 10
+    for (a, b), tau in taus.items():
+        assert tau == pytest.approx(-1.0 if "rolellm" in (a, b) else 1.0), (a, b)
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["outcome"]["status"] == "ok" and manifest["suite"]["least_agreeing"] == "rolellm"
+    assert "least in agreement with the other benchmarks: rolellm" in ran.stdout
+    sub = pq.read_table(out / "subscores.parquet").to_pylist()
+    assert {s["column"] for s in sub if s["benchmark"] == "roleinteract"} >= {"SA Style", "CM Long", "Neg."}
+    assert {s["column"] for s in sub if s["benchmark"] == "rolellm"} >= {"CUS", "RAW", "SPE"}
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Agreement between benchmarks" in report and "**rolellm**" in report
+    for mode in benchmarks:  # each mode's own run folder, linked from the report
+        assert (out / mode).is_dir() and f"({mode}" in report
+    samples = read_viewer(out / "samples.html")["samples"]
+    assert {s["facets"]["run"] for s in samples} == benchmarks
+    assert {s["model"].split(" @ ")[0] for s in samples} >= set(MODELS)
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert html.count("data:image/png;base64") == 3  # a percentile chart per model
+
+    # The models under test got a usable reply for every item, so a rerun finds every one of their stages
+    # cached. (Helper roles answered by the generic responder left a few replies unusable in FURINA's build;
+    # --keep-failures replays those rather than asking again, so nothing at all is sent.)
+    answers = pq.read_table(out / "roleinteract" / "answers.parquet").to_pylist()
+    assert {a["status"] for a in answers} == {"ok"}
+    sent = len(loopback.log)
+    again = _suite(tmp_path, scripted, "--keep-failures")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert len(loopback.log) == sent
+    assert pq.read_table(out / "profile.parquet").to_pylist() == profile
+
+
+def test_a_mode_that_fails_leaves_the_others_profiled_and_the_suite_failed(tmp_path, scripted, loopback):
+    text = scripted.read_text(encoding="utf-8")
+    scripted.write_text(text + f'\n[roles.dmt-judge]\nmodel = "openai/broken"\napi_base = "{loopback.base_url}"\n'
+                        f'api_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 2.0\n',
+                        encoding="utf-8")
+    loopback.model_faults["broken"] = "500"
+    ran = _suite(tmp_path, scripted, "--mode", "dmt", "--mode", "roleinteract")
+    assert ran.returncode == 3, ran.stderr[-2000:]
+    assert "mode dmt:" in ran.stderr and "Traceback" not in ran.stderr
+    out = tmp_path / "suite"
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["outcome"]["status"] == "failed"
+    assert manifest["suite"]["modes"]["dmt"]["status"] == "failed"
+    assert manifest["suite"]["modes"]["roleinteract"]["status"] == "ok"
+    # DMT wrote its tables (every label failed), so it stands in the profile, marked failed in the report.
+    assert {p["benchmark"] for p in pq.read_table(out / "profile.parquet").to_pylist()} >= {"roleinteract"}
+    assert "- dmt: failed" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "suite.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[roleinteractt]\ndata = ['x.json']\n", "[roleinteractt]: unknown benchmark mode 'roleinteractt'"),
+    ("[roleinteract]\ndat = ['x.json']\n", "[roleinteract] 'dat': "),
+    ("[roleinteract]\ndata = ['x.json']\ncache = 'c.sqlite'\n", "[roleinteract] 'cache': set by the suite command"),
+    ("[roleinteract]\ndata = ['x.json']\nmodels = ['a']\n", "'models': the models under test come from the suite"),
+    ("[roleinteract]\ndata = ['x.json']\n[weights]\ndmt = 1\n", "[weights] 'dmt': not a mode of this suite"),
+    ("[roleinteract]\ndata = ['x.json']\n[weights]\nroleinteract = 'high'\n", "[weights] 'roleinteract': a weight"),
+    ("[roleinteract\n", "not a TOML file"),
+    ("[furina]\nbench = 'b'\n[furina.build]\ncharacters = 'c.yaml'\n", "[furina] give 'bench'"),
+    ("[roleinteract]\ndata = ['missing.json']\n", "missing.json"),
+])
+def test_a_bad_suite_file_is_one_line_naming_the_file_and_the_table(tmp_path, text, message):
+    path = _write(tmp_path, text)
+    ran = rpbench("suite", "run", "--model", "m", "--suite", str(path), "--out", str(tmp_path / "out"))
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert message in ran.stderr and str(path) in ran.stderr and "Traceback" not in ran.stderr
+    assert len(ran.stderr.strip().splitlines()) == 1
+
+
+def test_a_mode_the_suite_file_does_not_have_is_an_error(tmp_path):
+    ran = rpbench("suite", "run", "--model", "m", "--mode", "dmtt", "--out", str(tmp_path / "out"))
+    assert ran.returncode == 2 and "--mode: 'dmtt' is not a mode of" in ran.stderr
+
+
+def test_suite_show_prints_the_shipped_suite_which_names_every_mode():
+    ran = rpbench("suite", "show")
+    assert ran.returncode == 0
+    assert all(f"[{m}" in ran.stdout for m in ("furina", "pingpong", "dmt", "roleinteract", "rolellm"))
+
+
+# -- the statistics, on constructed cases ---------------------------------------------------------------
+def _bench(name: str, order: list[str], items: int = 12) -> RankedBenchmark:
+    """Each model right on a share of the items that follows ``order`` (best first); items shared by models."""
+    rows = []
+    for rank, model in enumerate(order):
+        right = items - 3 * rank  # 12, 9, 6, 3 of 12
+        rows += [{"model": model, "item": k, "v": float(k < right)} for k in range(items)]
+    return RankedBenchmark(name, rows, "model", "item", lambda picked: sum(r["v"] for r in picked) / len(picked))
+
+
+def test_kendall_tau_between_benchmarks_is_as_computed_by_hand():
+    same = _bench("x", ["a", "b", "c", "d"])
+    swap = _bench("y", ["a", "b", "d", "c"])  # one of six pairs discordant: (5 - 1) / 6
+    flip = _bench("z", ["d", "c", "b", "a"])
+    pairs = {(p.first, p.second): p for p in rank_agreement([same, swap, flip], resamples=300, seed=1)}
+    assert pairs[("x", "y")].tau == pytest.approx(4 / 6)
+    assert pairs[("x", "z")].tau == pytest.approx(-1.0)
+    assert pairs[("y", "z")].tau == pytest.approx(-4 / 6)
+    for p in pairs.values():
+        assert p.models == 4 and p.ci_low is not None and p.ci_low <= p.tau <= p.ci_high and p.resamples > 0
+    assert most_disagreeing(list(pairs.values())) == ("z", pytest.approx((-1 - 4 / 6) / 2))
+
+
+def test_tau_needs_three_models_and_percentiles_need_two():
+    assert kendall_tau({"a": 1.0, "b": 2.0}, {"a": 2.0, "b": 1.0}) == (None, 2)
+    assert percentiles({"a": 5.0}) == {"a": None}
+    assert percentiles({"a": 1.0, "b": 2.0, "c": 3.0}) == pytest.approx({"a": 100 / 6, "b": 50.0, "c": 500 / 6})
+    assert percentiles({"a": 1.0, "b": 2.0}, higher_is_better=False) == {"a": 75.0, "b": 25.0}
+
+
+def test_with_two_models_the_report_says_why_there_is_no_agreement(tmp_path, scripted):
+    ran = rpbench("suite", "run", "--model", "good", "--model", "poor", "--mode", "roleinteract", "--mode", "dmt",
+                  "--models-file", str(scripted), "--cache", str(tmp_path / "c.sqlite"), "--out",
+                  str(tmp_path / "two"), "--resamples", "50")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "needs at least 3 models" in ran.stdout
+    assert "this suite ran 2" in (tmp_path / "two" / "report.md").read_text(encoding="utf-8")
+    assert pq.read_table(tmp_path / "two" / "agreement.parquet").num_rows == 0
