@@ -101,20 +101,36 @@ class PeakRss:
         return self.peak
 
 
-def stage_walls(api_url: str, wait_s: float = 60.0) -> dict[str, float]:
-    """Each stage task's wall time in the newest flow run on the server (a shard is a stage of its own).
+def stage_walls(api_url: str, since: float, wait_s: float = 60.0) -> dict[str, float]:
+    """Each stage task's wall time in the RoleInteract flow run that started after ``since`` (a Unix time) on the
+    server (a shard is a stage of its own): the server may hold other runs, started later or never.
 
     The server records task runs from events a little after they happen, so this reads until two reads a second
     apart agree and at least one stage has ended (or wait_s passes)."""
+    from datetime import UTC, datetime
+
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterStartTime,
+    )
     from prefect.client.schemas.sorting import FlowRunSort
     from prefect.settings import PREFECT_API_URL, temporary_settings
     from prefect.utilities.asyncutils import run_coro_as_sync
 
     async def read() -> dict[str, float]:
         async with get_client() as client:
-            (newest,) = await client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
+            after = datetime.fromtimestamp(since, UTC)
+            found = await client.read_flow_runs(
+                flow_filter=FlowFilter(name=FlowFilterName(any_=["rpbench-roleinteract"])),
+                flow_run_filter=FlowRunFilter(start_time=FlowRunFilterStartTime(after_=after)),
+                sort=FlowRunSort.START_TIME_DESC, limit=1)
+            if not found:
+                return {}
+            newest = found[0]
             tasks = await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[newest.id])))
             return {t.name: (t.end_time - t.start_time).total_seconds() for t in tasks
                     if t.start_time is not None and t.end_time is not None}
@@ -161,7 +177,7 @@ def run(label: str, work: Path, data: Path, models: Path, n_models: int, env: di
             "--out", str(out), "--cache", str(cache), "--resamples", "20"]
     for k in range(n_models):
         args += ["--model", f"openai/scale-{k}"]
-    started = time.perf_counter()
+    started, since = time.perf_counter(), time.time()
     proc = subprocess.Popen(args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     watch = PeakRss(proc.pid)
     output, _ = proc.communicate()
@@ -172,7 +188,7 @@ def run(label: str, work: Path, data: Path, models: Path, n_models: int, env: di
     sent, rate = calls_per_second(out)
     say(f"{label}_calls", sent)
     say(f"{label}_wall_s", f"{wall:.1f}")
-    for stage, seconds in sorted(stage_walls(env["PREFECT_API_URL"]).items()):
+    for stage, seconds in sorted(stage_walls(env["PREFECT_API_URL"], since).items()):
         say(f"{label}_stage_{stage}_s", f"{seconds:.1f}")
     say(f"{label}_peak_rss_mb", f"{peak / 2**20:.0f}")
     say(f"{label}_call_cache_mb", f"{cache.stat().st_size / 2**20:.1f}")
