@@ -13,7 +13,7 @@ process tree, the call cache's size and its lookup time, the wall time of each s
 to its last answered) and of the command; then the growth of RSS from the small run to the big one. The
 headline, last: calls/s as a ratio of the bound at CALLS calls.
 Usage: .venv/bin/python benchmarks/scale.py [--calls 100000] [--in-flight 256] [--models 4] [--latency 1]
-       [--no-dask] [--no-postgres]
+       [--processes 1] [--no-dask] [--no-small] [--no-postgres] [--api-url URL]
 """
 
 from __future__ import annotations
@@ -67,10 +67,12 @@ def loopback(latency: float) -> tuple[subprocess.Popen[str], str]:
     return proc, f"http://127.0.0.1:{port}/v1"
 
 
-def models_file(folder: Path, base_url: str, per_model: int) -> Path:
+def models_file(folder: Path, base_url: str, per_model: int, processes: int) -> Path:
+    """Every model (``openai/scale-K``) on the loopback server; ``processes`` worker processes send each one's
+    calls (litellm's CPU per call spread over cores, as the README's recipe for hundreds in flight)."""
     path = folder / "models.toml"
     path.write_text(f'[default]\nmodel = "openai/scale"\napi_base = "{base_url}"\napi_key_env = "{KEY_ENV}"\n'
-                    f'timeout = 60\nmax_concurrency = {per_model}\n', encoding="utf-8")
+                    f'timeout = 60\nmax_concurrency = {per_model}\nprocesses = {processes}\n', encoding="utf-8")
     return path
 
 
@@ -81,6 +83,7 @@ class PeakRss:
         import psutil
 
         self.root, self.peak, self._stop = psutil.Process(pid), 0, threading.Event()
+        self.samples: list[tuple[float, int]] = []  # (Unix time, RSS of the tree): each stage's own peak
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
 
@@ -90,10 +93,15 @@ class PeakRss:
         while not self._stop.is_set():
             try:
                 tree = [self.root, *self.root.children(recursive=True)]
-                self.peak = max(self.peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+                rss = sum(p.memory_info().rss for p in tree if p.is_running())
+                self.peak = max(self.peak, rss)
+                self.samples.append((time.time(), rss))
             except psutil.Error:
                 pass
             self._stop.wait(0.2)
+
+    def peak_between(self, start: float, end: float) -> int:
+        return max((rss for t, rss in self.samples if start <= t <= end), default=0)
 
     def stop(self) -> int:
         self._stop.set()
@@ -101,9 +109,10 @@ class PeakRss:
         return self.peak
 
 
-def stage_walls(api_url: str, since: float, wait_s: float = 60.0) -> dict[str, float]:
-    """Each stage task's wall time in the RoleInteract flow run that started after ``since`` (a Unix time) on the
-    server (a shard is a stage of its own): the server may hold other runs, started later or never.
+def stage_walls(api_url: str, since: float, wait_s: float = 60.0) -> dict[str, tuple[float, float]]:
+    """Each stage task's start and end (Unix times) in the RoleInteract flow run that started after ``since``
+    (a Unix time) on the server (a shard is a stage of its own): the server may hold other runs, started later
+    or never.
 
     The server records task runs from events a little after they happen, so this reads until two reads a second
     apart agree and at least one stage has ended (or wait_s passes)."""
@@ -121,7 +130,7 @@ def stage_walls(api_url: str, since: float, wait_s: float = 60.0) -> dict[str, f
     from prefect.settings import PREFECT_API_URL, temporary_settings
     from prefect.utilities.asyncutils import run_coro_as_sync
 
-    async def read() -> dict[str, float]:
+    async def read() -> dict[str, tuple[float, float]]:
         async with get_client() as client:
             after = datetime.fromtimestamp(since, UTC)
             found = await client.read_flow_runs(
@@ -132,7 +141,7 @@ def stage_walls(api_url: str, since: float, wait_s: float = 60.0) -> dict[str, f
                 return {}
             newest = found[0]
             tasks = await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[newest.id])))
-            return {t.name: (t.end_time - t.start_time).total_seconds() for t in tasks
+            return {t.name: (t.start_time.timestamp(), t.end_time.timestamp()) for t in tasks
                     if t.start_time is not None and t.end_time is not None}
 
     deadline, last = time.monotonic() + wait_s, None
@@ -188,8 +197,9 @@ def run(label: str, work: Path, data: Path, models: Path, n_models: int, env: di
     sent, rate = calls_per_second(out)
     say(f"{label}_calls", sent)
     say(f"{label}_wall_s", f"{wall:.1f}")
-    for stage, seconds in sorted(stage_walls(env["PREFECT_API_URL"], since).items()):
-        say(f"{label}_stage_{stage}_s", f"{seconds:.1f}")
+    for stage, (start, end) in sorted(stage_walls(env["PREFECT_API_URL"], since).items()):
+        say(f"{label}_stage_{stage}_s", f"{end - start:.1f}")
+        say(f"{label}_stage_{stage}_peak_rss_mb", f"{watch.peak_between(start, end) / 2**20:.0f}")
     say(f"{label}_peak_rss_mb", f"{peak / 2**20:.0f}")
     say(f"{label}_call_cache_mb", f"{cache.stat().st_size / 2**20:.1f}")
     say(f"{label}_call_cache_lookup_ms", f"{cache_lookup_ms(cache):.3f}")
@@ -204,6 +214,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser.add_argument("--in-flight", type=int, default=256)
     parser.add_argument("--models", type=int, default=4)
     parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--processes", type=int, default=1, help="worker processes sending each model's calls")
     parser.add_argument("--no-dask", action="store_true", help="skip the run on a local Dask cluster")
     parser.add_argument("--no-small", action="store_true", help="skip the run at a tenth of the calls")
     parser.add_argument("--no-postgres", action="store_true", help="the Prefect server on SQLite")
@@ -221,11 +232,12 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         else:
             start_server(cluster, None if args.no_postgres else start_postgres(cluster))
         per_model = max(1, args.in_flight // args.models)
-        models = models_file(work, base_url, per_model)
+        models = models_file(work, base_url, per_model, args.processes)
         env = cluster.env(**{KEY_ENV: "sk-scale", "RPBENCH_PROGRESS_BAR": "0", "RPBENCH_SHARED_LIMITS": "1"})
         bound = per_model * args.models / args.latency
         say("prefect_database", "given" if args.api_url else "sqlite" if args.no_postgres else "postgresql")
         say("models", args.models)
+        say("processes_per_model", args.processes)
         say("in_flight_bound", per_model * args.models)
         say("loopback_latency_s", args.latency)
         sizes = ([] if args.no_small else [("small", args.calls // 10)]) + [("big", args.calls)]

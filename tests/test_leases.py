@@ -164,3 +164,44 @@ def test_a_busy_holder_gives_its_oldest_lease_back_so_another_gets_a_turn(monkey
     assert state["peak"] <= 16
     assert ended["late"] < ended["busy"] - 0.5  # its turn came while the busy one was still streaming
     assert busy.stats.released >= 1
+
+
+_EXITING = """
+import asyncio, sys, uuid
+from rpbench.flows.kit import leases
+
+async def lease(name, slots):
+    return uuid.uuid4()
+
+async def release(lease_id):
+    with open(sys.argv[1], "a") as fh:
+        fh.write(f"{lease_id}\\n")
+
+async def renew(lease_id, duration):
+    pass
+
+leaser = leases.Leaser("limit", 16, lease=lease, release=release, renew=renew)
+leases._leasers[("fake-server", "limit")] = leaser
+
+async def go():
+    for _ in range(3):
+        await leaser.take()
+    for _ in range(3):
+        leaser.give()
+
+asyncio.run(go())
+print(leaser.stats.leases)  # and exit at once, long before the idle blocks would go back by themselves
+"""
+
+
+def test_a_process_that_ends_gives_its_leases_back_rather_than_letting_them_run_out(tmp_path):
+    import subprocess
+    import sys
+
+    released = tmp_path / "released.txt"
+    proc = subprocess.run([sys.executable, "-c", _EXITING, str(released)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    leased = int(proc.stdout.strip())
+    assert leased >= 1
+    assert len(released.read_text().split()) == leased

@@ -262,3 +262,22 @@ def test_with_two_models_the_report_says_why_there_is_no_agreement(tmp_path, scr
     assert "needs at least 3 models" in ran.stdout
     assert "this suite ran 2" in (tmp_path / "two" / "report.md").read_text(encoding="utf-8")
     assert pq.read_table(tmp_path / "two" / "agreement.parquet").num_rows == 0
+
+
+def test_a_mode_that_fails_before_scoring_is_not_profiled_from_an_earlier_runs_tables(tmp_path, scripted, loopback):
+    first = _suite(tmp_path, scripted, "--mode", "roleinteract")
+    assert first.returncode == 0, first.stderr[-2000:]
+    # The poor model's key is now refused: its answers stage stops, so no new leaderboard is written and the
+    # earlier one (which ranked all three) is still in the mode's folder.
+    text = scripted.read_text(encoding="utf-8").replace('[roles.poor]\nmodel = "openai/poor"',
+                                                        '[roles.poor]\nmodel = "openai/denied"')
+    scripted.write_text(text, encoding="utf-8")
+    loopback.model_faults["denied"] = "401"
+    ran = _suite(tmp_path, scripted, "--mode", "roleinteract")
+    assert ran.returncode == 3, ran.stderr[-2000:]
+    out = tmp_path / "suite"
+    assert (out / "roleinteract" / "leaderboard.parquet").is_file()
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert any("from an earlier run" in r for r in manifest["suite"]["modes"]["roleinteract"]["reasons"])
+    assert pq.read_table(out / "profile.parquet").num_rows == 0
+    assert "- roleinteract: failed" in (out / "report.md").read_text(encoding="utf-8")

@@ -19,6 +19,7 @@ give slots through it.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import math
 import threading
@@ -34,6 +35,10 @@ IDLE_S = 1.0  # slots idle this long go back to the server
 # A lease held this long while busy is given back and asked for again, so that another process waiting on the
 # same limit gets its turn rather than waiting for this one's stream of calls to end.
 ROTATE_S = 30.0
+# How long a lease request waits before asking again when the limit is full. Prefect's own client waits what
+# the server's Retry-After says, which grows with how long slots stay taken (up to 30 s): leased blocks are
+# held for seconds, so a second process would wait half a minute for slots freed within one.
+POLL_S = 0.5
 
 
 def block_size(limit: int) -> int:
@@ -64,6 +69,7 @@ def _service_loop() -> asyncio.AbstractEventLoop:
             loop = asyncio.new_event_loop()
             threading.Thread(target=loop.run_forever, name="rpbench-leases", daemon=True).start()
             _loop = loop
+            atexit.register(_give_everything_back)
         return _loop
 
 
@@ -242,6 +248,18 @@ class Leaser:
             self._slots.filling = True
             self.loop.create_task(self._filling(self._slots, self._fill_slots))
 
+    async def _give_all_back(self) -> None:
+        """Every lease back to the server now (the process is ending): another process waiting on the limit
+        gets the slots at once, rather than when the leases run out."""
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+        held = [lease_id for lease_id, _, _ in self._leases]
+        held += [self._retiring[0]] if self._retiring is not None else []
+        self._leases, self._retiring, self._held, self._slots.free = [], None, 0, 0
+        self.stats.released += len(held)
+        await asyncio.gather(*(self._give_back(lease_id) for lease_id in held))
+
     async def _keep_renewing(self) -> None:
         while self._leases or self._retiring is not None:
             await asyncio.sleep(min(RENEW_S, ROTATE_S))
@@ -256,11 +274,30 @@ class Leaser:
 
 # -- Prefect's API ---------------------------------------------------------------------------------
 async def _lease(name: str, slots: int) -> UUID:
-    from prefect.concurrency._asyncio import aacquire_concurrency_slots_with_lease
+    """A lease on ``slots`` slots of the limit ``name``, waiting (and asking again) while it is full.
 
-    granted = await aacquire_concurrency_slots_with_lease([name], slots, lease_duration=LEASE_S, strict=True,
-                                                          suppress_warnings=True)
-    return granted.lease_id
+    The client is called directly, not through Prefect's acquisition service: that service logs every "limit
+    full" answer as an error with a traceback when it is not left to wait by itself, and it waits what the
+    server's Retry-After says (see ``POLL_S``)."""
+    import httpx
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
+
+    async with get_client() as client:
+        while True:
+            try:
+                response = await client.increment_concurrency_slots_with_lease(
+                    names=[name], slots=slots, mode="concurrency", lease_duration=LEASE_S)
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code != 423:
+                    raise
+                # The limit is full now: ask again soon, sooner if the server says so.
+                await asyncio.sleep(min(float(exc.response.headers.get("Retry-After", POLL_S)), POLL_S))
+                continue
+            granted = ConcurrencyLimitWithLeaseResponse.model_validate(response.json())
+            if not granted.limits:
+                raise RuntimeError(f"the Prefect server has no concurrency limit named {name!r}")
+            return granted.lease_id
 
 
 async def _release(lease_id: UUID) -> None:
@@ -294,6 +331,22 @@ def leaser_for(server: str, name: str, limit: int, rate_name: str | None, rpm: i
         if key not in _leasers:
             _leasers[key] = Leaser(name, limit, rate_name, rpm)
         return _leasers[key]
+
+
+def _give_everything_back(timeout_s: float = 10.0) -> None:
+    """At exit: every leaser's leases back to the server (the service loop still runs: it is a daemon
+    thread, stopped only after exit handlers)."""
+    with _leasers_lock:
+        leasers = list(_leasers.values())
+    loop = _loop
+    if not leasers or loop is None or loop.is_closed():
+        return
+
+    async def all_back() -> None:
+        await asyncio.gather(*(leaser._give_all_back() for leaser in leasers), return_exceptions=True)
+
+    with contextlib.suppress(Exception):  # a server already gone: the leases run out on their own
+        asyncio.run_coroutine_threadsafe(all_back(), loop).result(timeout_s)
 
 
 def all_stats() -> dict[str, LeaseStats]:

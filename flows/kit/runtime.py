@@ -7,6 +7,7 @@ call cache). Each stage takes a fork of the gateway with its own accounting.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from rpbench.tasks.llm.gateway import Gateway
 
 DEFAULT_CACHE = Path(".rpbench") / "calls.sqlite"
 
-_gateways: dict[tuple[str | None, str], Gateway] = {}
+_gateways: dict[tuple[str | None, str, str], Gateway] = {}
 _lock = threading.Lock()
 
 
@@ -27,10 +28,13 @@ def shared_gateway(models_file: str | None, cache: str | None) -> Gateway:
     install_log_redaction()
     install_shared_limits()
     cache_path = str(Path(cache) if cache else DEFAULT_CACHE)
-    key = (models_file, cache_path)
+    # Read again every time, and keyed on what it says: a process that serves runs for days sees an edited
+    # models file (or environment override) as the stage cache keys do, never the config it first read.
+    config = load_models_config(models_file)
+    key = (models_file, cache_path, hashlib.sha256(config.model_dump_json().encode()).hexdigest())
     with _lock:
         if key not in _gateways:
-            _gateways[key] = Gateway(load_models_config(models_file), CallCache(cache_path))
+            _gateways[key] = Gateway(config, CallCache(cache_path))
         return _gateways[key]
 
 

@@ -20,7 +20,7 @@ from rpbench.flows.kit.registry import get_mode
 from rpbench.flows.kit.run import Stages, finish_run, stops_cleanly
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.ui import publish_markdown
-from rpbench.flows.suite.plan import PlannedMode, check_suite, suite_weights
+from rpbench.flows.suite.plan import PlannedMode, check_suite
 from rpbench.flows.suite.settings import SuiteSettings
 from rpbench.storage.schemas import CALLS
 from rpbench.storage.tables import atomic_write_bytes, read_records
@@ -64,13 +64,16 @@ def _mode_modules(params: Mapping[str, Any]) -> list[str]:
 
 @stage("suite-profile", inputs=("tables",), code=_mode_modules)
 async def profile(run: StageRun, models: list[str], modes: list[str], folders: list[str], statuses: list[str],
-                  reasons: list[list[str]], tables: list[str], weights: dict[str, float], resamples: int, seed: int,
-                  out: str) -> StageResult:
+                  reasons: list[list[str]], usable: list[bool], tables: list[str], weights: dict[str, float],
+                  resamples: int, seed: int, out: str) -> StageResult:
     """Every mode's leaderboard, scores and items into the profile tables, the report and one sample viewer.
     Only the suite's models are profiled (a mode may score a reference of its own beside them, as RoleLLM
-    scores RoleGPT's released answers): a percentile is a standing among the models the suite was run for."""
+    scores RoleGPT's released answers): a percentile is a standing among the models the suite was run for.
+    A mode is left out when ``usable`` says its tables are not this run's (it failed before writing them)."""
     results = []
-    for name, folder, status in zip(modes, folders, statuses, strict=True):
+    for name, folder, status, use in zip(modes, folders, statuses, usable, strict=True):
+        if not use:
+            continue
         board, scores, items = ([r for r in _rows(p) if str(r.get("model")) in models]
                                 for p in _tables(Path(folder), name))
         if board:
@@ -113,6 +116,15 @@ def _mode_outcome(state: Any) -> tuple[str, list[str]]:
     return "failed", [message.splitlines()[0] if message else "it did not finish"]
 
 
+STALE = "its tables are from an earlier run, so the profile leaves it out"
+
+
+def _written_since(folder: str, since: float) -> bool:
+    """Whether a mode's leaderboard was written after ``since`` (a failed mode may have left an older one)."""
+    board = Path(folder) / "leaderboard.parquet"
+    return board.is_file() and board.stat().st_mtime >= since
+
+
 def _sent(p: PlannedMode) -> int:
     """The calls a mode's runs sent this time (what their manifests say this run did itself)."""
     total = 0
@@ -140,7 +152,8 @@ def suite(settings: SuiteSettings) -> Any:
     """Every benchmark of the suite file for the same models, then their profile and agreement."""
     s = settings
     started = time.time()
-    planned = check_suite(s)
+    plan = check_suite(s)
+    planned = plan.modes
     outcomes: dict[str, tuple[str, list[str]]] = {}
     for p in planned:
         state = None
@@ -154,11 +167,15 @@ def suite(settings: SuiteSettings) -> Any:
     stages.started = started  # the suite's wall time includes its modes' runs
     modes = [p.mode.name for p in planned]
     folders = [str(p.scored.settings.model_dump()["out"]) for p in planned]
+    usable = [outcomes[m][0] == "ok" or _written_since(f, started) for m, f in zip(modes, folders, strict=True)]
+    for m, f, use in zip(modes, folders, usable, strict=True):
+        if not use and (Path(f) / "leaderboard.parquet").is_file():
+            outcomes[m][1].append(STALE)
     done = stages.run(profile, models=list(s.models), modes=modes, folders=folders,
                       statuses=[outcomes[m][0] for m in modes],
-                      reasons=[outcomes[m][1] for m in modes],
+                      reasons=[outcomes[m][1] for m in modes], usable=usable,
                       tables=[t for m, f in zip(modes, folders, strict=True) for t in _tables(Path(f), m)],
-                      weights=suite_weights(s), resamples=s.resamples, seed=s.seed, out=s.out)
+                      weights=plan.weights, resamples=s.resamples, seed=s.seed, out=s.out)
     failed = [f"mode {m}: {'; '.join(outcomes[m][1])}" for m in modes if outcomes[m][0] != "ok"]
     summary = {"modes": {m: {"status": outcomes[m][0], "reasons": outcomes[m][1], "folder": f,
                              "calls_sent": _sent(p)}

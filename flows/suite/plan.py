@@ -128,7 +128,13 @@ def _run(mode: BenchmarkMode, part: SuitePart, s: SuiteSettings, suite: SuiteFil
     return PlannedRun(flow, part.flow, settings, part.scored)
 
 
-def plan_suite(s: SuiteSettings) -> list[PlannedMode]:
+@dataclass(frozen=True)
+class SuitePlan:
+    modes: list[PlannedMode]
+    weights: dict[str, float]  # of the modes run (--mode may leave some of the file's out)
+
+
+def plan_suite(s: SuiteSettings) -> SuitePlan:
     """Every run of the suite, in the suite file's order of modes, its settings checked."""
     suite = read_suite_file(s.suite_file())
     unknown = [m for m in s.only if m not in suite.sections]
@@ -151,15 +157,16 @@ def plan_suite(s: SuiteSettings) -> list[PlannedMode]:
         if sum(r.scored for r in runs) != 1:
             raise ValueError(f"mode {name}: its suite hook must mark exactly one run as scored")
         planned.append(PlannedMode(mode, folder, runs))
-    return planned
+    weights = {k: v for k, v in suite.weights.items() if not s.only or k in s.only}
+    return SuitePlan(planned, weights)
 
 
-def check_suite(s: SuiteSettings) -> list[PlannedMode]:
+def check_suite(s: SuiteSettings) -> SuitePlan:
     """The plan, with each run's own input checks, except a run that reads what an earlier run of the suite
     makes and is not there yet (its flow checks it when it starts)."""
     planned = plan_suite(s)
     root = Path(s.out).resolve()
-    for p in planned:
+    for p in planned.modes:
         for run in p.runs:
             check = p.mode.checks.get(run.name)
             if check is None:
@@ -175,7 +182,3 @@ def check_suite(s: SuiteSettings) -> list[PlannedMode]:
                     raise InputError(f"{s.suite_file()}: [{p.mode.name}]: {exc}") from None
     return planned
 
-
-def suite_weights(s: SuiteSettings) -> dict[str, float]:
-    suite = read_suite_file(s.suite_file())
-    return {k: v for k, v in suite.weights.items() if not s.only or k in s.only}
