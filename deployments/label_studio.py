@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -46,8 +47,14 @@ def setup(folder: Path, python: str = sys.executable) -> None:
         return
     folder.mkdir(parents=True, exist_ok=True)
     subprocess.run([python, "-m", "venv", str(folder / "venv")], check=True)
+    wanted = f"label-studio=={VERSION}"
+    # uv (installed beside rpbench by the set-up script) installs Label Studio's many packages in seconds.
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    if uv is not None and subprocess.run([uv, "pip", "install", "--quiet", "--python", str(venv_python(folder)),
+                                          wanted]).returncode == 0:
+        return
     subprocess.run([str(venv_python(folder)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    f"label-studio=={VERSION}"], check=True)
+                    wanted], check=True)
 
 
 def server_command(folder: Path, port: int, data: Path, host: str = "127.0.0.1",

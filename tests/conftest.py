@@ -77,14 +77,3 @@ def make_gateway(loopback, tmp_path, monkeypatch):
 
     return make
 
-
-def pytest_collection_modifyitems(config, items):
-    """The long tests first (the embedded model's, then the hardening harness's): the two workers take tests as
-    they finish others, so a long test started last would leave one worker alone at the end while the other
-    idles. Otherwise the files' order stands."""
-    def weight(item: pytest.Item) -> int:
-        if item.get_closest_marker("local_model"):
-            return 0
-        return 1 if item.get_closest_marker("slow") or "test_the_code_passes[mypy]" in item.nodeid else 2
-
-    items.sort(key=weight)

@@ -38,7 +38,7 @@ class ScriptedModel:
         return Reply(req.role, self.model_of(req.role), text, parsed, 1, False, (text,))
 
     async def run_all(self, requests: Sequence[Request[Any]], *, limit: int = 64,
-                      on_done: Any = None) -> list[CallResult[Any]]:
+                      on_done: Any = None, roles: Any = None) -> list[CallResult[Any]]:
         return [await self.run(r) for r in requests]
 
 

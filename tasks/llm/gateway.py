@@ -24,7 +24,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar, overload
 
 import aiohttp
@@ -375,14 +375,14 @@ class Gateway:
         """``complete`` for a prepared ``Request``."""
         return await self._complete(req.role, req.messages, req.schema, req.sample_index, req.tag, req.parse)
 
-    def _workers_for(self, requests: Sequence[Request[Any]]) -> int:
+    def _workers_for(self, roles: Iterable[str]) -> int:
         """Enough callers to fill every endpoint the requests go to: the sum of their ``max_concurrency``.
 
         The endpoint's bounds are what limits requests in flight; a smaller fixed number here would be a
         hidden cap below them (it was 64, whatever the models file said).
         """
         bounds: dict[str, int] = {}
-        for role in {r.role for r in requests}:
+        for role in set(roles):
             try:
                 spec = self.config.for_role(role)
             except Exception:  # an unknown role fails in its own call, with its own message
@@ -396,12 +396,15 @@ class Gateway:
         *,
         limit: int | None = None,
         on_done: Callable[[int, int], Any] | None = None,
+        roles: Iterable[str] | None = None,
     ) -> list[CallResult[T]]:
         """Run many calls concurrently, results in request order.
 
         At most ``limit`` callers at once (default: enough to fill every endpoint's ``max_concurrency``); each
         takes the next request when its last one ends, so a stage of 100,000 calls holds that many callers in
-        memory, not 100,000 waiting coroutines.
+        memory, not 100,000 waiting coroutines. ``requests`` may make each request as it is read (a lazy
+        sequence): only those in flight are then held, and ``roles`` names the roles they call (otherwise
+        every request is read once to find them).
         """
         results: list[CallResult[T] | None] = [None] * len(requests)
         todo = iter(enumerate(requests))
@@ -417,6 +420,8 @@ class Gateway:
                     if asyncio.iscoroutine(maybe):
                         await maybe
 
-        workers = min(len(requests), limit if limit is not None else self._workers_for(requests))
+        if limit is None:
+            limit = self._workers_for(roles if roles is not None else (r.role for r in requests))
+        workers = min(len(requests), limit)
         await asyncio.gather(*(caller() for _ in range(workers)))
         return [r for r in results if r is not None]

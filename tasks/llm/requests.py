@@ -8,7 +8,7 @@ builds requests or reads replies never loads the gateway.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
@@ -100,6 +100,7 @@ class Model(Protocol):
         ...
 
     async def run_all(self, requests: Sequence[Request[T]], *, limit: int = ...,
-                      on_done: Callable[[int, int], Any] | None = None) -> list[CallResult[T]]:
+                      on_done: Callable[[int, int], Any] | None = None,
+                      roles: Iterable[str] | None = None) -> list[CallResult[T]]:
         """Many requests concurrently under the model's bounds, results in request order."""
         ...

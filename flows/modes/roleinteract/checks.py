@@ -4,6 +4,10 @@ Nothing here imports Prefect or the gateway, so a bad data file or an unknown mo
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+from typing import Any
+
 from rpbench.flows.kit.registry import builtin_roles
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.tasks.core.errors import InputError
@@ -13,10 +17,38 @@ from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.roleinteract.loader import load_files
 from rpbench.tasks.modes.roleinteract.records import Item
 
+_Selected = tuple[list[Item], dict[str, int]]
+_selected: dict[tuple[Any, ...], _Selected] = {}
+_selected_lock = threading.Lock()
 
-def select(data: list[str], columns: list[str], languages: list[str], limit: int | None
-           ) -> tuple[list[Item], dict[str, int]]:
-    """The items a run covers (file order), and the bytes of each file read as Windows-1252."""
+
+def select(data: list[str], columns: list[str], languages: list[str], limit: int | None) -> _Selected:
+    """The items a run covers (file order), and the bytes of each file read as Windows-1252.
+
+    Read once per process for the same files (by size and modification time) and choice: every model's
+    answers stage and the report read the same items, and at 100,000 calls the copies were most of a run's
+    memory. Items are records nobody changes, so the stages share them."""
+    stamps = tuple((str(Path(p).resolve()), *_stamp(p)) for p in data)
+    key = (stamps, tuple(columns), tuple(languages), limit)
+    with _selected_lock:
+        found = _selected.get(key)
+    if found is None:
+        found = _select(data, columns, languages, limit)
+        with _selected_lock:
+            _selected.clear()  # one choice at a time: a served process runs many, one after another
+            _selected[key] = found
+    return list(found[0]), dict(found[1])
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return (-1, -1)  # reading it says what is wrong
+    return (st.st_size, st.st_mtime_ns)
+
+
+def _select(data: list[str], columns: list[str], languages: list[str], limit: int | None) -> _Selected:
     items, repaired = load_files(data)
     picked = [i for i in items if (not columns or i.column in columns) and (not languages or i.language in languages)]
     if limit is not None:

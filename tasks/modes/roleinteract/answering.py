@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, overload
 
 from rpbench import prompts
 from rpbench.tasks.llm import Model, Request
@@ -70,10 +70,32 @@ def request(item: Item, role: str, model: str) -> Request[Any]:
                    parse=letter_reader(item) if item.choices else None)
 
 
+class _Requests(Sequence[Request[Any]]):
+    """Each item's request, made as the gateway reads it: a stage of 100,000 items holds the prompts in
+    flight, not every prompt at once."""
+
+    def __init__(self, items: Sequence[Item], role: str, model: str) -> None:
+        self.items, self.role, self.model = items, role, model
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> Request[Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Request[Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> Request[Any] | Sequence[Request[Any]]:
+        if isinstance(index, slice):
+            return _Requests(self.items[index], self.role, self.model)
+        return request(self.items[index], self.role, self.model)
+
+
 async def answer_all(gateway: Model, items: Sequence[Item], role: str, model: str,
                      on_done: OnDone = None) -> list[Answer]:
     """``model`` (bound to ``role``) on every item; answers in item order."""
-    results = await gateway.run_all([request(i, role, model) for i in items], on_done=on_done)
+    results = await gateway.run_all(_Requests(items, role, model), on_done=on_done, roles=[role])
     return answers_of(items, results, model)
 
 
