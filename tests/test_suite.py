@@ -281,3 +281,16 @@ def test_a_mode_that_fails_before_scoring_is_not_profiled_from_an_earlier_runs_t
     assert any("from an earlier run" in r for r in manifest["suite"]["modes"]["roleinteract"]["reasons"])
     assert pq.read_table(out / "profile.parquet").num_rows == 0
     assert "- roleinteract: failed" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_benchmark_that_scored_nothing_for_a_model_says_so_under_the_profile():
+    from rpbench.tasks.reports.profile import ProfileRow
+    from rpbench.tasks.reports.profile_page import _profile_table
+
+    def row(model: str, score: float | None, n: int) -> ProfileRow:
+        return ProfileRow(model=model, benchmark="pingpong", metric="ln_score", unit="", score=score,
+                          ci_low=score, ci_high=score, n=n, failed=0, percentile=None if score is None else 50.0)
+
+    lines = _profile_table([row("a", None, 0), row("b", 3.2, 4)], ["pingpong"])
+    assert "- No pingpong score for a (n = 0, 0 failed): it scored none of their items" in "\n".join(lines)
+    assert not any("No pingpong score" in line and "b (" in line for line in lines)

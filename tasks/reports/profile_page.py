@@ -46,7 +46,20 @@ def _profile_table(profile: Sequence[ProfileRow], benchmarks: Sequence[str]) -> 
             cells.append("not run" if p is None else
                          f"{fmt(p.score)} [{fmt(p.ci_low)}, {fmt(p.ci_high)}], pct {fmt(p.percentile, 0)}")
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    return lines
+    return lines + _unscored_lines(profile, benchmarks)
+
+
+def _unscored_lines(profile: Sequence[ProfileRow], benchmarks: Sequence[str]) -> list[str]:
+    """Why a cell has no score: the benchmark scored none of the model's items (its own report says which
+    rule left them out: failed calls, replies a judge flagged, ...)."""
+    lines = []
+    for b in benchmarks:
+        empty = [p for p in profile if p.benchmark == b and p.score is None]
+        if empty:
+            said = ", ".join(f"{p.model} (n = {p.n}, {p.failed} failed)" for p in sorted(empty, key=lambda p: p.model))
+            lines.append(f"- No {b} score for {said}: it scored none of their items (its report says why); "
+                         "no percentile either.")
+    return ["", *lines] if lines else []
 
 
 def _subscore_tables(subscores: Sequence[SubScore], benchmarks: Sequence[str]) -> list[str]:
