@@ -50,8 +50,8 @@ def setup(folder: Path, python: str = sys.executable) -> None:
     wanted = f"label-studio=={VERSION}"
     # uv (installed beside rpbench by the set-up script) installs Label Studio's many packages in seconds.
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
-    if uv is not None and subprocess.run([uv, "pip", "install", "--quiet", "--python", str(venv_python(folder)),
-                                          wanted]).returncode == 0:
+    if uv is not None and subprocess.run([uv, "pip", "install", "--quiet", "--compile-bytecode",
+                                          "--python", str(venv_python(folder)), wanted]).returncode == 0:
         return
     subprocess.run([str(venv_python(folder)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                     wanted], check=True)
