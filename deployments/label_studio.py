@@ -46,13 +46,17 @@ def setup(folder: Path, python: str = sys.executable) -> None:
     if installed(folder):
         return
     folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run([python, "-m", "venv", str(folder / "venv")], check=True)
     wanted = f"label-studio=={VERSION}"
-    # uv (installed beside rpbench by the set-up script) installs Label Studio's many packages in seconds.
+    # uv (installed beside rpbench by the set-up script) installs Label Studio's many packages in seconds, and
+    # needs no pip inside the environment: the environment is made without one, which also skips ensurepip.
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
-    if uv is not None and subprocess.run([uv, "pip", "install", "--quiet", "--compile-bytecode",
-                                          "--python", str(venv_python(folder)), wanted]).returncode == 0:
-        return
+    if uv is not None:
+        subprocess.run([python, "-m", "venv", "--without-pip", str(folder / "venv")], check=True)
+        if subprocess.run([uv, "pip", "install", "--quiet", "--compile-bytecode",
+                           "--python", str(venv_python(folder)), wanted]).returncode == 0:
+            return
+        print("uv could not install Label Studio; trying pip", file=sys.stderr)
+    subprocess.run([python, "-m", "venv", str(folder / "venv")], check=True)
     subprocess.run([str(venv_python(folder)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                     wanted], check=True)
 
@@ -98,7 +102,13 @@ def main(argv: list[str] | None = None) -> None:
     start.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to let annotators on other machines in.")
     args = parser.parse_args(argv)
     if args.command == "setup":
-        setup(args.folder)
+        try:
+            setup(args.folder)
+        except (subprocess.CalledProcessError, OSError) as exc:
+            free_gb = shutil.disk_usage(args.folder if args.folder.exists() else Path.cwd()).free / 1e9
+            print(f"error: could not make Label Studio's environment in {args.folder}: {exc} "
+                  f"({free_gb:.1f} GB free on that disk)", file=sys.stderr)
+            sys.exit(1)
         print(f"Label Studio {VERSION} in {args.folder / 'venv'}")
         return
     if not installed(args.folder):

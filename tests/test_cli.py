@@ -189,6 +189,36 @@ def test_a_command_that_ends_with_an_exit_code_returns_it(monkeypatch):
     assert rpbench("modes").returncode == 3
 
 
+def test_a_full_disk_is_one_line_naming_the_file_not_a_traceback(monkeypatch):
+    import errno
+
+    from rpbench.flows.cli import main
+
+    def full_disk() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", "runs/demo/items.parquet")
+
+    monkeypatch.setattr(main, "show_modes", full_disk)
+    ran = rpbench("modes")
+    assert ran.returncode == 1
+    assert "No space left on device: runs/demo/items.parquet" in ran.stderr
+    assert "finished work is kept" in ran.stderr and "Traceback" not in ran.stderr
+
+
+def test_an_os_error_of_our_own_making_keeps_its_traceback(monkeypatch):
+    import errno
+
+    import pytest
+
+    from rpbench.flows.cli import main
+
+    def bug() -> None:
+        raise OSError(errno.EBADF, "Bad file descriptor")
+
+    monkeypatch.setattr(main, "show_modes", bug)
+    with pytest.raises(OSError):
+        rpbench("modes")
+
+
 def test_models_check_asks_each_role_once_and_says_which_answer(loopback, tmp_path, monkeypatch):
     monkeypatch.setenv(TEST_KEY_ENV, "sk-test-check-0123456789")
     models = tmp_path / "models.toml"

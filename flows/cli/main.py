@@ -8,6 +8,7 @@ with status 2; there is never a traceback for a user's mistake.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -180,6 +181,18 @@ def make_cli() -> ModesGroup:
     return group
 
 
+# Errors of the machine rather than of rpbench: a full disk, a folder one may not write. One line naming the path,
+# as for bad input; any other OSError is a fault of ours and keeps its traceback.
+_MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+def describe_machine_error(exc: OSError) -> str:
+    where = f": {exc.filename}" if exc.filename else ""
+    advice = (" (free some space and run the same command again: finished work is kept)"
+              if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "")
+    return f"{exc.strerror or exc}{where}{advice}"
+
+
 def run_cli(args: Sequence[str]) -> int:
     """Run one command and return its exit status: 0, 2 for bad input (one line, no traceback), the
     command's own status otherwise. Tests call this in-process; ``main`` calls it and exits."""
@@ -207,6 +220,11 @@ def run_cli(args: Sequence[str]) -> int:
         typer.echo("interrupted: finished stages and completed calls are kept; run the same command again to resume",
                    err=True)
         code = 130
+    except OSError as exc:
+        if exc.errno not in _MACHINE_ERRNOS:
+            raise
+        typer.secho(f"error: {describe_machine_error(exc)}", err=True, fg=typer.colors.RED)
+        code = 1
     except TyperException as exc:  # usage errors (typer's own click): its message and usage, status 2
         exc.show()  # type: ignore[attr-defined]
         code = getattr(exc, "exit_code", 2)
