@@ -235,3 +235,17 @@ def test_parse_errors_say_what_is_wrong():
         parse_reply('{"reason": "a"}', Score)
     with pytest.raises(ValueError, match="empty"):
         extract_json("   ")
+
+
+def test_records_written_a_batch_at_a_time_make_the_same_table(tmp_path, monkeypatch):
+    from rpbench.storage import tables
+    from rpbench.storage.schemas import FAILURES
+    from rpbench.tasks.core.records import Failure
+
+    rows = [Failure(stage="s", model=f"m{i % 3}", item_id=str(i), kind="answer", error=None if i % 2 else "x")
+            for i in range(25)]
+    whole = tables.write_records(tmp_path / "whole.parquet", rows, FAILURES)
+    monkeypatch.setattr(tables, "RECORDS_PER_BATCH", 10)
+    batched = tables.write_records(tmp_path / "batched.parquet", rows, FAILURES)
+    assert pq.read_table(batched).equals(pq.read_table(whole))
+    assert tables.read_records(batched, FAILURES) == rows

@@ -184,3 +184,21 @@ def test_an_index_over_run_folders_shows_each_leaderboard_and_answers_side_by_si
     missing = rpbench("report", str(tmp_path / "nope"), "--out", str(tmp_path / "index"))
     assert missing.returncode == 2 and "nope: not a run folder (no manifest.json in it)" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_the_viewer_is_written_as_its_samples_come_and_a_repeated_id_leaves_the_old_page(tmp_path):
+    """Samples may be made as the page is written (a generator, read once); a repeated id stops the write and
+    the page already there stays whole."""
+    from rpbench.tasks.reports.viewer import Part, Sample, read_viewer, write_viewer
+
+    def made(ids):
+        for i in ids:
+            yield Sample(id=i, item=i, model="m", title=i, score="1", parts=[Part("Reply", f"<script>{i}")])
+
+    page = write_viewer(tmp_path, "t", made(["a", "b", "c"]))
+    assert [s["id"] for s in read_viewer(page)["samples"]] == ["a", "b", "c"]
+    before = page.read_bytes()
+    with pytest.raises(ValueError, match="two samples have the id 'b'"):
+        write_viewer(tmp_path, "t", made(["a", "b", "b"]))
+    assert page.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["viewer.html"]  # no half-written page left beside it

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rpbench.flows.kit.registry import get_mode
@@ -18,18 +19,22 @@ from rpbench.tasks.reports.viewer import VIEWER_FILE, Sample, write_viewer
 
 async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Sequence[Any],
                          failures: Sequence[Failure], n_items: int, resamples: int, seed: int,
-                         context: dict[str, Any] | None = None, samples: Sequence[Sample] = ()) -> Report:
+                         context: dict[str, Any] | None = None, samples: Iterable[Sample] = ()) -> Report:
     """Score ``rows`` (records of mode ``name``'s item table), write the report files and the sample viewer
-    (``samples``: what every model said, as the mode shows it), publish them in the UI."""
+    (``samples``: what every model said, as the mode shows it; they may be made as they are read), publish them
+    in the UI."""
     intro = f"{n_items} {spec.unit}."
-    if samples:
+    remaining = iter(samples)
+    first = next(remaining, None)
+    if first is not None:
         intro += (" Every sample, searchable, with what was asked and how it was judged: "
                   f"[{VIEWER_FILE}]({VIEWER_FILE}).")
     report = write_report(build_report(spec, intro, rows, failures, resamples, seed, context), run.final_folder,
                           spec)
     run.tables.update(report.files)
-    if samples:
-        viewer = write_viewer(run.final_folder, f"{spec.title}: samples", samples, {"report": "report.html"})
+    if first is not None:
+        viewer = write_viewer(run.final_folder, f"{spec.title}: samples", itertools.chain([first], remaining),
+                              {"report": "report.html"})
         run.tables["viewer"] = str(viewer)
     await publish_table(f"{name}-leaderboard", report.board, f"{spec.title}: leaderboard")
     await publish_markdown(f"{name}-report", report.markdown, spec.title)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from prefect import Task, task
 from prefect.cache_policies import CacheKeyFnPolicy
@@ -38,7 +39,7 @@ from rpbench.flows.kit.progress import StageProgress
 from rpbench.flows.kit.runtime import shared_gateway
 from rpbench.flows.kit.ui import publish_table
 from rpbench.storage.schemas import CALLS, TableSpec
-from rpbench.storage.tables import write_records
+from rpbench.storage.tables import to_arrow, write_records, write_table
 from rpbench.tasks.core.errors import ModelUnusable
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.gateway import Gateway
@@ -250,6 +251,14 @@ class StageRun:
         path = (self.final_folder if final else self.folder) / (filename or spec.filename)
         write_records(path, records, spec)
         self.tables[Path(filename).stem if filename else spec.name] = str(path)
+        return str(path)
+
+    def write_table(self, spec: TableSpec[Any], parts: Sequence[pa.Table], final: bool = False) -> str:
+        """A table made of others already written (each a shard's), joined as Arrow columns, never as rows."""
+        path = (self.final_folder if final else self.folder) / spec.filename
+        joined = pa.concat_tables(parts) if parts else to_arrow([], spec)
+        write_table(path, joined, spec)
+        self.tables[spec.name] = str(path)
         return str(path)
 
     def result(self, **summary: Any) -> StageResult:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from rpbench.storage.tables import atomic_write_bytes
+from rpbench.storage.tables import atomic_write_chunks
 
 VIEWER_FILE = "viewer.html"
 PAGE_SIZE = 50
@@ -68,20 +68,28 @@ def _json_for_script(value: object) -> str:
         "\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def viewer_html(title: str, samples: Sequence[Sample], links: Mapping[str, str] | None = None) -> str:
+def viewer_html(title: str, samples: Iterable[Sample], links: Mapping[str, str] | None = None) -> str:
     """The page. ``links`` (label -> relative href) go in its header: back to the report, say."""
-    ids = [s.id for s in samples]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise ValueError(f"two samples have the id '{dup}'")
-    # The model is always a filter, first.
-    data = {"title": title, "pageSize": PAGE_SIZE, "links": dict(links or {}),
-            "samples": [{**asdict(s), "facets": {"model": s.model, **s.facets}} for s in samples]}
-    return ("<!doctype html>\n<html><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{html.escape(title)}</title><style>{_asset('viewer.css')}</style></head>\n<body>\n"
-            f"<script type=\"application/json\" id=\"viewer-data\">{_json_for_script(data)}</script>\n"
-            f"<div id=\"app\"></div>\n<script>{_asset('viewer.js')}</script>\n</body></html>\n")
+    return "".join(_viewer_chunks(title, samples, links))
+
+
+def _viewer_chunks(title: str, samples: Iterable[Sample], links: Mapping[str, str] | None) -> Iterator[str]:
+    """The page piece by piece, one sample at a time: at 100,000 samples the whole page (and its JSON, and
+    their escaped copies) held at once was most of a run's peak memory."""
+    yield ("<!doctype html>\n<html><head><meta charset=\"utf-8\">"
+           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+           f"<title>{html.escape(title)}</title><style>{_asset('viewer.css')}</style></head>\n<body>\n"
+           "<script type=\"application/json\" id=\"viewer-data\">")
+    head = _json_for_script({"title": title, "pageSize": PAGE_SIZE, "links": dict(links or {})})
+    yield head[:-1] + ',"samples":['
+    seen: set[str] = set()
+    for n, s in enumerate(samples):
+        if s.id in seen:
+            raise ValueError(f"two samples have the id '{s.id}'")
+        seen.add(s.id)
+        # The model is always a filter, first.
+        yield ("," if n else "") + _json_for_script({**asdict(s), "facets": {"model": s.model, **s.facets}})
+    yield f"]}}</script>\n<div id=\"app\"></div>\n<script>{_asset('viewer.js')}</script>\n</body></html>\n"
 
 
 _DATA = re.compile(r'<script type="application/json" id="viewer-data">(.*?)</script>', re.S)
@@ -98,7 +106,7 @@ def read_viewer(path: str | Path) -> dict[str, Any]:
 
 def write_viewer(folder: str | Path, title: str, samples: Iterable[Sample],
                  links: Mapping[str, str] | None = None, name: str = VIEWER_FILE) -> Path:
-    """``viewer.html`` in ``folder`` (written atomically); returns its path."""
+    """``viewer.html`` in ``folder`` (written atomically, as the samples come); returns its path."""
     path = Path(folder) / name
-    atomic_write_bytes(path, viewer_html(title, list(samples), links).encode("utf-8"))
+    atomic_write_chunks(path, (chunk.encode("utf-8") for chunk in _viewer_chunks(title, samples, links)))
     return path

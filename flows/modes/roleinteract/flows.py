@@ -11,7 +11,7 @@ from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.roleinteract.checks import check_run, select
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.storage.schemas import FAILURES
-from rpbench.storage.tables import read_records
+from rpbench.storage.tables import read_records, read_table
 from rpbench.tasks.llm.given import given_systems, read_answers
 from rpbench.tasks.modes.roleinteract.analysis import REPORT, Policy, data_stats, item_scores
 from rpbench.tasks.modes.roleinteract.answering import answer_all, given_answers
@@ -44,16 +44,25 @@ async def answers(run: StageRun, data: list[str], columns: list[str], languages:
 async def report(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
                  answers: list[str], policy: str, scoring: str, resamples: int, seed: int, out: str) -> StageResult:
     items, repaired = select(data, columns, languages, limit)
-    made = [a for p in answers for a in read_records(p, ANSWERS)]
     pol: Policy = "zero" if policy == "zero" else "skip"
-    rows, failures = item_scores(items, made, pol, "released" if scoring == "released" else "paper")
+    # One model's answers at a time (scored, then shown in the viewer): a run of 100,000 answers holds their
+    # scores, never every answer at once. The answers table itself is the models' tables joined as columns.
+    rows, failures, ends = [], [], []
+    for p in answers:
+        scored, failed = item_scores(items, read_records(p, ANSWERS), pol,
+                                     "released" if scoring == "released" else "paper")
+        rows += scored
+        failures += failed
+        ends.append(len(rows))
     run.write(ITEMS, items, final=True)
-    run.write(ANSWERS, made, final=True)
+    run.write_table(ANSWERS, [read_table(p, ANSWERS) for p in answers], final=True)
     run.write(ITEM_SCORES, rows, final=True)
     run.write(FAILURES, failures, final=True)
+    shown = (s for p, start, end in zip(answers, [0, *ends[:-1]], ends, strict=True)
+             for s in roleinteract_samples(items, read_records(p, ANSWERS), rows[start:end]))
     done = await publish_report(run, "roleinteract", REPORT, rows, failures, len(items), resamples, seed,
                                 {"policy": policy, "scoring": scoring, "repaired_bytes": repaired,
-                                 "data": data_stats(items)}, samples=roleinteract_samples(items, made, rows))
+                                 "data": data_stats(items)}, samples=shown)
     return run.result(leaderboard=done.board, **done.analysis.summary)
 
 

@@ -3,7 +3,7 @@ the letters read from it, the gold answer and the item's score."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from rpbench.tasks.modes.roleinteract.records import Answer, Item, ItemScore
 from rpbench.tasks.reports.viewer import Part, Sample, failed_text
@@ -22,10 +22,10 @@ def _outcome(answer: Answer, score: ItemScore | None) -> tuple[str, str]:
     return f"{score.score:.0f} / 100", outcome
 
 
-def samples(items: Sequence[Item], answers: Sequence[Answer], scores: Sequence[ItemScore]) -> list[Sample]:
+def samples(items: Sequence[Item], answers: Sequence[Answer], scores: Sequence[ItemScore]) -> Iterator[Sample]:
+    """One sample per answer, made as the viewer is written (a run of 100,000 answers never holds them all)."""
     by_item = {i.item_id: i for i in items}
     scored = {(s.model, s.item_id): s for s in scores}
-    out = []
     for a in answers:
         item = by_item.get(a.item_id)
         if item is None:
@@ -44,8 +44,6 @@ def samples(items: Sequence[Item], answers: Sequence[Answer], scores: Sequence[I
         else:
             parts.append(Part("Keywords to recall", ", ".join(item.label)))
         score, outcome = _outcome(a, scored.get((a.model, a.item_id)))
-        out.append(Sample(id=f"{a.model}/{a.item_id}", item=a.item_id, model=a.model,
-                          title=f"{item.item_id} ({item.target or 'no role'})", score=score,
-                          parts=parts, facets={"language": item.language, "column": item.column,
-                                               "outcome": outcome}))
-    return out
+        yield Sample(id=f"{a.model}/{a.item_id}", item=a.item_id, model=a.model,
+                     title=f"{item.item_id} ({item.target or 'no role'})", score=score,
+                     parts=parts, facets={"language": item.language, "column": item.column, "outcome": outcome})
