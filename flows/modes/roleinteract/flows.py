@@ -13,7 +13,7 @@ from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records, read_table
 from rpbench.tasks.llm.given import given_systems, read_answers
-from rpbench.tasks.modes.roleinteract.analysis import REPORT, Policy, data_stats, item_scores
+from rpbench.tasks.modes.roleinteract.analysis import REPORT, Policy, Rule, data_stats, item_scores
 from rpbench.tasks.modes.roleinteract.answering import answer_all, given_answers
 from rpbench.tasks.modes.roleinteract.samples import samples as roleinteract_samples
 from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEM_SCORES, ITEMS
@@ -45,21 +45,18 @@ async def report(run: StageRun, data: list[str], columns: list[str], languages: 
                  answers: list[str], policy: str, scoring: str, resamples: int, seed: int, out: str) -> StageResult:
     items, repaired = select(data, columns, languages, limit)
     pol: Policy = "zero" if policy == "zero" else "skip"
-    # One model's answers at a time (scored, then shown in the viewer): a run of 100,000 answers holds their
-    # scores, never every answer at once. The answers table itself is the models' tables joined as columns.
-    rows, failures, ends = [], [], []
-    for p in answers:
-        scored, failed = item_scores(items, read_records(p, ANSWERS), pol,
-                                     "released" if scoring == "released" else "paper")
-        rows += scored
-        failures += failed
-        ends.append(len(rows))
+    # One model's answers at a time, read again for the viewer rather than kept: a run of 100,000 answers holds
+    # their scores, never every answer at once. The answers table itself is the models' tables joined as columns.
+    rule: Rule = "released" if scoring == "released" else "paper"
+    per_model = [item_scores(items, read_records(p, ANSWERS), pol, rule) for p in answers]
+    rows = [r for scored, _ in per_model for r in scored]
+    failures = [f for _, failed in per_model for f in failed]
     run.write(ITEMS, items, final=True)
     run.write_table(ANSWERS, [read_table(p, ANSWERS) for p in answers], final=True)
     run.write(ITEM_SCORES, rows, final=True)
     run.write(FAILURES, failures, final=True)
-    shown = (s for p, start, end in zip(answers, [0, *ends[:-1]], ends, strict=True)
-             for s in roleinteract_samples(items, read_records(p, ANSWERS), rows[start:end]))
+    shown = (s for p, (scored, _) in zip(answers, per_model, strict=True)
+             for s in roleinteract_samples(items, read_records(p, ANSWERS), scored))
     done = await publish_report(run, "roleinteract", REPORT, rows, failures, len(items), resamples, seed,
                                 {"policy": policy, "scoring": scoring, "repaired_bytes": repaired,
                                  "data": data_stats(items)}, samples=shown)
