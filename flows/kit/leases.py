@@ -163,12 +163,9 @@ class Leaser:
         if self._tokens is not None:
             await self._wait(self._tokens, self._fill_tokens)
         await self._wait(self._slots, self._fill_slots)
-        with self._mutex:
+        with self._mutex:  # an armed idle check sees this take in ``_last_used``: it need not be cancelled
             self.stats.taken += 1
             self._last_used = time.monotonic()
-            if self._idle is not None:
-                self._idle.cancel()
-                self._idle = None
 
     async def _wait(self, pool: _Pool, fill: Callable[[], Awaitable[bool]]) -> None:
         with self._mutex:
