@@ -2,7 +2,10 @@
 
 `rpbench roleinteract run` on ITEMS generated items (each its own dialogue, so no two calls are alike) for
 MODELS models, each model its own endpoint on the loopback server (LATENCY s a reply, in its own process)
-with max_concurrency = IN_FLIGHT / MODELS: IN_FLIGHT requests may be in flight in all. The run goes
+with max_concurrency = IN_FLIGHT / MODELS: IN_FLIGHT requests may be in flight in all. As the README's recipe
+for hundreds in flight: the models reach the server by litellm's route for a vLLM server (ROUTE, default
+hosted_vllm; `--route openai` goes through OpenAI's SDK, about twice litellm's CPU a call) and their calls
+are sent by PROCESSES worker processes (default 2, shared by all models). The run goes
 through a Prefect server (`prefect server start` on PostgreSQL, as the README's recipe for a team) with
 shared limits on, so every endpoint's slots are leased from the server. It is run at CALLS / 10 calls and
 at CALLS calls, so the growth shows (time and memory per call should stay flat), and, at CALLS, once more
@@ -13,7 +16,7 @@ process tree, the call cache's size and its lookup time, the wall time of each s
 to its last answered) and of the command; then the growth of RSS from the small run to the big one. The
 headline, last: calls/s as a ratio of the bound at CALLS calls.
 Usage: .venv/bin/python benchmarks/scale.py [--calls 100000] [--in-flight 256] [--models 4] [--latency 1]
-       [--processes 1] [--no-dask] [--no-small] [--no-postgres] [--api-url URL]
+       [--processes 2] [--route hosted_vllm] [--no-dask] [--no-small] [--no-postgres] [--api-url URL]
 """
 
 from __future__ import annotations
@@ -67,11 +70,11 @@ def loopback(latency: float) -> tuple[subprocess.Popen[str], str]:
     return proc, f"http://127.0.0.1:{port}/v1"
 
 
-def models_file(folder: Path, base_url: str, per_model: int, processes: int) -> Path:
-    """Every model (``openai/scale-K``) on the loopback server; ``processes`` worker processes send each one's
-    calls (litellm's CPU per call spread over cores, as the README's recipe for hundreds in flight)."""
+def models_file(folder: Path, base_url: str, per_model: int, processes: int, route: str) -> Path:
+    """Every model (``ROUTE/scale-K``) on the loopback server; ``processes`` worker processes send the calls
+    (litellm's CPU per call spread over cores, as the README's recipe for hundreds in flight)."""
     path = folder / "models.toml"
-    path.write_text(f'[default]\nmodel = "openai/scale"\napi_base = "{base_url}"\napi_key_env = "{KEY_ENV}"\n'
+    path.write_text(f'[default]\nmodel = "{route}/scale"\napi_base = "{base_url}"\napi_key_env = "{KEY_ENV}"\n'
                     f'timeout = 60\nmax_concurrency = {per_model}\nprocesses = {processes}\n', encoding="utf-8")
     return path
 
@@ -179,13 +182,13 @@ def cache_lookup_ms(cache: Path, samples: int = 2000) -> float:
     return 1000 * (time.perf_counter() - started) / max(len(picked), 1)
 
 
-def run(label: str, work: Path, data: Path, models: Path, n_models: int, env: dict[str, str],
+def run(label: str, work: Path, data: Path, models: Path, n_models: int, route: str, env: dict[str, str],
         bound_per_s: float, *runner: str) -> dict[str, float]:
     out, cache = work / label, work / f"{label}.sqlite"
     args = [*CLI, *runner, "roleinteract", "run", "--data", str(data), "--models-file", str(models),
             "--out", str(out), "--cache", str(cache), "--resamples", "20"]
     for k in range(n_models):
-        args += ["--model", f"openai/scale-{k}"]
+        args += ["--model", f"{route}/scale-{k}"]
     started, since = time.perf_counter(), time.time()
     proc = subprocess.Popen(args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     watch = PeakRss(proc.pid)
@@ -214,7 +217,10 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser.add_argument("--in-flight", type=int, default=256)
     parser.add_argument("--models", type=int, default=4)
     parser.add_argument("--latency", type=float, default=1.0)
-    parser.add_argument("--processes", type=int, default=1, help="worker processes sending each model's calls")
+    parser.add_argument("--processes", type=int, default=2, help="worker processes sending the models' calls")
+    parser.add_argument("--route", default="hosted_vllm",
+                        help="litellm's route to the loopback server: openai (through OpenAI's SDK) or hosted_vllm "
+                             "(litellm's own HTTP client, the route for a vLLM server)")
     parser.add_argument("--no-dask", action="store_true", help="skip the run on a local Dask cluster")
     parser.add_argument("--no-small", action="store_true", help="skip the run at a tenth of the calls")
     parser.add_argument("--no-postgres", action="store_true", help="the Prefect server on SQLite")
@@ -232,21 +238,22 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         else:
             start_server(cluster, None if args.no_postgres else start_postgres(cluster))
         per_model = max(1, args.in_flight // args.models)
-        models = models_file(work, base_url, per_model, args.processes)
+        models = models_file(work, base_url, per_model, args.processes, args.route)
         env = cluster.env(**{KEY_ENV: "sk-scale", "RPBENCH_PROGRESS_BAR": "0", "RPBENCH_SHARED_LIMITS": "1"})
         bound = per_model * args.models / args.latency
         say("prefect_database", "given" if args.api_url else "sqlite" if args.no_postgres else "postgresql")
         say("models", args.models)
-        say("processes_per_model", args.processes)
+        say("litellm_route", args.route)
+        say("worker_processes", args.processes)
         say("in_flight_bound", per_model * args.models)
         say("loopback_latency_s", args.latency)
         sizes = ([] if args.no_small else [("small", args.calls // 10)]) + [("big", args.calls)]
         for label, calls in sizes:
             data = make_items(work / f"items-{label}.json", max(1, calls // args.models))
-            results[label] = run(label, work, data, models, args.models, env, bound)
+            results[label] = run(label, work, data, models, args.models, args.route, env, bound)
         if not args.no_dask:
             data = work / "items-big.json"
-            results["dask"] = run("dask", work, data, models, args.models, env, bound, "--runner", "dask",
+            results["dask"] = run("dask", work, data, models, args.models, args.route, env, bound, "--runner", "dask",
                                   "--dask-workers", "2")
         if "small" in results:
             big, small = results["big"], results["small"]

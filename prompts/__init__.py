@@ -42,6 +42,16 @@ class Rendered:
 
 def template_name(name: str, language: str) -> str:
     """``group/name`` in ``language``, falling back to English only when no variant exists at all."""
+    try:  # the folder's time changes when a template is added or removed there: then it is looked up again
+        folder_ns = (TEMPLATE_DIR / name).parent.stat().st_mtime_ns
+    except OSError:
+        raise TemplateNotFound(f"{name}.{language}.j2") from None
+    return _template_name(name, language, folder_ns)
+
+
+@functools.lru_cache(maxsize=1024)
+def _template_name(name: str, language: str, folder_ns: int) -> str:
+    # Cached: every call of a stage renders its prompt, and two file lookups a call add up at 100,000 calls.
     for lang in (language, FALLBACK_LANGUAGE):
         candidate = f"{name}.{lang}.j2"
         if (TEMPLATE_DIR / candidate).is_file():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 
 import pytest
@@ -17,17 +18,91 @@ from tests.test_gateway import MSG, Verdict
 async def test_calls_are_spread_over_worker_processes(make_gateway, loopback):
     gateway = make_gateway(processes=2, max_concurrency=8)
     try:
+        pool = gateway._pool_for(gateway.config.for_role("scene"))
+        await asyncio.to_thread(pool.wait_ready)
         results = await gateway.run_all([Request("scene", [{"role": "user", "content": f"hi {i}"}]) for i in range(24)])
         assert [r.text for r in results] == [f"echo: hi {i}" for i in range(24)]
-        (pool,) = gateway._pools[asyncio.get_running_loop()].values()
-        pids = {w.proc.pid for w in pool._workers}
+        workers = list(pool._workers)
+        pids = {w.proc.pid for w in workers}
         assert len(pids) == 2 and os.getpid() not in pids
+        assert sum(w.served for w in workers) == 24 and all(w.served for w in workers)
         assert len(gateway.ledger.records()) == 24
         # The key reached the server from the workers, read from their own environment.
         assert all(os.environ[TEST_KEY_ENV] in h for h in loopback.auth_headers)
     finally:
         await gateway.aclose()
-    assert all(w.proc.returncode is not None for w in pool._workers)  # aclose stopped them
+    assert all(w.proc.returncode is not None for w in workers)  # aclose stopped them
+
+
+async def test_calls_do_not_wait_for_the_workers_to_start(make_gateway, loopback):
+    """Workers take seconds to start (each imports litellm): meanwhile calls are sent from this process."""
+    gateway = make_gateway(processes=2, max_concurrency=8)
+    try:
+        results = await gateway.run_all([Request("scene", [{"role": "user", "content": f"hi {i}"}]) for i in range(6)])
+        assert [r.text for r in results] == [f"echo: hi {i}" for i in range(6)]
+        (pool,) = gateway._held.values()
+        assert sum(w.served for w in pool._workers) == 0  # all answered before any worker was up
+        await asyncio.to_thread(pool.wait_ready)  # and the workers were started meanwhile
+        await gateway.complete("scene", [{"role": "user", "content": "now through a worker"}])
+        assert sum(w.served for w in pool._workers) == 1
+    finally:
+        await gateway.aclose()
+
+
+async def test_workers_that_cannot_start_are_an_error_not_a_silent_switch(make_gateway, loopback, monkeypatch):
+    from rpbench.tasks.llm import process_pool
+
+    def broken(self, deadline):
+        self.proc.kill()
+        raise process_pool.WorkerCallError("a gateway worker process failed to start (see its stderr above)",
+                                           transient=False)
+
+    monkeypatch.setattr(process_pool._Worker, "wait_ready", broken)
+    gateway = make_gateway(processes=2, max_concurrency=8)
+    try:
+        pool = gateway._pool_for(gateway.config.for_role("scene"))
+        with pytest.raises(process_pool.WorkerCallError, match="failed to start"):
+            await asyncio.to_thread(pool.wait_ready)
+        result = await gateway.complete("scene", [{"role": "user", "content": "hi"}])
+        assert not result.ok and "failed to start" in result.error
+        assert gateway.ledger.records()[0].outcome == "failed"
+    finally:
+        await gateway.aclose()
+
+
+def test_stages_on_their_own_event_loops_share_one_pool_of_workers(make_gateway, loopback):
+    """Four stages at once (each a fork on its own loop and thread, as Prefect runs them) send through the same
+    two workers, not two each; the workers stop when the last stage closes."""
+    from rpbench.tasks.llm import process_pool
+
+    gateway = make_gateway(processes=2, max_concurrency=8)
+    forks = [gateway.fork() for _ in range(4)]
+    seen: dict[int, tuple] = {}
+
+    def stage(k: int) -> list[str]:
+        async def run() -> list[str]:
+            fork = forks[k]
+            try:
+                await asyncio.to_thread(fork._pool_for(fork.config.for_role("scene")).wait_ready)
+                results = await fork.run_all([Request("scene", [{"role": "user", "content": f"s{k} q{i}"}])
+                                              for i in range(12)])
+                (pool,) = fork._held.values()
+                seen[k] = (pool, list(pool._workers))
+                return [r.text for r in results]
+            finally:
+                await fork.aclose()
+        return asyncio.run(run())
+
+    with concurrent.futures.ThreadPoolExecutor(4) as threads:
+        texts = list(threads.map(stage, range(4)))
+    assert texts == [[f"echo: s{k} q{i}" for i in range(12)] for k in range(4)]
+    pools = {id(pool) for pool, _ in seen.values()}
+    procs = {w.proc.pid: w.proc for _, ws in seen.values() for w in ws}
+    assert len(pools) == 1 and len(procs) == 2 and os.getpid() not in procs
+    workers = {w.proc.pid: w for _, ws in seen.values() for w in ws}
+    assert sum(w.served for w in workers.values()) == 48  # every call of every stage went through them
+    assert all(p.returncode is not None for p in procs.values())  # the last stage to close stopped them
+    assert process_pool._pools == {}
 
 
 async def test_worker_errors_keep_their_retry_verdict(make_gateway, loopback):
@@ -49,8 +124,8 @@ async def test_a_dead_worker_is_replaced_and_its_calls_retried(make_gateway, loo
     loopback.latency = 0.5
     gateway = make_gateway(processes=2, max_concurrency=8)
     try:
-        await gateway.complete("scene", [{"role": "user", "content": "start the workers"}])
-        (pool,) = gateway._pools[asyncio.get_running_loop()].values()
+        pool = gateway._pool_for(gateway.config.for_role("scene"))
+        await asyncio.to_thread(pool.wait_ready)
         victim = pool._workers[0]
         calls = asyncio.ensure_future(
             gateway.run_all([Request("scene", [{"role": "user", "content": f"q {i}"}]) for i in range(8)])
@@ -61,6 +136,7 @@ async def test_a_dead_worker_is_replaced_and_its_calls_retried(make_gateway, loo
         results = await calls
         assert all(r.ok for r in results)
         assert sum(r.transient_retries for r in gateway.ledger.records()) >= 1
+        await asyncio.to_thread(pool.wait_ready)  # replaced in the background
         assert victim not in pool._workers and len(pool._workers) == 2
     finally:
         await gateway.aclose()

@@ -17,10 +17,12 @@ process-wide bounds already hold. Local models (``local/...``) run in the proces
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
 from collections.abc import AsyncIterator
+from typing import Any
 
 from rpbench.tasks.llm.bounds import share_limits
 
@@ -28,6 +30,7 @@ OFF = "RPBENCH_SHARED_LIMITS"
 _made: set[str] = set()
 
 
+@functools.lru_cache(maxsize=1024)
 def limit_name(endpoint: str) -> str:
     """A readable, stable name for an endpoint's limit (the digest keeps two long names apart)."""
     readable = re.sub(r"[^a-z0-9]+", "-", endpoint.lower()).strip("-")[:48]
@@ -55,23 +58,34 @@ async def _ensure(name: str, limit: int, decay: float | None = None) -> None:
     _made.add(made)
 
 
+_ready: dict[tuple[str, str, int, int | None], Any] = {}  # (server, endpoint, limits) -> its leaser, limits made
+
+
+async def _leaser(server: str, endpoint: str, max_concurrency: int, rpm: int | None) -> Any:
+    """The leaser of an endpoint's limits on ``server``, the limits created there first; looked up once per
+    server, endpoint and limits (a request only reads the dictionary)."""
+    key = (server, endpoint, max_concurrency, rpm)
+    leaser = _ready.get(key)
+    if leaser is None:
+        from rpbench.flows.kit.leases import leaser_for
+
+        name = limit_name(endpoint)
+        await _ensure(name, max_concurrency)
+        if rpm:
+            await _ensure(f"{name}-rpm", rpm, decay=rpm / 60.0)
+        leaser = _ready[key] = leaser_for(server, name, max_concurrency, f"{name}-rpm" if rpm else None, rpm)
+    return leaser
+
+
 @contextlib.asynccontextmanager
 async def prefect_limit(endpoint: str, max_concurrency: int, rpm: int | None) -> AsyncIterator[None]:
     """Hold one slot of the endpoint's global limits for the request's life (when, at this moment, a Prefect
     server is configured: the process may have run a flow against one earlier and none now)."""
-    if endpoint.startswith("local/") or not server_configured():
+    server = "" if endpoint.startswith("local/") else _server()
+    if not server:
         yield
         return
-    from prefect.settings import get_current_settings
-
-    from rpbench.flows.kit.leases import leaser_for
-
-    name = limit_name(endpoint)
-    await _ensure(name, max_concurrency)
-    if rpm:
-        await _ensure(f"{name}-rpm", rpm, decay=rpm / 60.0)
-    leaser = leaser_for(str(get_current_settings().api.url), name, max_concurrency,
-                        f"{name}-rpm" if rpm else None, rpm)
+    leaser = await _leaser(server, endpoint, max_concurrency, rpm)
     await leaser.take()
     try:
         yield
@@ -79,11 +93,15 @@ async def prefect_limit(endpoint: str, max_concurrency: int, rpm: int | None) ->
         leaser.give()
 
 
-def server_configured() -> bool:
-    """A Prefect server shared with other processes (PREFECT_API_URL), not a command's temporary one."""
+def _server() -> str:
     from prefect.settings import get_current_settings
 
-    return bool(get_current_settings().api.url)
+    return str(get_current_settings().api.url or "")
+
+
+def server_configured() -> bool:
+    """A Prefect server shared with other processes (PREFECT_API_URL), not a command's temporary one."""
+    return bool(_server())
 
 
 def install_shared_limits() -> bool:

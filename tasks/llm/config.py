@@ -51,7 +51,9 @@ class ModelSpec(BaseModel):
     processes: int = Field(
         default=1, ge=1, le=32,
         description="Worker processes that send this model's calls. Above 1, litellm's per-call CPU is spread "
-        "over cores (see tasks/llm/process_pool.py); worth it for remote endpoints at high concurrency.",
+        "over cores (see tasks/llm/process_pool.py); worth it for remote endpoints at high concurrency. The "
+        "workers are the rpbench process's, shared by every model and stage with the same number: 2 means two "
+        "extra processes however many models run at once.",
     )
     structured: StructuredMode = "auto"
     reasoning_chars: int | None = Field(

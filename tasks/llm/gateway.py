@@ -43,7 +43,7 @@ from rpbench.tasks.llm.litellm_call import add_transport, new_session, request_k
 from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
 from rpbench.tasks.llm.local_models import model_fingerprint
 from rpbench.tasks.llm.local_provider import register_local_provider
-from rpbench.tasks.llm.process_pool import ProcessPool
+from rpbench.tasks.llm.process_pool import ProcessPool, acquire_pool, release_pool
 from rpbench.tasks.llm.provider_schema import family_of, response_format
 from rpbench.tasks.llm.requests import CallResult, Message, NoReply, Parser, Reply, Request
 from rpbench.tasks.llm.structured import (
@@ -105,9 +105,9 @@ class Gateway:
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
             weakref.WeakKeyDictionary()
         )
-        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, ProcessPool]] = (
-            weakref.WeakKeyDictionary()
-        )
+        # The worker process pools this gateway (this fork: this stage) uses, by size; the workers are the
+        # process's, shared with every other stage (see ``process_pool``), and given back in ``aclose``.
+        self._held: dict[int, ProcessPool] = {}
         # Requests being sent now, by cache key, shared by every fork and event loop (see ``_reply``).
         self._in_flight: dict[str, concurrent.futures.Future[dict[str, Any]]] = {}
         self._in_flight_lock = threading.Lock()
@@ -134,6 +134,7 @@ class Gateway:
         """
         twin = copy.copy(self)
         twin.ledger = ledger or Ledger()
+        twin._held = {}
         return twin
 
     # -- plumbing -------------------------------------------------------------------------------
@@ -147,20 +148,22 @@ class Gateway:
         return session
 
     def _pool_for(self, spec: ModelSpec) -> ProcessPool:
-        """The worker processes sending this endpoint's calls (``processes`` > 1), per event loop."""
-        per_loop = self._pools.setdefault(asyncio.get_running_loop(), {})
-        if spec.endpoint() not in per_loop:
-            per_loop[spec.endpoint()] = ProcessPool(spec.processes)
-        return per_loop[spec.endpoint()]
+        """The worker processes sending this model's calls (``processes`` > 1): the process's pool of that size."""
+        pool = self._held.get(spec.processes)
+        if pool is None:
+            pool = self._held[spec.processes] = acquire_pool(spec.processes)
+        return pool
 
     async def aclose(self) -> None:
-        """Close this event loop's HTTP session and stop its worker processes."""
+        """Close this event loop's HTTP session and give back the worker pools; the last user stops them."""
         loop = asyncio.get_running_loop()
         session = self._sessions.pop(loop, None)
         if session is not None:
             await session.close()
-        for pool in self._pools.pop(loop, {}).values():
-            await pool.aclose()
+        held, self._held = self._held, {}
+        for pool in held.values():
+            if release_pool(pool):
+                await asyncio.to_thread(pool.close)
 
     def _response_format(self, spec: ModelSpec, schema: type[Any] | None) -> dict[str, Any] | None:
         if schema is None or self._structured_mode(spec) == "prompt":
@@ -199,9 +202,11 @@ class Gateway:
                 if (known := self._unusable.get((spec.model, spec.api_base))) is not None:
                     raise known  # found unusable while this call waited for its slot: do not send it
                 started = time.perf_counter()
-                if pool is not None:
+                if pool is not None and pool.ready():
                     fields = await pool.call(kwargs, spec.api_key_env)
                 else:
+                    if pool is not None:
+                        pool.start_soon()  # sent from here meanwhile: the same request, read the same way
                     fields = await send(add_transport(kwargs, spec.api_key_env, self._session()))
                 return fields, time.perf_counter() - started
 

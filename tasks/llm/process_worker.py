@@ -20,8 +20,9 @@ import orjson
 from rpbench.tasks.core.secrets import scrub_text
 from rpbench.tasks.llm.event_loop import run_coroutine
 from rpbench.tasks.llm.litellm_call import add_transport, new_session, send, tune_litellm
-from rpbench.tasks.llm.process_pool import LINE_LIMIT
 from rpbench.tasks.llm.transient import is_fatal, is_transient
+
+LINE_LIMIT = 64 * 1024 * 1024  # one protocol line holds a whole request
 
 
 async def serve(out: BinaryIO) -> None:
