@@ -7,9 +7,10 @@ so in one line.
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -80,15 +81,18 @@ def write_table(path: str | Path, rows: Iterable[Mapping[str, Any]] | pa.Table, 
 RECORDS_PER_BATCH = 10_000
 
 
-def write_records(path: str | Path, records: Sequence[R], spec: TableSpec[R]) -> Path:
+def write_records(path: str | Path, records: Iterable[R], spec: TableSpec[R]) -> Path:
     """Write typed records as the table ``spec`` describes.
 
-    Turned into columns a batch at a time: the records as dictionaries, all at once, were a second copy of a
-    100,000-row stage in memory (Arrow's columns take a fraction of that)."""
-    if len(records) <= RECORDS_PER_BATCH:
-        return write_table(path, [r.model_dump() for r in records], spec)
-    batches = [to_arrow([r.model_dump() for r in records[k:k + RECORDS_PER_BATCH]], spec)
-               for k in range(0, len(records), RECORDS_PER_BATCH)]
+    Turned into columns a batch at a time, taken from ``records`` as they come: the records as dictionaries,
+    all at once, were a second copy of a 100,000-row stage in memory (Arrow's columns take a fraction of
+    that), and a stage's call records are read back from their JSON lines one batch at a time."""
+    rows = iter(records)
+    batches = []
+    while batch := list(itertools.islice(rows, RECORDS_PER_BATCH)):
+        batches.append(to_arrow([r.model_dump() for r in batch], spec))
+    if len(batches) <= 1:
+        return write_table(path, batches[0] if batches else [], spec)
     return write_table(path, pa.concat_tables(batches), spec)
 
 

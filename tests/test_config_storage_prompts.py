@@ -249,3 +249,26 @@ def test_records_written_a_batch_at_a_time_make_the_same_table(tmp_path, monkeyp
     batched = tables.write_records(tmp_path / "batched.parquet", rows, FAILURES)
     assert pq.read_table(batched).equals(pq.read_table(whole))
     assert tables.read_records(batched, FAILURES) == rows
+    streamed = tables.write_records(tmp_path / "streamed.parquet", (r for r in rows), FAILURES)  # taken as they come
+    assert pq.read_table(streamed).equals(pq.read_table(whole))
+
+
+def test_a_ledger_keeps_its_records_as_lines_and_gives_them_back_whole(tmp_path, monkeypatch):
+    from rpbench.storage import tables
+    from rpbench.storage.schemas import CALLS
+    from rpbench.tasks.core.records import CallRecord
+    from rpbench.tasks.llm.ledger import Ledger, read_journal
+
+    made = [CallRecord(call_id=f"c{i}", cache_key=f"k{i}", role="judge", model="openai/x", tag=f"t{i}", attempt=i % 2,
+                       cached=bool(i % 3), outcome="ok" if i % 4 else "parse_error", error=None if i % 4 else "bad",
+                       prompt_tokens=i, completion_tokens=2 * i, latency_s=0.5 + i, cost_usd=None if i % 5 else 0.1)
+            for i in range(23)]
+    ledger = Ledger(tmp_path / "journal.jsonl")
+    assert ledger.count() == 0 and ledger  # empty, and still a ledger (``ledger or Ledger()`` keeps it)
+    for record in made:
+        ledger.add(record)
+    assert ledger.count() == 23 and ledger.records() == made
+    assert read_journal(tmp_path / "journal.jsonl") == made
+    monkeypatch.setattr(tables, "RECORDS_PER_BATCH", 10)
+    direct = tables.write_records(tmp_path / "direct.parquet", made, CALLS)
+    assert pq.read_table(ledger.write(tmp_path / "calls.parquet")).equals(pq.read_table(direct))

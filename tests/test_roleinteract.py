@@ -129,6 +129,27 @@ def test_the_shipped_example_covers_every_column_in_both_languages():
     assert group.group_size == 3 and group.target_preference == "positive" and group.polarity == "negative"
 
 
+def test_items_share_their_identical_parts_and_read_as_when_parsed_alone(tmp_path):
+    """Profiles, options and dialogue lines that repeat across items are made once (memory at 100,000 items);
+    every item still reads exactly as it does parsed on its own."""
+    from rpbench.tasks.modes.roleinteract.loader import load_files, parse_item
+
+    records = json.loads(sample_path("roleinteract", "example.json").read_text(encoding="utf-8"))
+    twice = tmp_path / "twice.json"
+    twice.write_text(json.dumps(records + records, ensure_ascii=False), encoding="utf-8")
+    items, _ = load_files([str(twice)])
+    n = len(records)
+    first, second = items[:n], items[n:]
+    for a, b in zip(first, second, strict=True):
+        assert a is not b and a.item_id != b.item_id
+        assert all(x is y for x, y in zip(a.profiles, b.profiles, strict=True))
+        assert all(x is y for x, y in zip(a.choices, b.choices, strict=True))
+        assert all(x is y for x, y in zip(a.dialogue, b.dialogue, strict=True))
+    for k, item in enumerate(items):
+        alone = parse_item(records[k % n], twice, k)
+        assert item.model_dump() == alone.model_dump()
+
+
 def test_crlf_windows_1252_bytes_and_other_models_answers_are_read_without_loss(tmp_path):
     record = {"dialogue": [{"from": "Monica", "value": "I didn\u0092t make it!"}],
               "instruction": "Select the option that best matches the mood of the speaker in the last utterance:",

@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import hashlib
 import inspect
+import itertools
 import json
 import os
 import re
@@ -216,7 +217,7 @@ class StageRun:
         ledgers = [g.ledger for g in self._gateways]
         parts = []
         if ledgers:
-            done = sum(len(ledger.records()) for ledger in ledgers)
+            done = sum(ledger.count() for ledger in ledgers)
             parts.append(f"calls {done} done, {sum(ledger.in_flight for ledger in ledgers)} in flight")
         local = local_activity()
         if local:
@@ -263,9 +264,10 @@ class StageRun:
 
     def result(self, **summary: Any) -> StageResult:
         calls = None
-        records = [*self.earlier_calls, *(r for g in self._gateways for r in g.ledger.records())]
-        if records or self._gateways:
-            write_records(self.calls_table, records, CALLS)
+        if self.earlier_calls or self._gateways:
+            write_records(self.calls_table, itertools.chain(self.earlier_calls,
+                                                            *(g.ledger.iter_records() for g in self._gateways)),
+                          CALLS)
             calls = str(self.calls_table)
         undeclared = sorted(p for p in self.templates if not prompts.covered_by(p, self.spec.template_names()))
         if undeclared:

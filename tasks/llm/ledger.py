@@ -6,7 +6,7 @@ import itertools
 import os
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +25,17 @@ def next_call_id() -> str:
 
 
 class Ledger:
-    """Collects the call records of one stage (or one script) in memory, in the order they finished.
+    """Collects the call records of one stage (or one script), in the order they finished.
 
-    With a ``journal`` file, each record is also appended to it the moment it is added (one line, one
-    ``write``), so the calls of a run killed midway (their tokens and cost) are still on disk when the
-    run is started again; ``read_journal`` brings them back.
+    Each record is kept as its JSON line (a third of the memory of the record object; at 100,000 calls the
+    objects were a good part of a stage's memory) and read back when asked for. With a ``journal`` file,
+    each record is also appended to it the moment it is added (one line, one ``write``), so the calls of a
+    run killed midway (their tokens and cost) are still on disk when the run is started again;
+    ``read_journal`` brings them back.
     """
 
     def __init__(self, journal: str | Path | None = None) -> None:
-        self._records: list[CallRecord] = []
+        self._lines: list[bytes] = []
         self._lock = threading.Lock()
         self.in_flight = 0  # calls begun and not yet answered (progress lines show it)
         self.unanswered = 0  # calls that ended with no usable reply (a rerun retries the stage that made them)
@@ -43,29 +45,32 @@ class Ledger:
             self.journal.parent.mkdir(parents=True, exist_ok=True)
 
     def add(self, record: CallRecord) -> None:
+        line = record.model_dump_json().encode("utf-8")
         with self._lock:
-            self._records.append(record)
-            self._journal(record)
+            self._lines.append(line)
+            self._journal(line)
 
     def sending(self, record: CallRecord) -> None:
         """Note in the journal that ``record``'s request is going out now. If the run is killed before the
         reply, a resumed run still counts it as sent (its tokens and cost unknown, never taken as free);
         when it finishes, ``add`` journals the final record, which replaces this one."""
-        with self._lock:
-            self._journal(record.model_copy(update={
-                "outcome": "interrupted", "cached": False, "prompt_tokens": None, "completion_tokens": None,
-                "cost_usd": None, "error": INTERRUPTED}))
-
-    def _journal(self, record: CallRecord) -> None:
         if self.journal is None:
             return
-        line = record.model_dump_json().encode("utf-8") + b"\n"
+        line = record.model_copy(update={
+            "outcome": "interrupted", "cached": False, "prompt_tokens": None, "completion_tokens": None,
+            "cost_usd": None, "error": INTERRUPTED}).model_dump_json().encode("utf-8")
+        with self._lock:
+            self._journal(line)
+
+    def _journal(self, line: bytes) -> None:
+        if self.journal is None:
+            return
         if self._fd is None:
             # Opened once, not per line (two system calls fewer per call); closed when the ledger goes.
             self._fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             weakref.finalize(self, os.close, self._fd)
         # O_APPEND and a single write: a kill leaves whole lines behind, never half of one.
-        os.write(self._fd, line)
+        os.write(self._fd, line + b"\n")
 
     def begin(self) -> None:
         with self._lock:
@@ -75,16 +80,25 @@ class Ledger:
         with self._lock:
             self.in_flight -= 1
 
-    def records(self) -> list[CallRecord]:
+    def count(self) -> int:
+        """Records so far (a method, not ``len``: an empty ledger is still a ledger, never falsy)."""
+        return len(self._lines)
+
+    def iter_records(self) -> Iterator[CallRecord]:
+        """The records so far, each read back as it is reached (a stage's calls table is written from this)."""
         with self._lock:
-            return list(self._records)
+            lines = list(self._lines)
+        return (CallRecord.model_validate_json(line) for line in lines)
+
+    def records(self) -> list[CallRecord]:
+        return list(self.iter_records())
 
     def totals(self) -> dict[str, Any]:
         return summarize_calls(self.records())
 
     def write(self, path: str | Path) -> Path:
         """Write every record as a ``calls`` table at ``path`` (atomically; the stage's own table)."""
-        return write_records(path, self.records(), CALLS)
+        return write_records(path, self.iter_records(), CALLS)
 
 
 def read_journal(path: str | Path) -> list[CallRecord]:
