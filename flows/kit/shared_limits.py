@@ -94,14 +94,11 @@ async def prefect_limit(endpoint: str, max_concurrency: int, rpm: int | None) ->
 
 
 def _server() -> str:
+    """The Prefect server shared with other processes (PREFECT_API_URL), or "" for none (a command's temporary
+    server is its own)."""
     from prefect.settings import get_current_settings
 
     return str(get_current_settings().api.url or "")
-
-
-def server_configured() -> bool:
-    """A Prefect server shared with other processes (PREFECT_API_URL), not a command's temporary one."""
-    return bool(_server())
 
 
 def install_shared_limits() -> bool:
