@@ -217,11 +217,11 @@ class ProcessPool:
                 raise WorkerCallError("the gateway worker processes did not start in time", transient=False)
             time.sleep(0.05)
 
-    def _ready_workers(self) -> list[_Worker]:
-        """Start (or replace) workers once, however many calls from however many loops ask at the same time."""
+    def _ready_workers(self) -> None:
+        """Start (or replace) workers; only ever on the one starter thread of ``start_soon``."""
         with self._start_lock:
             if self._closed:
-                return []
+                return
             alive = [w for w in self._workers if w.alive]
             fresh = [_Worker() for _ in range(self.size - len(alive))]  # all launched, then all awaited
             self._starting = fresh
@@ -241,18 +241,15 @@ class ProcessPool:
             if self._closed:  # closed while they started: they are nobody's
                 for worker in fresh:
                     worker.close()
-                return []
+                return
             self._workers = alive + fresh
-            return self._workers
 
     async def call(self, kwargs: dict[str, Any], key_env: str | None) -> dict[str, Any]:
         """Send one ``litellm.acompletion`` request (see ``litellm_call.request_kwargs``) and wait for its fields."""
-        workers = self._workers
-        if len(workers) != self.size or not all(w.alive for w in workers):
-            workers = await asyncio.to_thread(self._ready_workers)
-            if not workers:
-                raise WorkerCallError("the gateway worker processes were stopped", transient=False)
-        worker = min(workers, key=lambda w: len(w.pending))
+        if not self.ready():  # one died since the caller asked ``ready``: retried, sent from the process meanwhile
+            self.start_soon()
+            raise WorkerCallError("a gateway worker process exited", transient=True)
+        worker = min(self._workers, key=lambda w: len(w.pending))
         call_id = next(self._ids)
         loop = asyncio.get_running_loop()
         future = loop.create_future()
