@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +38,7 @@ from rpbench.tasks.llm import Request, load_models_config  # noqa: E402
 from rpbench.tasks.llm.cache import CallCache  # noqa: E402
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
 from rpbench.tasks.llm.gateway import Gateway  # noqa: E402
+from tests.loopback import spawn  # noqa: E402
 
 
 def say(key: str, value: object) -> None:
@@ -47,16 +47,9 @@ def say(key: str, value: object) -> None:
 
 @contextmanager
 def server_process(latency: float):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.loopback", "--latency", str(latency)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    line = proc.stdout.readline().strip()
-    port = int(line.split("=", 1)[1])
+    proc, base_url = spawn(latency, cwd=str(ROOT))
     try:
-        yield f"http://127.0.0.1:{port}/v1"
+        yield base_url
     finally:
         proc.terminate()
         proc.wait(10)

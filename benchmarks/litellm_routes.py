@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -75,11 +74,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--latency", type=float, default=0.2)
     args = parser.parse_args(argv)
     os.environ[KEY_ENV] = "sk-routes"
-    server = subprocess.Popen([sys.executable, "-m", "tests.loopback", "--latency", str(args.latency),
-                               "--any-mode"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    from tests.loopback import spawn
+
+    server, base_url = spawn(args.latency, any_mode=True, cwd=str(ROOT))
     try:
-        assert server.stdout is not None
-        base_url = f"http://127.0.0.1:{int(server.stdout.readline().strip().split('=', 1)[1])}/v1"
         from rpbench.tasks.llm.litellm_call import tune_litellm
 
         tune_litellm()

@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rpbench.deployments.cluster import Cluster, start_postgres, start_server  # noqa: E402
+from tests.loopback import spawn  # noqa: E402
 
 KEY_ENV = "RPBENCH_SCALE_KEY"
 CLI = [sys.executable, "-m", "rpbench.flows.cli.main"]
@@ -60,14 +61,6 @@ def make_items(path: Path, n: int) -> Path:
         items.append(item)
     path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
     return path
-
-
-def loopback(latency: float) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "tests.loopback", "--latency", str(latency), "--any-mode"],
-                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    port = int(proc.stdout.readline().strip().split("=", 1)[1])
-    return proc, f"http://127.0.0.1:{port}/v1"
 
 
 def models_file(folder: Path, base_url: str, per_model: int, processes: int, route: str) -> Path:
@@ -228,7 +221,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="rpbench-scale-"))
     work.chmod(0o755)  # PostgreSQL runs as its own user when this runs as root: it must reach its folder
-    server, base_url = loopback(args.latency)
+    server, base_url = spawn(args.latency, any_mode=True, cwd=str(ROOT))
     cluster = Cluster(folder=(work / "cluster").resolve())
     results: dict[str, dict[str, float]] = {}
     try:

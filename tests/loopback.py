@@ -17,6 +17,8 @@ import asyncio
 import hashlib
 import json
 import random
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -187,6 +189,15 @@ class LoopbackServer:
         self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(10)
+
+
+def spawn(latency: float, any_mode: bool = False, cwd: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    """This server in a process of its own (``main``), and its base URL once it listens; the caller ends it."""
+    args = [sys.executable, "-m", "tests.loopback", "--latency", str(latency), *(["--any-mode"] if any_mode else [])]
+    proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    port = int(proc.stdout.readline().strip().split("=", 1)[1])
+    return proc, f"http://127.0.0.1:{port}/v1"
 
 
 def main() -> None:
