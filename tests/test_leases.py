@@ -20,10 +20,23 @@ class FakeServer:
 
     def __init__(self, limit: int) -> None:
         self.limit, self.used, self.calls = limit, 0, 0
+        self.answer_s = 0.0  # how long the server takes to answer a lease
+        self.asking = self.most_asking = 0  # lease requests waiting for an answer, now and at most
         self.leases: dict[uuid.UUID, int] = {}
         self.lock = threading.Lock()
 
     async def lease(self, name: str, slots: int) -> uuid.UUID:
+        with self.lock:
+            self.asking += 1
+            self.most_asking = max(self.most_asking, self.asking)
+        try:
+            await asyncio.sleep(self.answer_s)
+            return await self._lease(slots)
+        finally:
+            with self.lock:
+                self.asking -= 1
+
+    async def _lease(self, slots: int) -> uuid.UUID:
         while True:
             with self.lock:
                 self.calls += 1
@@ -89,6 +102,27 @@ def test_two_holders_of_one_limit_stay_within_it_together_and_lease_in_blocks(mo
     leased = a.stats.leases + b.stats.leases
     assert leased * block_size(16) >= 16 and leased <= 800 / 10  # blocks of 2: far fewer leases than requests
     _wait_until(lambda: server.used == 0 and not server.leases)  # idle blocks went back, late ones too
+
+
+def test_requests_waiting_together_lease_their_blocks_side_by_side_within_the_limit(monkeypatch):
+    """A stage starts with all its requests at once: the blocks they need are asked for together (one wait
+    for a busy server, not one per block in a row), and together never more than the limit."""
+    monkeypatch.setattr(leases, "IDLE_S", 0.2)
+    server = FakeServer(64)
+    server.answer_s = 0.2
+    leaser = _leaser(server, 64)  # blocks of 8
+    state = {"now": 0, "peak": 0, "lock": threading.Lock()}
+    _run_requests(leaser, 64, 0.3, state)
+    assert state["peak"] == 64 and server.most_asking > 1  # (one at a time, the first lease would block the rest)
+    assert leaser.stats.leases == 8 and leaser._held <= 64
+    # More waiting than the limit allows: no more blocks than the limit holds are asked for, however many wait.
+    server2 = FakeServer(16)
+    server2.answer_s = 0.05
+    other = _leaser(server2, 16)
+    state2 = {"now": 0, "peak": 0, "lock": threading.Lock()}
+    _run_requests(other, 100, 0.05, state2)
+    assert state2["peak"] == 16 and server2.most_asking <= 16 // block_size(16)
+    _wait_until(lambda: server.used == 0 and server2.used == 0)
 
 
 def test_a_request_that_gives_up_waiting_leaks_no_slot(monkeypatch):
@@ -205,3 +239,35 @@ def test_a_process_that_ends_gives_its_leases_back_rather_than_letting_them_run_
     leased = int(proc.stdout.strip())
     assert leased >= 1
     assert len(released.read_text().split()) == leased
+
+
+def test_an_endpoints_limits_are_made_once_however_many_requests_start_together(monkeypatch):
+    """64 requests starting at once: one of them creates the limits on the server and its leaser; the others
+    wait for it and share it. When making them fails, every waiting request hears why, and a later one tries
+    again."""
+    from rpbench.flows.kit import shared_limits
+
+    made: list[str] = []
+    fail = {"now": True}
+
+    async def ensure(name: str, limit: int, decay: float | None = None) -> None:
+        made.append(name)
+        await asyncio.sleep(0.05)
+        if fail["now"]:
+            raise RuntimeError("the server refused")
+
+    monkeypatch.setattr(shared_limits, "_ensure", ensure)
+    monkeypatch.setattr(shared_limits, "_ready", {})
+    monkeypatch.setattr(leases, "leaser_for", lambda *args: object())
+
+    async def start(n: int) -> list:
+        return await asyncio.gather(*(shared_limits._leaser("http://server", "openai/m@x", 64, None)
+                                      for _ in range(n)), return_exceptions=True)
+
+    refused = asyncio.run(start(64))
+    assert len(made) == 1 and all(isinstance(r, RuntimeError) for r in refused)
+    fail["now"] = False
+    got = asyncio.run(start(64))
+    assert len(made) == 2 and len({id(g) for g in got}) == 1 and not isinstance(got[0], Exception)
+    assert asyncio.run(start(1))[0] is got[0] and len(made) == 2
+    assert shared_limits._making == {}

@@ -153,3 +153,36 @@ def test_the_local_model_cannot_be_given_worker_processes(tmp_path):
     path.write_text('[default]\nmodel = "local/smollm2-135m"\nprocesses = 2\n')
     with pytest.raises(InputError, match="processes must be 1"):
         load_models_config(path, environ={})
+
+
+def test_a_run_starts_its_workers_as_it_starts_and_stops_them_as_it_ends(tmp_path, monkeypatch):
+    """``processes`` > 1: the workers import litellm while the run reads its data, not after its first call;
+    a subflow (the suite's modes) shares them; stages on Dask workers start their own, so none start here."""
+    from rpbench.flows.kit.runtime import workers_for_run
+    from rpbench.tasks.llm import process_pool
+
+    models = tmp_path / "models.toml"
+    models.write_text('[default]\nmodel = "openai/m"\nprocesses = 2\n[roles.judge]\nprocesses = 1\n')
+    monkeypatch.delenv("RPBENCH_RUNNER", raising=False)
+    assert process_pool._pools == {}
+    with workers_for_run(str(models)):
+        assert list(process_pool._pools) == [2]  # one pool for the size asked; none for the judge's 1
+        pool = process_pool._pools[2][0]
+        with workers_for_run(str(models)):
+            assert process_pool._pools[2] == (pool, 2)
+        pool.wait_ready()  # started by the run, with no call made
+        workers = list(pool._workers)
+        assert len(workers) == 2 and all(w.proc.poll() is None for w in workers)
+    assert process_pool._pools == {}
+    assert all(w.proc.returncode is not None for w in workers)
+    monkeypatch.setenv("RPBENCH_RUNNER", "dask")
+    with workers_for_run(str(models)):
+        assert process_pool._pools == {}
+    # A models file the flow will reject starts nothing here (the flow says what is wrong with it).
+    monkeypatch.delenv("RPBENCH_RUNNER")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[default]\nmodel = "openai/m"\nprocesses = 2\nmax_concurrency = "many"\n')
+    with pytest.raises(InputError):
+        load_models_config(str(bad))
+    with workers_for_run(str(bad)):
+        assert process_pool._pools == {}

@@ -192,10 +192,14 @@ class Leaser:
     async def _filling(self, pool: _Pool, fill: Callable[[], Awaitable[bool]]) -> None:
         try:
             while pool.waiters:
-                if not await fill():
+                # As many blocks as the waiting requests need, asked for side by side: a stage starting with
+                # 64 requests waiting on blocks of 8 waits one answer of the server, not eight in a row (which,
+                # with the server busy starting the run's tasks, took seconds). Tokens come one block at a time:
+                # a token taken and not spent is lost.
+                at_once = math.ceil(len(pool.waiters) / pool.block) if pool is self._slots else 1
+                filled = await asyncio.gather(*(self._fill_and_grant(pool, fill) for _ in range(max(1, at_once))))
+                if not any(filled):
                     break  # nothing more to lease: waiters get slots as they come back (``_give``)
-                with self._mutex:
-                    pool.grant()
         except Exception as exc:  # the server refused or is gone: every waiter hears it
             with self._mutex:
                 while pool.waiters:
@@ -208,16 +212,30 @@ class Leaser:
             if pool is self._slots:  # a block that came after its waiters were served goes back once idle
                 self._schedule_idle()
 
+    async def _fill_and_grant(self, pool: _Pool, fill: Callable[[], Awaitable[bool]]) -> bool:
+        if not await fill():
+            return False
+        with self._mutex:
+            pool.grant()
+        return True
+
     async def _fill_slots(self) -> bool:
         # A whole block, however few wait now: more are on their way (a stage's calls come in a stream), and
-        # slots nobody takes go back once idle.
-        wanted = min(self._slots.block, self.limit - self._held)
-        if wanted <= 0:  # every slot of the limit is leased here already
-            return False
-        lease_id = await self._lease(self.name, wanted)
+        # slots nobody takes go back once idle. Counted as held before asking, so blocks asked for side by side
+        # never add up to more than the limit.
+        with self._mutex:
+            wanted = min(self._slots.block, self.limit - self._held)
+            if wanted <= 0:  # every slot of the limit is leased (or being leased) here already
+                return False
+            self._held += wanted
+        try:
+            lease_id = await self._lease(self.name, wanted)
+        except BaseException:
+            with self._mutex:
+                self._held -= wanted
+            raise
         self.stats.leases += 1
         self._leases.append((lease_id, wanted, self.loop.time()))
-        self._held += wanted
         with self._mutex:
             self._slots.free += wanted
         if self._renewing is None or self._renewing.done():

@@ -16,7 +16,7 @@ from prefect import Task
 
 from rpbench.flows.kit.outcome import judge_run
 from rpbench.flows.kit.runners import chosen_runner, with_chosen_runner
-from rpbench.flows.kit.runtime import new_run
+from rpbench.flows.kit.runtime import new_run, workers_for_run
 from rpbench.flows.kit.settings import RunSettings
 from rpbench.flows.kit.stage import KEEP_FAILURES_ENV, StageResult, final_folder, slug
 from rpbench.flows.kit.ui import publish_markdown_now
@@ -176,14 +176,23 @@ def failed_state(error: RunFailed | ModelUnusable) -> Any:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def stops_cleanly(fn: F) -> F:
-    """A flow function that ends Failed with one line when a model it needs cannot be used (a refused or
-    missing key, a model the provider does not know), instead of a traceback in the log and the UI."""
+def flow_body(fn: F) -> F:
+    """What every rpbench flow function is wrapped in (inside Prefect's ``@flow``):
+
+    - a model the run cannot use (a refused or missing key, a model the provider does not know) ends it
+      Failed with one line, instead of a traceback in the log and the UI;
+    - the gateway's worker processes start with the run and stop with it (``runtime.workers_for_run``).
+    """
+    def models_file(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+        settings = kwargs.get("settings", args[0] if args else None)
+        return getattr(settings, "models_file", None)
+
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
             try:
-                return await fn(*args, **kwargs)
+                with workers_for_run(models_file(args, kwargs)):
+                    return await fn(*args, **kwargs)
             except ModelUnusable as exc:
                 return failed_state(exc)
 
@@ -192,7 +201,8 @@ def stops_cleanly(fn: F) -> F:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with workers_for_run(models_file(args, kwargs)):
+                return fn(*args, **kwargs)
         except ModelUnusable as exc:
             return failed_state(exc)
 

@@ -7,15 +7,20 @@ call cache). Each stage takes a fork of the gateway with its own accounting.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+from rpbench.flows.kit.runners import chosen_runner
 from rpbench.flows.kit.shared_limits import install_shared_limits
+from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.secrets import install_log_redaction
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.cache import CallCache
 from rpbench.tasks.llm.gateway import Gateway
+from rpbench.tasks.llm.process_pool import acquire_pool, release_pool
 
 DEFAULT_CACHE = Path(".rpbench") / "calls.sqlite"
 
@@ -45,3 +50,30 @@ def new_run() -> None:
         for gateway in _gateways.values():
             gateway.forget_written()
 
+
+
+@contextlib.contextmanager
+def workers_for_run(models_file: str | None) -> Iterator[None]:
+    """The gateway's worker processes (models with ``processes`` > 1), started as a run starts and kept until
+    it ends.
+
+    They import litellm while the run checks and reads its data, so its first calls already go through them.
+    Started at the first call instead, they spend their first seconds importing on the same cores while those
+    calls are sent from this process, and the run's first ten seconds went at a fifth of its later rate.
+    Stages running elsewhere (on Dask workers) start their own, so nothing is started for them here.
+    """
+    try:
+        config = load_models_config(models_file)
+        sizes = set() if chosen_runner() != "threads" else {
+            spec.processes for spec in [config.default, *config.roles.values()] if spec.processes > 1}
+    except InputError:  # the flow says what is wrong with the file or the runner, as it checks its settings
+        sizes = set()
+    pools = [acquire_pool(size) for size in sorted(sizes)]
+    try:
+        for pool in pools:
+            pool.start_soon()
+        yield
+    finally:
+        for pool in pools:
+            if release_pool(pool):
+                pool.close()

@@ -16,11 +16,14 @@ process-wide bounds already hold. Local models (``local/...``) run in the proces
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import hashlib
 import os
 import re
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -59,21 +62,44 @@ async def _ensure(name: str, limit: int, decay: float | None = None) -> None:
 
 
 _ready: dict[tuple[str, str, int, int | None], Any] = {}  # (server, endpoint, limits) -> its leaser, limits made
+_making: dict[tuple[str, str, int, int | None], concurrent.futures.Future[Any]] = {}
+_making_lock = threading.Lock()
 
 
 async def _leaser(server: str, endpoint: str, max_concurrency: int, rpm: int | None) -> Any:
     """The leaser of an endpoint's limits on ``server``, the limits created there first; looked up once per
-    server, endpoint and limits (a request only reads the dictionary)."""
-    key = (server, endpoint, max_concurrency, rpm)
-    leaser = _ready.get(key)
-    if leaser is None:
-        from rpbench.flows.kit.leases import leaser_for
+    server, endpoint and limits (a request only reads the dictionary).
 
-        name = limit_name(endpoint)
-        await _ensure(name, max_concurrency)
-        if rpm:
-            await _ensure(f"{name}-rpm", rpm, decay=rpm / 60.0)
-        leaser = _ready[key] = leaser_for(server, name, max_concurrency, f"{name}-rpm" if rpm else None, rpm)
+    Made once: a stage starts with all its requests at once (64, say), and each making it, with a Prefect
+    client and API calls of its own, kept a busy server and both cores occupied for seconds before the first
+    request went out. The others wait for the one making it, and hear its error if it fails."""
+    key = (server, endpoint, max_concurrency, rpm)
+    while (leaser := _ready.get(key)) is None:
+        with _making_lock:
+            pending = _making.get(key)
+            mine = pending is None
+            if mine:
+                pending = _making[key] = concurrent.futures.Future()
+        assert pending is not None
+        if not mine:
+            await asyncio.wrap_future(pending)  # made, or given up (cancelled): look again
+            continue
+        try:
+            from rpbench.flows.kit.leases import leaser_for
+
+            name = limit_name(endpoint)
+            await _ensure(name, max_concurrency)
+            if rpm:
+                await _ensure(f"{name}-rpm", rpm, decay=rpm / 60.0)
+            leaser = _ready[key] = leaser_for(server, name, max_concurrency, f"{name}-rpm" if rpm else None, rpm)
+        except Exception as exc:
+            pending.set_exception(exc)
+            raise
+        finally:
+            with _making_lock:
+                del _making[key]
+            if not pending.done():
+                pending.set_result(None)  # cancelled while making it: the next one to look makes it
     return leaser
 
 

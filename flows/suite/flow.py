@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from prefect import flow
 
 from rpbench.flows.kit.registry import get_mode
-from rpbench.flows.kit.run import Stages, finish_run, stops_cleanly
+from rpbench.flows.kit.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.ui import publish_markdown
 from rpbench.flows.suite.plan import PlannedMode, check_suite
@@ -147,7 +147,7 @@ def _calls(planned: list[PlannedMode]) -> list[CallRecord]:
 
 
 @flow(name="rpbench-suite", log_prints=True)
-@stops_cleanly
+@flow_body
 def suite(settings: SuiteSettings) -> Any:
     """Every benchmark of the suite file for the same models, then their profile and agreement."""
     s = settings

@@ -18,7 +18,7 @@ from typing import Any
 from prefect import flow
 
 from rpbench.flows.kit.registry import load_ref
-from rpbench.flows.kit.run import Stages, failed_state, finish_run, stops_cleanly
+from rpbench.flows.kit.run import Stages, failed_state, finish_run, flow_body
 from rpbench.flows.kit.stage import StageResult, StageRun, file_digest, stage
 from rpbench.flows.kit.ui import publish_markdown
 from rpbench.flows.training.checks import check_train, evaluator, training_sources
@@ -141,7 +141,7 @@ async def register(run: StageRun, adapter: str, losses: str, base: str, summary:
 # Not log_prints: dill (under datasets) reads globals by capturing what dis prints, and Prefect would take those
 # prints for log lines. Progress and losses reach the log through the stage's progress and the trainer's callback.
 @flow(name="rpbench-train-lora", log_prints=False)
-@stops_cleanly
+@flow_body
 def train_lora_flow(settings: TrainSettings) -> Any:
     """A LoRA adapter from RoleBench-layout data and built benchmarks (SFT, or DPO on the judge's preferences),
     registered as a local model; with --eval-bench, the base and the adapter evaluated side by side."""

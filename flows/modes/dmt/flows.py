@@ -7,7 +7,7 @@ from collections import Counter
 from prefect import flow
 
 from rpbench.flows.kit.report import publish_report
-from rpbench.flows.kit.run import Stages, finish_run, stops_cleanly
+from rpbench.flows.kit.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.dmt.checks import check_run, select
@@ -115,7 +115,7 @@ async def report(run: StageRun, rounds: list[str], steps: list[str], ends: list[
 
 
 @flow(name="rpbench-dmt", log_prints=True, task_runner=stage_runner(WORKERS))
-@stops_cleanly
+@flow_body
 def dmt(settings: DmtSettings) -> dict:
     """DMT-RoleBench: dialogues steered by topic and intent (role `dmt-generator`), labels (role `dmt-judge`)."""
     s, stages = settings, Stages(settings)

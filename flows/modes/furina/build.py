@@ -14,7 +14,7 @@ from typing import Any
 
 from prefect import flow
 
-from rpbench.flows.kit.run import Stages, finish_run, stops_cleanly
+from rpbench.flows.kit.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.ui import publish_table
@@ -111,7 +111,7 @@ async def items(run: StageRun, characters: list[Character], pool: str, dialogues
 
 
 @flow(name="rpbench-build-benchmark", log_prints=True, task_runner=stage_runner(WORKERS))
-@stops_cleanly
+@flow_body
 def build_benchmark(settings: BuildSettings) -> dict:
     """Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark items."""
     s, stages = settings, Stages(settings)

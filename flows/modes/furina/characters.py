@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from rpbench.flows.kit.run import Stages, finish_run, stops_cleanly
+from rpbench.flows.kit.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
 from rpbench.flows.modes.furina.settings import SynthesisSettings
 from rpbench.samples import sample_path
@@ -85,7 +85,7 @@ async def collect(run: StageRun, characters: list[str], scenes: list[str], chara
 
 
 @flow(name="rpbench-synthesize-characters", log_prints=True)
-@stops_cleanly
+@flow_body
 def synthesize_characters(settings: SynthesisSettings) -> dict:
     """Synthesize original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
     s, stages = settings, Stages(settings)

@@ -14,7 +14,7 @@ from typing import Any
 
 from prefect import flow
 
-from rpbench.flows.kit.run import failed_state, stops_cleanly
+from rpbench.flows.kit.run import failed_state, flow_body
 from rpbench.flows.modes.furina.build import build_benchmark
 from rpbench.flows.modes.furina.evaluate import evaluate
 from rpbench.flows.modes.furina.pool import build_pool
@@ -47,7 +47,7 @@ def demo_settings(s: DemoSettings) -> tuple[PoolSettings, BuildSettings, EvalSet
 
 
 @flow(name="rpbench-demo", log_prints=True)
-@stops_cleanly
+@flow_body
 def demo(settings: DemoSettings) -> Any:
     """The whole pipeline on the embedded local model (no keys, no network): pool, benchmark, evaluation."""
     pool, bench, evaluation = demo_settings(settings)

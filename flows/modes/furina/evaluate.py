@@ -15,7 +15,7 @@ from typing import Any
 from prefect import flow
 
 from rpbench.flows.kit.report import publish_report
-from rpbench.flows.kit.run import Stages, finish_run, stops_cleanly
+from rpbench.flows.kit.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.furina.checks import check_models
@@ -111,7 +111,7 @@ async def report(run: StageRun, items: str, characters: str, scenes: str, genera
 
 
 @flow(name="rpbench-evaluate", log_prints=True, task_runner=stage_runner(WORKERS))
-@stops_cleanly
+@flow_body
 def evaluate(settings: EvalSettings) -> dict:
     """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
     s, stages = settings, Stages(settings)

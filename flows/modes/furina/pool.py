@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prefect import flow
 
-from rpbench.flows.kit.run import Stages, finish_run, stops_cleanly
+from rpbench.flows.kit.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, stage
 from rpbench.flows.modes.furina.checks import book_shards
@@ -113,7 +113,7 @@ async def merge(run: StageRun, books: list[str], chunks: list[str], scenes: list
 
 
 @flow(name="rpbench-build-pool", log_prints=True, task_runner=stage_runner(WORKERS))
-@stops_cleanly
+@flow_body
 def build_pool(settings: PoolSettings) -> dict:
     """Books to a pool of scenes (tables under ``settings.out``)."""
     s, stages = settings, Stages(settings)

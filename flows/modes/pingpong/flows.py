@@ -15,7 +15,7 @@ from typing import Any
 from prefect import flow
 
 from rpbench.flows.kit.report import publish_report
-from rpbench.flows.kit.run import Stages, finish_run, stops_cleanly
+from rpbench.flows.kit.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.pingpong.checks import _judge_roles, check_run, select
@@ -137,7 +137,7 @@ def carried_calls(folder: str, judges: Sequence[str]) -> list[CallRecord]:
 
 
 @flow(name="rpbench-pingpong", log_prints=True, task_runner=stage_runner(WORKERS))
-@stops_cleanly
+@flow_body
 def pingpong(settings: PingPongSettings) -> dict:
     """PingPong: players chat with an emulated user (role `interrogator`); judges score every turn."""
     s, stages = settings, Stages(settings)
@@ -179,7 +179,7 @@ def stored_run(folder: str) -> dict[str, str]:
 
 
 @flow(name="rpbench-pingpong-rejudge", log_prints=True, task_runner=stage_runner(WORKERS))
-@stops_cleanly
+@flow_body
 def rejudge(settings: RejudgeSettings) -> dict:
     """Score a run's stored conversations with more judges; the report pools them with the run's own."""
     s, stages = settings, Stages(settings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from rpbench.flows.kit.report import publish_report
-from rpbench.flows.kit.run import Stages, finish_run, stops_cleanly
+from rpbench.flows.kit.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.roleinteract.checks import check_run, select
@@ -64,7 +64,7 @@ async def report(run: StageRun, data: list[str], columns: list[str], languages: 
 
 
 @flow(name="rpbench-roleinteract", log_prints=True, task_runner=stage_runner(WORKERS))
-@stops_cleanly
+@flow_body
 def roleinteract(settings: RoleInteractSettings) -> dict:
     """RoleInteract: each model answers every question; the nine-column table and its average."""
     s, stages = settings, Stages(settings)

@@ -16,7 +16,7 @@ import yaml
 from prefect import flow
 
 from rpbench.flows.kit.report import publish_report
-from rpbench.flows.kit.run import Stages, finish_run, stops_cleanly
+from rpbench.flows.kit.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.runners import stage_runner
 from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.modes.rolellm.checks import BASELINE, _plan, check_eval, check_general, check_roles, first_rows
@@ -169,7 +169,7 @@ async def report(run: StageRun, data: list[str], limit: int | None, answers: lis
 
 
 @flow(name="rpbench-rolellm-eval", log_prints=True, task_runner=stage_runner(WORKERS))
-@stops_cleanly
+@flow_body
 def rolellm_eval(settings: EvalSettings) -> dict:
     """RoleLLM evaluation: models answer RoleBench questions in role; Rouge-L (CUS, RAW, SPE); optional ranking."""
     s, stages = settings, Stages(settings)
@@ -232,7 +232,7 @@ async def write_layout(run: StageRun, triplets: list[str], failures: list[str], 
 
 
 @flow(name="rpbench-rolellm-context-instruct", log_prints=True, task_runner=stage_runner(WORKERS))
-@stops_cleanly
+@flow_body
 def context_instruct(settings: ContextInstructSettings) -> dict:
     """Context-Instruct: question-confidence-answer triplets from each role's profile, filtered, in RoleBench's
     layout (instruction- and role-generalisation splits)."""
@@ -286,7 +286,7 @@ async def general_files(run: StageRun, responses: list[str], instructions: str, 
 
 
 @flow(name="rpbench-rolellm-general", log_prints=True, task_runner=stage_runner(WORKERS))
-@stops_cleanly
+@flow_body
 def rolebench_general(settings: GeneralSettings) -> dict:
     """RoleBench-general: every role answers the general instructions six times in role; five answers are
     references, the sixth the RoleGPT baseline; split 4:1 by instruction and by held-out roles."""
@@ -326,7 +326,7 @@ async def write_profile(run: StageRun, name: str, script_name: str, language: st
 
 
 @flow(name="rpbench-rolellm-profile", log_prints=True)
-@stops_cleanly
+@flow_body
 def role_profile(settings: ProfileSettings) -> dict:
     """A role file: the generator describes the role (third person, then second) and names its catchphrases."""
     s, stages = settings, Stages(settings)
@@ -365,7 +365,7 @@ async def select(run: StageRun, scripts: str, language: str, out: str, models_fi
 
 
 @flow(name="rpbench-rolellm-select", log_prints=True)
-@stops_cleanly
+@flow_body
 def role_selection(settings: SelectSettings) -> dict:
     """Role selection: for each script, its main character and how distinct that character's speech is."""
     s, stages = settings, Stages(settings)
