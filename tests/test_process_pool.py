@@ -155,9 +155,11 @@ def test_the_local_model_cannot_be_given_worker_processes(tmp_path):
         load_models_config(path, environ={})
 
 
-def test_a_run_starts_its_workers_as_it_starts_and_stops_them_as_it_ends(tmp_path, monkeypatch):
-    """``processes`` > 1: the workers import litellm while the run reads its data, not after its first call;
-    a subflow (the suite's modes) shares them; stages on Dask workers start their own, so none start here."""
+def test_a_run_starts_its_workers_as_it_starts_and_its_first_stage_takes_them_over(tmp_path, monkeypatch):
+    """``processes`` > 1: the workers import litellm while the run reads its data, not after its first call.
+    The first stage to use them takes them over, so they stop with the last stage using them (a report stage
+    after it does not carry them); a run whose stages never used them stops them as it ends. A subflow (the
+    suite's modes) starts none of its own. Stages on Dask workers start their own, so none start here."""
     from rpbench.flows.kit.runtime import workers_for_run
     from rpbench.tasks.llm import process_pool
 
@@ -169,12 +171,22 @@ def test_a_run_starts_its_workers_as_it_starts_and_stops_them_as_it_ends(tmp_pat
         assert list(process_pool._pools) == [2]  # one pool for the size asked; none for the judge's 1
         pool = process_pool._pools[2][0]
         with workers_for_run(str(models)):
-            assert process_pool._pools[2] == (pool, 2)
+            assert process_pool._pools[2] == (pool, 2) and process_pool._warm == {2: 2}
+        assert process_pool._pools[2] == (pool, 1)  # the subflow's end leaves the run's own start alone
         pool.wait_ready()  # started by the run, with no call made
         workers = list(pool._workers)
         assert len(workers) == 2 and all(w.proc.poll() is None for w in workers)
-    assert process_pool._pools == {}
+    assert process_pool._pools == {}  # no stage took them: they stopped with the run
     assert all(w.proc.returncode is not None for w in workers)
+
+    with workers_for_run(str(models)), workers_for_run(str(models)):
+        stage = process_pool.acquire_pool(2)  # the first stage takes them over, from both runs
+        assert process_pool._pools[2] == (stage, 1) and process_pool._warm == {}
+    assert process_pool._pools[2] == (stage, 1)  # the run ended; its stage still uses them
+    assert process_pool.release_pool(stage)  # the stage's end stops them
+    stage.close()
+    assert process_pool._pools == {}
+
     monkeypatch.setenv("RPBENCH_RUNNER", "dask")
     with workers_for_run(str(models)):
         assert process_pool._pools == {}

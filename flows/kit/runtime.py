@@ -20,7 +20,7 @@ from rpbench.tasks.core.secrets import install_log_redaction
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.cache import CallCache
 from rpbench.tasks.llm.gateway import Gateway
-from rpbench.tasks.llm.process_pool import acquire_pool, release_pool
+from rpbench.tasks.llm.process_pool import cool_pool, warm_pool
 
 DEFAULT_CACHE = Path(".rpbench") / "calls.sqlite"
 
@@ -54,13 +54,14 @@ def new_run() -> None:
 
 @contextlib.contextmanager
 def workers_for_run(models_file: str | None) -> Iterator[None]:
-    """The gateway's worker processes (models with ``processes`` > 1), started as a run starts and kept until
-    it ends.
+    """The gateway's worker processes (models with ``processes`` > 1), started as a run starts.
 
     They import litellm while the run checks and reads its data, so its first calls already go through them.
-    Started at the first call instead, they spend their first seconds importing on the same cores while those
-    calls are sent from this process, and the run's first ten seconds went at a fifth of its later rate.
-    Stages running elsewhere (on Dask workers) start their own, so nothing is started for them here.
+    Started at the first call instead, they spent their first seconds importing on the same cores while those
+    calls were sent from this process. The first stage that uses them takes them over (they stop with the
+    last stage using them, not with the run: a report stage does not carry them); a run none of whose stages
+    used them stops them as it ends. Stages running elsewhere (on Dask workers) start their own, so nothing
+    is started for them here.
     """
     try:
         config = load_models_config(models_file)
@@ -68,12 +69,10 @@ def workers_for_run(models_file: str | None) -> Iterator[None]:
             spec.processes for spec in [config.default, *config.roles.values()] if spec.processes > 1}
     except InputError:  # the flow says what is wrong with the file or the runner, as it checks its settings
         sizes = set()
-    pools = [acquire_pool(size) for size in sorted(sizes)]
+    for size in sorted(sizes):
+        warm_pool(size)
     try:
-        for pool in pools:
-            pool.start_soon()
         yield
     finally:
-        for pool in pools:
-            if release_pool(pool):
-                pool.close()
+        for size in sorted(sizes):
+            cool_pool(size)

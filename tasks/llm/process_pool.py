@@ -274,17 +274,47 @@ class ProcessPool:
 
 
 _pools: dict[int, tuple[ProcessPool, int]] = {}  # size -> (pool, stages using it)
+_warm: dict[int, int] = {}  # size -> runs that started it ahead of its first stage (``warm_pool``), a use each
 _pools_lock = threading.Lock()
 
 
 def acquire_pool(size: int) -> ProcessPool:
-    """The process's pool of ``size`` workers, counted as used until ``release_pool``."""
+    """The process's pool of ``size`` workers, counted as used until ``release_pool``. The uses held for a
+    pool started ahead (``warm_pool``) pass to the first stage that asks: they become its one use."""
+    with _pools_lock:
+        pool, users = _pools.get(size, (None, 0))
+        if pool is None:
+            pool = ProcessPool(size)
+        _pools[size] = (pool, users - _warm.pop(size, 0) + 1)
+        return pool
+
+
+def warm_pool(size: int) -> None:
+    """Start the pool of ``size`` workers now, ahead of the first stage that will use it (a run starting:
+    they import litellm while it reads its data). Held until a stage takes it over, or ``cool_pool``."""
     with _pools_lock:
         pool, users = _pools.get(size, (None, 0))
         if pool is None:
             pool = ProcessPool(size)
         _pools[size] = (pool, users + 1)
-        return pool
+        _warm[size] = _warm.get(size, 0) + 1
+    pool.start_soon()
+
+
+def cool_pool(size: int) -> None:
+    """A run that called ``warm_pool`` ends: if no stage took the pool over, its use is given back (the last
+    use stops the workers)."""
+    with _pools_lock:
+        held = _warm.get(size, 0)
+        if not held:
+            return
+        if held > 1:
+            _warm[size] = held - 1
+        else:
+            del _warm[size]
+        pool = _pools[size][0]
+    if release_pool(pool):
+        pool.close()
 
 
 def release_pool(pool: ProcessPool) -> bool:

@@ -11,6 +11,7 @@ the parent dies.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 from typing import Any, BinaryIO
@@ -71,6 +72,10 @@ def main() -> None:
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     tune_litellm()
+    # What is loaded now (litellm, its model tables, pydantic's schemas: about a million objects) lives as long
+    # as the process: out of the collector's sight, a full collection walks only what calls made since. Walking
+    # it all took 0.2-0.35 s every ten seconds or so under load, each time stalling every call in flight here.
+    gc.freeze()
     run_coroutine(serve(out))
 
 
