@@ -77,7 +77,9 @@ def test_a_role_with_256_in_flight_gets_256_in_flight(make_gateway, loopback):
     from tests.helpers import peak_in_flight
 
     loopback.latency = 1.0
-    gateway = make_gateway(cache=False, max_concurrency=256)
+    # A timeout far above the server's 1 s: on a loaded machine a call may take over 2 s (the usual test
+    # timeout) and be sent again, which is not what this test is about.
+    gateway = make_gateway(cache=False, max_concurrency=256, timeout=60.0)
 
     async def go() -> list:
         try:
