@@ -181,7 +181,8 @@ def flow_body(fn: F) -> F:
 
     - a model the run cannot use (a refused or missing key, a model the provider does not know) ends it
       Failed with one line, instead of a traceback in the log and the UI;
-    - the gateway's worker processes start with the run and stop with it (``runtime.workers_for_run``).
+    - the gateway's worker processes start with the run, and its first stage to use them takes them over
+      (``runtime.workers_for_run``).
     """
     def models_file(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
         settings = kwargs.get("settings", args[0] if args else None)

@@ -51,7 +51,6 @@ def new_run() -> None:
             gateway.forget_written()
 
 
-
 @contextlib.contextmanager
 def workers_for_run(models_file: str | None) -> Iterator[None]:
     """The gateway's worker processes (models with ``processes`` > 1), started as a run starts.

@@ -278,13 +278,17 @@ _warm: dict[int, int] = {}  # size -> runs that started it ahead of its first st
 _pools_lock = threading.Lock()
 
 
+def _pool_and_users(size: int) -> tuple[ProcessPool, int]:
+    """The pool of ``size`` workers (a new one, not yet started, if there is none) and its uses; under the lock."""
+    pool, users = _pools.get(size, (None, 0))
+    return (pool, users) if pool is not None else (ProcessPool(size), 0)
+
+
 def acquire_pool(size: int) -> ProcessPool:
     """The process's pool of ``size`` workers, counted as used until ``release_pool``. The uses held for a
     pool started ahead (``warm_pool``) pass to the first stage that asks: they become its one use."""
     with _pools_lock:
-        pool, users = _pools.get(size, (None, 0))
-        if pool is None:
-            pool = ProcessPool(size)
+        pool, users = _pool_and_users(size)
         _pools[size] = (pool, users - _warm.pop(size, 0) + 1)
         return pool
 
@@ -293,9 +297,7 @@ def warm_pool(size: int) -> None:
     """Start the pool of ``size`` workers now, ahead of the first stage that will use it (a run starting:
     they import litellm while it reads its data). Held until a stage takes it over, or ``cool_pool``."""
     with _pools_lock:
-        pool, users = _pools.get(size, (None, 0))
-        if pool is None:
-            pool = ProcessPool(size)
+        pool, users = _pool_and_users(size)
         _pools[size] = (pool, users + 1)
         _warm[size] = _warm.get(size, 0) + 1
     pool.start_soon()
