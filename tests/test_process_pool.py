@@ -160,7 +160,7 @@ def test_a_run_starts_its_workers_as_it_starts_and_its_first_stage_takes_them_ov
     The first stage to use them takes them over, so they stop with the last stage using them (a report stage
     after it does not carry them); a run whose stages never used them stops them as it ends. A subflow (the
     suite's modes) starts none of its own. Stages on Dask workers start their own, so none start here."""
-    from rpbench.flows.kit.runtime import workers_for_run
+    from rpbench.flows.kit.run_workers import workers_for_run
     from rpbench.tasks.llm import process_pool
 
     models = tmp_path / "models.toml"
@@ -198,3 +198,45 @@ def test_a_run_starts_its_workers_as_it_starts_and_its_first_stage_takes_them_ov
         load_models_config(str(bad))
     with workers_for_run(str(bad)):
         assert process_pool._pools == {}
+
+
+def test_the_command_line_starts_the_workers_before_its_flow_and_a_command_without_calls_does_not(
+        tmp_path, monkeypatch):
+    """The command line starts the workers as soon as it has checked its settings, while it goes on to import
+    Prefect and start the flow (the flow's own start finds them running and counts one more use); the pool's
+    use ends with the command if no stage took it. ``prepare`` and ``pool chunk`` send no call: none start."""
+    import typer
+    from typer.testing import CliRunner
+
+    from rpbench.flows.kit.commands import settings_command
+    from rpbench.flows.kit.settings import RunSettings
+    from rpbench.tasks.llm import process_pool
+
+    models = tmp_path / "models.toml"
+    models.write_text('[default]\nmodel = "openai/m"\nprocesses = 2\n')
+    monkeypatch.delenv("RPBENCH_RUNNER", raising=False)
+    seen: list[dict] = []
+
+    def run(settings: RunSettings) -> None:
+        """A run."""
+        seen.append({size: users for size, (_pool, users) in process_pool._pools.items()})
+
+    app = typer.Typer()
+    app.command("run")(settings_command(RunSettings, run))
+    app.command("setup")(settings_command(RunSettings, run, starts_workers=False))
+    result = CliRunner().invoke(app, ["run", "--models-file", str(models)])
+    assert result.exit_code == 0, result.output
+    assert seen == [{2: 1}]  # running while the command's own code ran
+    assert process_pool._pools == {}  # and stopped with it, as no stage took them over
+    result = CliRunner().invoke(app, ["setup", "--models-file", str(models)])
+    assert result.exit_code == 0, result.output
+    assert seen[-1] == {} and process_pool._pools == {}
+
+
+async def test_the_warm_up_call_sends_nothing():
+    """The warm-up a worker makes before it says it is ready is answered by litellm itself: no key, no
+    server. Without ``mock_response`` it would fail here (no key, and no network in the tests)."""
+    from rpbench.tasks.llm.litellm_call import tune_litellm, warm_up
+
+    tune_litellm()
+    await warm_up()

@@ -81,8 +81,8 @@ def test_work_pool_deployments_name_their_flows_by_module_path_and_carry_the_run
 def test_a_missing_key_variable_is_said_plainly(monkeypatch):
     import aiohttp
 
+    from rpbench.tasks.llm.call_errors import MissingKeyError
     from rpbench.tasks.llm.litellm_call import add_transport
-    from rpbench.tasks.llm.transient import MissingKeyError
 
     monkeypatch.delenv("RPBENCH_NO_SUCH_KEY", raising=False)
 

@@ -164,7 +164,7 @@ def make_app() -> typer.Typer:
     app.command("trigger")(trigger_run)
     app.command("report")(report_runs)
     app.command("deploy")(deploy)
-    app.command("prepare")(settings_command(RunSettings, prepare))
+    app.command("prepare")(settings_command(RunSettings, prepare, starts_workers=False))
     training_commands(app)
     suite_commands(app)
     from rpbench.flows.annotation.commands import app as annotate

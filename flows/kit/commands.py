@@ -13,6 +13,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.kit.run_workers import workers_for_run
 from rpbench.flows.kit.settings import RunSettings
 from rpbench.storage.folder_lock import folder_lock
 from rpbench.storage.user_files import check_output_folder
@@ -64,8 +65,12 @@ def parse_settings(model: type[S], values: dict[str, Any]) -> S:
         raise InputError(f"{where}: {msg}") from None
 
 
-def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., None]:
-    """A typer command taking ``model``'s fields as options and calling ``run`` with the settings."""
+def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers: bool = True) -> Callable[..., None]:
+    """A typer command taking ``model``'s fields as options and calling ``run`` with the settings.
+
+    For a run (``RunSettings``) the gateway's worker processes start as soon as the settings are checked
+    (``run_workers``), unless ``starts_workers`` is False (a command that sends no model calls).
+    """
     # The command's own options first, then those it shares with other commands (inherited), then LAST.
     own = [n for n in model.__annotations__ if n in model.model_fields and n not in LAST]
     names = own + [n for n in model.model_fields if n not in LAST and n not in own] + \
@@ -91,7 +96,9 @@ def settings_command(model: type[S], run: Callable[[S], None]) -> Callable[..., 
             check_role_sections(load_models_config(settings.models_file), settings.models_file,
                                 _names_given(settings))
         folder = run_folder(model, settings)
-        with folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext():
+        workers = (workers_for_run(settings.models_file) if isinstance(settings, RunSettings) and starts_workers
+                   else contextlib.nullcontext())
+        with folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext(), workers:
             run(settings)
 
     hidden = [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=str | None,

@@ -7,20 +7,15 @@ call cache). Each stage takes a fork of the gateway with its own accounting.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-from rpbench.flows.kit.runners import chosen_runner
 from rpbench.flows.kit.shared_limits import install_shared_limits
-from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.secrets import install_log_redaction
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.cache import CallCache
 from rpbench.tasks.llm.gateway import Gateway
-from rpbench.tasks.llm.process_pool import cool_pool, warm_pool
 
 DEFAULT_CACHE = Path(".rpbench") / "calls.sqlite"
 
@@ -49,29 +44,3 @@ def new_run() -> None:
     with _lock:
         for gateway in _gateways.values():
             gateway.forget_written()
-
-
-@contextlib.contextmanager
-def workers_for_run(models_file: str | None) -> Iterator[None]:
-    """The gateway's worker processes (models with ``processes`` > 1), started as a run starts.
-
-    They import litellm while the run checks and reads its data, so its first calls already go through them.
-    Started at the first call instead, they spent their first seconds importing on the same cores while those
-    calls were sent from this process. The first stage that uses them takes them over (they stop with the
-    last stage using them, not with the run: a report stage does not carry them); a run none of whose stages
-    used them stops them as it ends. Stages running elsewhere (on Dask workers) start their own, so nothing
-    is started for them here.
-    """
-    try:
-        config = load_models_config(models_file)
-        sizes = set() if chosen_runner() != "threads" else {
-            spec.processes for spec in [config.default, *config.roles.values()] if spec.processes > 1}
-    except InputError:  # the flow says what is wrong with the file or the runner, as it checks its settings
-        sizes = set()
-    for size in sorted(sizes):
-        warm_pool(size)
-    try:
-        yield
-    finally:
-        for size in sorted(sizes):
-            cool_pool(size)

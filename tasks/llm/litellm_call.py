@@ -13,9 +13,9 @@ from typing import Any
 import aiohttp
 import litellm
 
+from rpbench.tasks.llm.call_errors import MissingKeyError
 from rpbench.tasks.llm.config import ModelSpec
 from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
-from rpbench.tasks.llm.transient import MissingKeyError
 
 Message = dict[str, Any]
 
@@ -107,6 +107,17 @@ def reply_fields(response: Any) -> dict[str, Any]:
         "prompt_tokens": n_in,
         "completion_tokens": n_out,
     }
+
+
+async def warm_up() -> None:
+    """One call answered by litellm itself (``mock_response``: nothing is sent), made as a worker starts.
+
+    litellm sets much of itself up on its first call (provider tables, transformation classes, its logging
+    object), about half a second of CPU. Paid by the first real call, it delays the whole first wave of a run
+    sent to this worker; paid here, it overlaps the command's own start.
+    """
+    await litellm.acompletion(model="openai/warm-up", messages=[{"role": "user", "content": "warm-up"}],
+                              mock_response="ready", num_retries=0)
 
 
 async def send(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from rpbench.tasks.llm.transient import WorkerCallError
+from rpbench.tasks.llm.call_errors import WorkerCallError
 
 START_TIMEOUT_S = 180.0
 PIPE_BYTES = 1 << 20  # asked of the kernel for each pipe, so a burst of requests does not block the sender

@@ -1,7 +1,7 @@
 """A child process that sends litellm calls for the gateway (see ``process_pool``).
 
 Protocol, one JSON object per line. In on stdin: ``{"id", "kwargs", "key_env"}``.
-Out on the original stdout: ``{"ready": true}`` once litellm is imported, then per
+Out on the original stdout: ``{"ready": true}`` once litellm is imported and warmed up, then per
 request ``{"id", "reply": {...}}`` or ``{"id", "error": "...", "transient": bool, "fatal": bool}``.
 The key is read here from the inherited environment, so it never crosses the
 pipe. The process ends when its stdin closes, which is also what happens when
@@ -20,7 +20,7 @@ import orjson
 
 from rpbench.tasks.core.secrets import scrub_text
 from rpbench.tasks.llm.event_loop import run_coroutine
-from rpbench.tasks.llm.litellm_call import add_transport, new_session, send, tune_litellm
+from rpbench.tasks.llm.litellm_call import add_transport, new_session, send, tune_litellm, warm_up
 from rpbench.tasks.llm.transient import is_fatal, is_transient
 
 LINE_LIMIT = 64 * 1024 * 1024  # one protocol line holds a whole request
@@ -55,6 +55,10 @@ async def serve(out: BinaryIO) -> None:
             write({"id": msg["id"], "error": scrub_text(f"{type(exc).__name__}: {exc}")[:2000],
                    "transient": is_transient(exc), "fatal": is_fatal(exc)})
 
+    try:
+        await warm_up()
+    except Exception as exc:  # only slower: the first real call does the same set-up
+        print(f"gateway worker: warm-up call failed ({type(exc).__name__}: {exc})", file=sys.stderr)
     write({"ready": True})
     while line := await reader.readline():
         task = asyncio.create_task(one(orjson.loads(line)))

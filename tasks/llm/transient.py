@@ -13,6 +13,8 @@ import re
 
 import litellm
 
+from rpbench.tasks.llm.call_errors import MissingKeyError, WorkerCallError
+
 TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     litellm.RateLimitError,
     litellm.Timeout,
@@ -24,19 +26,6 @@ TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     ConnectionError,
     json.JSONDecodeError,
 )
-
-
-class WorkerCallError(Exception):
-    """A call that failed in a gateway worker process, which already judged it: ``transient`` or not, and
-    ``fatal`` (the model cannot be used at all) or not."""
-
-    def __init__(self, message: str, transient: bool, fatal: bool = False) -> None:
-        super().__init__(message)
-        self.transient, self.fatal = transient, fatal
-
-
-class MissingKeyError(RuntimeError):
-    """A model's key variable is absent from the environment: a permanent failure, never retried."""
 
 
 PERMANENT_TYPES: tuple[type[BaseException], ...] = (

@@ -244,7 +244,7 @@ def add_commands(app: typer.Typer) -> None:
     """FURINA's commands, at the top level of `rpbench` (they predate other modes)."""
     pool = typer.Typer(help="Turn books into a pool of ready scenes; inspect chunking; add your own scenes.",
                        no_args_is_help=True)
-    pool.command("chunk")(settings_command(ChunkSettings, pool_chunk))
+    pool.command("chunk")(settings_command(ChunkSettings, pool_chunk, starts_workers=False))
     pool.command("build")(settings_command(PoolSettings, pool_build))
     pool.command("add")(pool_add)
     characters = typer.Typer(help="Test characters: check files of profiles; synthesize original ones.",
