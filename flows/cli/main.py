@@ -18,6 +18,7 @@ import typer
 
 from rpbench.flows.cli.models_command import ModelsSettings, models
 from rpbench.flows.cli.modes_group import ModesGroup
+from rpbench.flows.kit import interrupts
 from rpbench.flows.kit.commands import settings_command
 from rpbench.flows.kit.environment import setup_environment
 from rpbench.flows.kit.registry import modes
@@ -193,6 +194,11 @@ def describe_machine_error(exc: OSError) -> str:
     return f"{exc.strerror or exc}{where}{advice}"
 
 
+def _interrupted() -> int:
+    typer.echo(interrupts.interrupted_line(), err=True)
+    return interrupts.exit_code()
+
+
 def run_cli(args: Sequence[str]) -> int:
     """Run one command and return its exit status: 0, 2 for bad input (one line, no traceback), the
     command's own status otherwise. Tests call this in-process; ``main`` calls it and exits."""
@@ -201,8 +207,11 @@ def run_cli(args: Sequence[str]) -> int:
     code = 0
     try:
         returned = make_cli().main(list(args), prog_name="rpbench", standalone_mode=False)
-        # In this mode click hands back a command's ``typer.Exit(code)`` as its return value.
-        if isinstance(returned, int):
+        # In this mode click hands back a command's ``typer.Exit(code)`` as its return value; typer makes an
+        # interrupt such an Exit(130), which says nothing of the signal or of what was kept.
+        if interrupts.received():
+            code = _interrupted()
+        elif isinstance(returned, int):
             code = returned
     except InputError as exc:
         typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
@@ -217,9 +226,7 @@ def run_cli(args: Sequence[str]) -> int:
     except typer.Exit as exc:
         code = exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
-        typer.echo("interrupted: finished stages and completed calls are kept; run the same command again to resume",
-                   err=True)
-        code = 130
+        code = _interrupted()
     except OSError as exc:
         if exc.errno not in _MACHINE_ERRNOS:
             raise
@@ -236,6 +243,7 @@ def main() -> None:
     from rpbench.flows.kit.environment import shutdown_prefect
 
     setup_environment()
+    interrupts.install()
     try:
         code = run_cli(sys.argv[1:])
     finally:

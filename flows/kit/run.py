@@ -15,6 +15,8 @@ from typing import Any, TypeVar, cast
 
 from prefect import Task
 
+from rpbench.flows.kit import interrupts
+from rpbench.flows.kit.environment import start_temporary_server
 from rpbench.flows.kit.outcome import judge_run
 from rpbench.flows.kit.run_workers import workers_for_run
 from rpbench.flows.kit.runners import chosen_runner, with_chosen_runner
@@ -196,7 +198,8 @@ def flow_body(fn: F) -> F:
       Failed with one line, instead of a traceback in the log and the UI;
     - the gateway's worker processes start with the run, and its first stage to use them takes them over
       (``run_workers.workers_for_run``);
-    - the first flow of the process puts what it has loaded out of the garbage collector's sight.
+    - the first flow of the process puts what it has loaded out of the garbage collector's sight;
+    - a command's signal handling is kept over Prefect's (``interrupts.reclaim``).
     """
     def models_file(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
         settings = kwargs.get("settings", args[0] if args else None)
@@ -206,6 +209,7 @@ def flow_body(fn: F) -> F:
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
             _freeze_imports_once()
+            interrupts.reclaim()
             try:
                 with workers_for_run(models_file(args, kwargs)):
                     return await fn(*args, **kwargs)
@@ -217,6 +221,7 @@ def flow_body(fn: F) -> F:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         _freeze_imports_once()
+        interrupts.reclaim()
         try:
             with workers_for_run(models_file(args, kwargs)):
                 return fn(*args, **kwargs)
@@ -237,6 +242,7 @@ def _typed_like(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable
 def run_flow(flow_fn: Any, **params: Any) -> Any:
     """Run a flow (sync or async) on the runner the environment chooses. The command line's entry point shuts
     Prefect down once the command is done (``environment.shutdown_prefect``)."""
+    start_temporary_server()
     result = with_chosen_runner(flow_fn)(**params)
     if asyncio.iscoroutine(result):
         result = run_coroutine(result)

@@ -46,6 +46,7 @@ from rpbench.tasks.llm.local_provider import register_local_provider
 from rpbench.tasks.llm.process_pool import ProcessPool, acquire_pool, release_pool
 from rpbench.tasks.llm.provider_schema import family_of, response_format
 from rpbench.tasks.llm.requests import CallResult, Message, NoReply, Parser, Reply, Request
+from rpbench.tasks.llm.stopping import gate, on_the_wire
 from rpbench.tasks.llm.structured import (
     parse_reply,
     repair_messages,
@@ -201,13 +202,15 @@ class Gateway:
             async with bounds.hold():
                 if (known := self._unusable.get((spec.model, spec.api_base))) is not None:
                     raise known  # found unusable while this call waited for its slot: do not send it
+                await gate()  # the run was stopped while this call waited for its slot (or a retry)
                 started = time.perf_counter()
-                if pool is not None and pool.ready():
-                    fields = await pool.call(kwargs, spec.api_key_env)
-                else:
-                    if pool is not None:
-                        pool.start_soon()  # sent from here meanwhile: the same request, read the same way
-                    fields = await send(add_transport(kwargs, spec.api_key_env, self._session()))
+                with on_the_wire():
+                    if pool is not None and pool.ready():
+                        fields = await pool.call(kwargs, spec.api_key_env)
+                    else:
+                        if pool is not None:
+                            pool.start_soon()  # sent from here meanwhile: the same request, read the same way
+                        fields = await send(add_transport(kwargs, spec.api_key_env, self._session()))
                 return fields, time.perf_counter() - started
 
         try:
@@ -252,6 +255,7 @@ class Gateway:
         if shared is not None:
             return await asyncio.wrap_future(shared)  # answered by the call that sent it (cached stays True)
         try:
+            await gate()  # a stopped run sends nothing new (and journals nothing as sent)
             record.cached = False
             self.ledger.sending(record)
             if sample_index and spec.seed is not None:

@@ -330,3 +330,13 @@ def release_pool(pool: ProcessPool) -> bool:
             return False
         del _pools[pool.size]
         return True
+
+
+def kill_workers() -> None:
+    """Kill every worker process of every pool at once (a run quitting without waiting for them)."""
+    with _pools_lock:
+        pools = [pool for pool, _users in _pools.values()]
+    for pool in pools:
+        for worker in [*pool._workers, *pool._starting]:
+            with contextlib.suppress(OSError):
+                worker.proc.kill()

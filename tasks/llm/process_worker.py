@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import signal
 import sys
 from typing import Any, BinaryIO
 
@@ -72,6 +73,10 @@ async def serve(out: BinaryIO) -> None:
 
 
 def main() -> None:
+    # Ctrl-C and SIGTERM reach the whole process group: the parent decides when to stop, and the replies to
+    # requests already sent must still reach it to be recorded. The worker ends when its stdin closes.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # Keep the protocol stream to ourselves: anything a library prints goes to stderr instead.
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
