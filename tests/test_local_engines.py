@@ -27,11 +27,11 @@ def test_llamacpp_gets_exactly_the_sampling_the_models_file_sets():
     # llama.cpp's own top-k and min-p would otherwise narrow every draw behind the user's back.
     assert body["top_k"] == 0 and body["min_p"] == 0.0 and body["top_p"] == 1.0
     assert (body["temperature"], body["seed"], body["max_tokens"], body["repeat_penalty"]) == (0.7, 11, 64, 1.2)
-    assert body["cache_prompt"] is True and "grammar" not in body
+    assert body["cache_prompt"] is False and "grammar" not in body  # by default every prompt is read afresh
     plain = _engine()._body(GenRequest([{"role": "user", "content": "hi"}], 8, 0.0, 0.9, None, None))
     assert plain["top_p"] == 0.9 and "seed" not in plain and "repeat_penalty" not in plain
-    fresh = LlamaCppEngine("t", Path("unused.gguf"), LocalModelSpec(reuse_prefixes=False))
-    assert fresh._body(GenRequest([{"role": "user", "content": "hi"}], 8, 0.0, None, 0, None))["cache_prompt"] is False
+    reusing = LlamaCppEngine("t", Path("unused.gguf"), LocalModelSpec(reuse_prefixes=True))
+    assert reusing._body(GenRequest([{"role": "user", "content": "hi"}], 8, 0.0, None, 0, None))["cache_prompt"] is True
 
 
 def test_a_schema_becomes_a_compact_llguidance_grammar_in_the_schemas_property_order():

@@ -43,8 +43,10 @@ async def test_local_model_returns_a_valid_structured_object(gateway):
     assert result.attempts == 1  # constrained decoding makes the first reply valid
 
 
-def _engine(name: str, parallel: int, reuse_prefixes: bool = True) -> LlamaCppEngine:
-    spec = EMBEDDED_SPEC.model_copy(update={"parallel": parallel, "context": 1024, "reuse_prefixes": reuse_prefixes})
+def _engine(name: str, parallel: int, reuse_prefixes: bool | None = None) -> LlamaCppEngine:
+    update = {"parallel": parallel, "context": 1024}
+    spec = EMBEDDED_SPEC.model_copy(update=update if reuse_prefixes is None else {**update,
+                                                                                    "reuse_prefixes": reuse_prefixes})
     return LlamaCppEngine(name, find_embedded_gguf(), spec)
 
 
@@ -65,8 +67,10 @@ def test_with_several_slots_requests_are_decoded_together():
     assert alone["tokens_predicted_total"] <= alone["n_decode_total"]  # one row per step
 
 
-def test_with_one_slot_reading_every_prompt_afresh_replies_do_not_depend_on_concurrency_or_order():
-    engine = _engine("one-slot", 1, reuse_prefixes=False)
+def test_the_embedded_models_replies_do_not_depend_on_concurrency_or_order():
+    """As the embedded model runs by default (one slot, every prompt read afresh): the same requests one by one,
+    and all at once in reverse order, get the same replies."""
+    engine = _engine("one-slot", 1)
     rating = Rating.model_json_schema()
     card = "You are Maren Holt, keeper of the ledger on the island. You speak briefly and plainly. " * 4
     asks = [("Name a fruit.", 0.0, 0, None), ("Name a fruit.", 0.9, 1, None), ("Name a fruit.", 0.9, 2, None),
@@ -80,7 +84,7 @@ def test_with_one_slot_reading_every_prompt_afresh_replies_do_not_depend_on_conc
 
 
 def test_a_prompt_prefix_already_read_is_reused():
-    engine = _engine("prefix", 1)
+    engine = _engine("prefix", 1, reuse_prefixes=True)
     card = "You are Captain Varga, keeper of the north light. " * 20  # ~200 tokens shared by both calls
     first = engine.submit(_ask(engine, "Who are you?", system=card)).result()
     second = engine.submit(_ask(engine, "What do you keep?", system=card)).result()

@@ -180,6 +180,7 @@ def test_crlf_windows_1252_bytes_and_other_models_answers_are_read_without_loss(
     (lambda r: r.update(dialogue=[{"from": "a", "text": "b"}]), "item 0: field 'dialogue.0'"),
     (lambda r: r.pop("choices"), "item 0: field 'choices': missing"),
     (lambda r: r["meta"].update(member_preferences={"x": "friendly"}), "field 'meta.member_preferences'"),
+    (lambda r: r.update(dialogue=[], instruction=" "), "item 0: field 'dialogue': empty, and so is 'instruction'"),
 ])
 def test_a_bad_item_names_the_file_item_and_field(tmp_path, change, message):
     record = {"dialogue": [{"from": "Ada", "value": "hi"}], "instruction": "", "choices": {"A": "x", "B": "y"},

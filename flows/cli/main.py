@@ -87,6 +87,7 @@ def report_runs(
 ) -> None:
     """One page over run folders: each run's outcome and leaderboard with links to its report and sample viewer,
     and samples.html with every run's samples, the answers to the same item side by side."""
+    from rpbench.storage.folder_lock import folder_lock
     from rpbench.storage.user_files import check_output_folder
     from rpbench.tasks.reports.index import write_index
 
@@ -94,7 +95,8 @@ def report_runs(
         check_output_folder(out)
     except ValueError as exc:
         raise InputError(f"--out: {exc}") from None
-    written = write_index(runs, out)
+    with folder_lock(out, "--out"):  # not into a folder a run is writing
+        written = write_index(runs, out)
     for kind, path in written.items():
         typer.echo(f"{kind}: {path}")
 

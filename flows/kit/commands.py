@@ -132,6 +132,8 @@ def check_role_sections(config: ModelsConfig, models_file: str | None,
     for name in config.roles:
         if name in known or name in given or re.fullmatch(r".+?[-_]?\d+", name):
             continue
+        if difflib.get_close_matches(name, sorted(given), n=1, cutoff=0.8):
+            continue  # the user's own role, and the name given for it the typo: resolving that name says so
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
         if close:
             where = models_file or "the models file"

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from rpbench.flows.kit.registry import BenchmarkMode, SuitePart, load_ref, modes
 from rpbench.flows.kit.settings import RunSettings, path_fields
 from rpbench.flows.suite.settings import SuiteSettings
+from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError, first_error, unknown_name
 
 # Settings the suite command gives every mode alike; a suite file that sets them would split one suite's runs
@@ -34,11 +35,10 @@ class SuiteFile:
 def read_suite_file(path: str | Path) -> SuiteFile:
     """The suite file's tables: one per benchmark mode (by its name), and [weights] (mode -> weight)."""
     path = Path(path)
+    text = read_user_text(path, "a suite file")  # missing, a folder, over 8 MB, not UTF-8: one line each
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such suite file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not a TOML file ({exc})") from None
     known = modes()
     sections: dict[str, dict[str, Any]] = {}
@@ -116,7 +116,8 @@ def _run(mode: BenchmarkMode, part: SuitePart, s: SuiteSettings, suite: SuiteFil
     given = [k for k in SHARED if k in part.values]
     if given:
         raise InputError(f"{where} '{given[0]}': set by the suite command for every mode, not in a suite file")
-    values = {**_resolved(model, part.values, suite.path.parent),
+    limited = {"limit": s.limit} if s.limit is not None and "limit" in model.model_fields else {}
+    values = {**_resolved(model, part.values, suite.path.parent), **limited,
               "out": str(folder / part.folder) if part.folder else str(folder),
               **{k: getattr(s, k) for k in SHARED if k != "out"}}
     try:

@@ -23,6 +23,8 @@ class SuiteSettings(RunSettings):
                             description="Only these modes of the suite file. Repeat. Default: all of them.")
     out: OutputFolder = Field(default="runs/suite", description="Folder for the profile; each mode's run goes in "
                                                                 "a folder of its own below it (out/<mode>).")
+    limit: int | None = Field(default=None, ge=1, description="Each benchmark's own --limit (a trial run), over "
+                              "any limit the suite file sets.")
     resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples of the agreement intervals.")
     seed: int = Field(default=0, description="Bootstrap seed.")
 

@@ -247,6 +247,10 @@ def load_models_config(path: str | Path | None = None, environ: dict[str, str] |
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot parse models config: {str(exc).splitlines()[0]}") from None
     data = _mapping(data, path, "the file")
+    if not data:
+        # An emptied file would otherwise bind every role to the embedded model, without a word.
+        raise InputError(f"{path}: the models file sets nothing (empty, or only comments): give [default] and "
+                         "[roles.NAME] tables, or leave --models-file out to use the built-in roles")
     # A role inherits every default it does not set itself.
     default = _mapping(data.get("default"), path, "default")
     roles = _mapping(data.get("roles"), path, "roles")

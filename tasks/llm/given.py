@@ -59,6 +59,11 @@ def given_systems(values: list[str], option: str = "--answers") -> dict[str, str
         name, sep, path = value.partition("=")
         if not sep:
             name, path = Path(value).stem, value
+        if not name.strip():
+            raise InputError(f"{option} {value}: the name before '=' is empty (give NAME=FILE; the name is the "
+                             "leaderboard's row)")
+        if Path(path).is_dir():
+            raise InputError(f"{option} {value}: {path}: a folder, not a file of answers")
         if not Path(path).is_file():
             raise InputError(f"{option} {value}: {path}: no such file")
         if name in out:

@@ -47,10 +47,11 @@ class LocalModelSpec(BaseModel):
     adapter: str | None = Field(default=None, description="A LoRA adapter folder (peft) applied on the weights; "
                                 "such a model runs on transformers.")
     reuse_prefixes: bool = Field(
-        default=True, description="GGUF only: read a prompt's start from llama.cpp's cache when an earlier "
-        "prompt began the same way. A reused prefix can differ from a fresh read in float rounding, which can "
-        "tip a sampled token; false reads every prompt from its first token, so that with one slot a request "
-        "gets the same reply whatever ran before it.")
+        default=False, description="GGUF only: read a prompt's start from llama.cpp's cache when an earlier "
+        "prompt began the same way. Faster when prompts share long starts, but a reused prefix differs from a "
+        "fresh read in float rounding, which tips sampled tokens: replies then depend on which requests ran "
+        "before, and two fresh runs differ. Off (the default), every prompt is read from its first token and, "
+        "with one slot, a request gets the same reply whatever ran before it.")
 
 
 def find_embedded_gguf() -> Path:
@@ -85,9 +86,9 @@ def weights_path(spec: LocalModelSpec) -> Path:
 # values re-encoded as Q4_0 read the prompt about 1.7 times faster and decode 1.3 times faster on the
 # reference machine (benchmarks/local_model.py), at a small cost in fidelity to the shipped weights.
 # One slot: on a CPU, reading prompts is what costs (rpbench's prompts run ten times longer than their
-# replies), and it gains nothing from batching; several slots would read a shared prefix once per slot,
-# where one slot with llama.cpp's prompt cache reads it once, and its replies do not depend on what else
-# is in flight. A GPU, or long replies to short prompts, favour more slots (``parallel``).
+# replies), and it gains nothing from batching; with one slot a reply does not depend on what else is in
+# flight, and with no prefix reuse not on what ran before either, so two fresh runs give the same tables.
+# A GPU, or long replies to short prompts, favour more slots (``parallel``).
 EMBEDDED_SPEC = LocalModelSpec(requantize="q4_0", parallel=1)
 _registry: dict[str, LocalModelSpec] = {EMBEDDED: EMBEDDED_SPEC}
 _lock = threading.Lock()

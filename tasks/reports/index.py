@@ -56,6 +56,8 @@ def read_run(folder: Path, label: str) -> RunEntry:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{manifest_path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{manifest_path}: not UTF-8 text (byte {exc.start}); not a manifest rpbench wrote") from None
     outcome = manifest.get("outcome") or {}
     entry = RunEntry(label=label, folder=folder, flow=str(manifest.get("flow", "?")),
                      status=str(outcome.get("status", "unknown")), reasons=list(outcome.get("reasons", [])))
@@ -118,6 +120,23 @@ side by side: <a href="{{ samples_file }}">{{ samples_file }}</a> ({{ samples }}
 """)
 
 
+def _check_folders(runs: Sequence[Path], out: Path) -> None:
+    """Folders a page can name and link to: every name UTF-8 (a page is UTF-8 text), each run given once."""
+    for path in [*runs, out]:
+        try:
+            str(path).encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(path).decode("utf-8", "replace")
+            raise InputError(f"{shown}: the folder's name is not UTF-8, so a page cannot name or link it; "
+                             "rename it") from None
+    seen: dict[Path, Path] = {}
+    for path in runs:
+        first = seen.setdefault(path.resolve(), path)
+        if first is not path:
+            raise InputError(f"{path}: given twice{f' (as {first})' if str(first) != str(path) else ''}; "
+                             "name each run once")
+
+
 def _relative(target: Path, start: Path) -> str:
     return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
 
@@ -126,6 +145,7 @@ def write_index(folders: Sequence[str | Path], out: str | Path) -> dict[str, Pat
     """``index.html`` and, when the runs have samples, ``samples.html`` under ``out``; returns their paths."""
     out = Path(out)
     paths = [Path(f) for f in folders]
+    _check_folders(paths, out)
     runs = [read_run(f, label) for f, label in zip(paths, _labels(paths), strict=True)]
     shown = []
     for n, r in enumerate(runs):

@@ -35,7 +35,7 @@ def selected_characters(s: BuildSettings) -> list[Character]:
 
 def check(s: BuildSettings) -> tuple[list[Character], tuple[str, ...]]:
     """Everything a build needs, checked before any work: characters, the pool, the source names."""
-    characters = selected_characters(s)
+    characters = selected_characters(s)[: s.limit]  # --limit: the first N (a trial run)
     scenes_path = Path(s.pool) / SCENES.filename
     if not scenes_path.is_file():
         raise InputError(f"{s.pool}: no scenes.parquet (build a pool first: rpbench pool build)")

@@ -98,6 +98,8 @@ class BuildSettings(RunSettings):
     pool: InputPath = Field(description="Pool folder (from `rpbench pool build`).")
     out: OutputFolder = Field(default="runs/bench", description="Folder for dialogues, items, stats and manifest.")
     only: list[str] = Field(default_factory=list, description="Use only these characters from the file (repeat).")
+    limit: int | None = Field(default=None, ge=1, description="Only the first N characters (after --only), for a "
+                              "trial run.")
     tau: int = Field(default=BuildConfig.tau, ge=1, json_schema_extra=cli("--threshold"),
                      description="tau: items wanted per dimension per character.")
     min_rounds: int = Field(default=BuildConfig.min_rounds, ge=0,

@@ -42,12 +42,17 @@ def _judge_roles(s: Scoring, judges: list[str]) -> dict[str, str]:
 
 def check_run(s: PingPongSettings) -> tuple[dict[str, str], dict[str, str]]:
     """Players and judges resolved to roles, the settings file read: every input error before any call."""
-    grid = select(load_settings(s.settings), s.characters, s.situations, s.max_turns, s.settings)
+    grid = select(load_settings(s.settings), s.characters, s.situations, None, s.settings)
     players = resolve_all(load_models_config(s.models_file), s.players, builtin_roles(), like="player",
                           option="--player")
-    known = [conversation_id(c, situation) for c, situation in grid]  # answers may hold more than the limit keeps
+    turns = {conversation_id(c, situation): situation.num_turns for c, situation in grid}
     for name, path in given_systems(s.answers).items():
         if name in players:
             raise InputError(f"--answers: '{name}' is also a --player; name the conversations otherwise (NAME=FILE)")
-        read_conversations(path, known)
+        for cid, exchanges in read_conversations(path, turns).items():
+            # Fewer is a conversation that ended early; more cannot be this situation's (--max-turns cuts a run
+            # short, not the file): scoring only the first turns would hide that.
+            if len(exchanges) > turns[cid]:
+                raise InputError(f"--answers {path}: conversation '{cid}': {len(exchanges)} turns, but its "
+                                 f"situation has {turns[cid]}; give at most that many")
     return players, ({} if s.version == "v1" else _judge_roles(s, s.judges))

@@ -92,7 +92,7 @@ def check_eval(s: EvalSettings) -> Inputs:
         if name in players or name == BASELINE:
             raise InputError(f"--answers: '{name}' is also {'a --model' if name in players else 'the baseline'}; "
                              "name the answers otherwise (NAME=FILE)")
-        read_rolebench_answers(path)
+        _answers_some_question(path, read_rolebench_answers(path), rows)
     if judges and s.reference == BASELINE and not baselines:
         raise InputError("--reference: no rolegpt_baseline.jsonl beside the test files; name one of the --model "
                          "values instead")
@@ -100,6 +100,19 @@ def check_eval(s: EvalSettings) -> Inputs:
         raise InputError(f"--reference: '{s.reference}' is neither {BASELINE} nor one of the models "
                          f"({', '.join(players)})")
     return Inputs(files, baselines, found, players, judges)
+
+
+def _answers_some_question(path: str, answered: dict[str, str], rows: Sequence[BenchRow]) -> None:
+    """A file of answers of which no row answers a question asked (another benchmark's ids, the Chinese
+    baseline given with English data, an unknown role) is a mistake: it would only score as all missing. A
+    file may answer more than is asked (a whole split run with --limit)."""
+    asked = {r.row_id for r in rows} | {f"{r.role}\n{r.question.strip()}" for r in rows}
+    if answered and not asked & answered.keys():
+        first = next(iter(answered))
+        role, newline, question = first.partition("\n")
+        what = f"role '{role}', question '{question[:60]}'" if newline else f"id '{first}'"
+        raise InputError(f"{path}: line 1: answers none of the {len(rows)} questions of the data given (its "
+                         f"{what} is not among them, nor is any other line's)")
 
 
 # -- context-instruct -------------------------------------------------------------------------------
@@ -115,6 +128,8 @@ def check_roles(s: ContextInstructSettings) -> tuple[list[str], dict[str, RolePr
     if not kept:
         raise InputError(f"--role: no role has {s.min_turns} turns of its own or more (--min-turns); "
                          + ", ".join(f"{n}" for n in dropped))
+    if s.limit is not None:  # a trial run: the first roles by name
+        kept = {name: kept[name] for name in sorted(kept)[: s.limit]}
     return files, kept, dropped
 
 

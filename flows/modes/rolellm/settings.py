@@ -72,6 +72,8 @@ class ContextInstructSettings(RunSettings):
     duplicate_share: float = Field(default=0.6, gt=0, le=1, description="A question whose BM25 score against a kept "
                                    "one reaches this share of that one's own score is a duplicate.")
     max_test: int = Field(default=50, ge=0, description="Test questions per role (duplicates least like the kept).")
+    limit: int | None = Field(default=None, ge=1, description="Only the first N roles kept (by name), for a trial "
+                              "run.")
     seed: int = Field(default=0, description="Seed for sampling segments and holding out roles.")
 
 

@@ -209,11 +209,14 @@ def parse_item(raw: Any, path: Path, index: int, pieces: Pieces | None = None) -
     if column in ROLE_PLAYED and not target:
         raise _fail(path, index, "meta.name", "missing (the model plays this role, so it needs its name)")
     profiles = _profiles(meta.get("profile"), target, path, index, pieces)
+    instruction = _text(raw.get("instruction") or "", path, index, "instruction")
+    if not dialogue and not instruction.strip():
+        raise _fail(path, index, "dialogue", "empty, and so is 'instruction': the item asks nothing")
     group = column in GROUP
     return Item(
         item_id=f"{path.stem}:{index:05d}", source=path.name, index=index, language=language,
         category=sys.intern(category),
-        column=column, dialogue=dialogue, instruction=_text(raw.get("instruction") or "", path, index, "instruction"),
+        column=column, dialogue=dialogue, instruction=instruction,
         choices=choices, label=label, target=target, profiles=profiles,
         raw=json.dumps(raw, ensure_ascii=False),
         group_size=(len(profiles) if len(profiles) > 1 else len({u.speaker for u in dialogue})) if group else None,

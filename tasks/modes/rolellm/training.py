@@ -6,12 +6,12 @@ role's description as the system message, the question as the user turn): RoleLL
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.rolellm.profiles import discover_profiles, load_profiles, profile_files
-from rpbench.tasks.modes.rolellm.records import RoleProfile
+from rpbench.tasks.modes.rolellm.records import BenchRow, RoleProfile
 from rpbench.tasks.modes.rolellm.rolebench import data_files, read_file
 from rpbench.tasks.modes.rolellm.rolegpt import Retriever, messages
 from rpbench.tasks.training.data import chat_turns
@@ -32,20 +32,27 @@ def rolebench_samples(paths: Sequence[str], parts: Sequence[str], profiles: Sequ
     known: dict[str, RoleProfile] = load_profiles(found)
     retriever = Retriever(known)
     out: list[SftSample] = []
+    for f, row, profile in _checked_rows(files, known):
+        prompt = messages(profile, row.question, "zsp", retriever, language=row.language)
+        for k, reference in enumerate(row.generated):
+            out.append(SftSample(sample_id=f"{row.row_id}#{k}", source=f, kind=row.kind, language=row.language,
+                                 role=row.role, prompt=chat_turns(prompt), response=reference,
+                                 system=prompt[0]["content"], input=row.question))
+    return out
+
+
+def _checked_rows(files: Sequence[str], known: dict[str, RoleProfile]) -> Iterator[tuple[str, BenchRow, RoleProfile]]:
+    """Every row of ``files`` with its role's profile; a role with none, or an empty reference, is an error."""
     for f in files:
         for row in read_file(Path(f)):
             profile = known.get(row.role)
             if profile is None:
                 raise InputError(f"{f}: row {row.row_id}: field 'role': no profile for role '{row.role}' (give it "
                                  "with --profiles)")
-            prompt = messages(profile, row.question, "zsp", retriever, language=row.language)
             for k, reference in enumerate(row.generated):
                 if not reference.strip():
                     raise InputError(f"{f}: row {row.row_id}: field 'generated': reference {k + 1} is empty")
-                out.append(SftSample(sample_id=f"{row.row_id}#{k}", source=f, kind=row.kind, language=row.language,
-                                     role=row.role, prompt=chat_turns(prompt), response=reference,
-                                     system=prompt[0]["content"], input=row.question))
-    return out
+            yield f, row, profile
 
 
 RELEASED_PARTS = ("train", "test")  # RoleBench's files are <part>.jsonl under rolebench-eng/..., rolebench-zh/...
@@ -67,7 +74,12 @@ def _profiles(paths: Sequence[str], request: TrainingRequest) -> list[str]:
 
 
 def _check(paths: Sequence[str], request: TrainingRequest) -> list[str]:
-    return [*data_files(paths, request.parts), *_profiles(paths, request)]
+    """The files and profiles, and every row read once: an empty file or a role without a profile is one line
+    now, not an error inside the training flow."""
+    files, profiles = data_files(paths, request.parts), _profiles(paths, request)
+    for _row in _checked_rows(files, load_profiles(profiles)):
+        pass
+    return [*files, *profiles]
 
 
 def _samples(paths: Sequence[str], request: TrainingRequest) -> list[SftSample]:

@@ -1,0 +1,177 @@
+"""What a hostile user found wrong, each as the one-line error (exit 2, no traceback, no flow started) it now gets."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rpbench.samples import sample_path
+from rpbench.storage.folder_lock import folder_lock
+from tests.helpers import rpbench
+
+BENCH = sample_path("rolellm", "rolebench")
+ROLE_SPECIFIC = BENCH / "rolebench-eng" / "instruction-generalization" / "role_specific"
+PINGPONG = sample_path("pingpong", "settings.yaml")
+ROLEINTERACT = sample_path("roleinteract", "example.json")
+
+
+@pytest.fixture
+def no_flow(monkeypatch):
+    """A command that starts a flow fails the test: these errors come before any."""
+    import rpbench.flows.kit.run as run
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("a flow was started")
+
+    monkeypatch.setattr(run, "run_flow", refuse)
+
+
+def _refused(ran, *phrases: str) -> None:
+    assert ran.returncode == 2, (ran.returncode, ran.stdout[-1500:], ran.stderr[-1500:])
+    assert "Traceback" not in ran.stderr and "Beginning flow run" not in ran.stderr
+    line = ran.stderr.strip().splitlines()[-1]
+    for phrase in phrases:
+        assert phrase in line, line
+
+
+def test_rolellm_answers_that_answer_no_question_are_refused_at_once(tmp_path, no_flow):
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"id": "example:00001", "answer": "B"}\n{"id": "example:00002", "answer": "C"}\n')
+    ran = rpbench("rolellm", "eval", "--data", str(ROLE_SPECIFIC / "test.jsonl"), "--profiles",
+                  str(BENCH / "profiles-eng"), "--model", "rolellm-player", "--answers", f"given={other}",
+                  "--out", str(tmp_path / "run"))
+    _refused(ran, f"{other}: line 1: answers none of the", "id 'example:00001'")
+
+
+def test_rolellm_answers_of_an_unknown_role_are_refused(tmp_path):
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"role": "Nobody", "question": "Who are you?", "answer": "No one."}) + "\n")
+    ran = rpbench("rolellm", "eval", "--data", str(ROLE_SPECIFIC / "test.jsonl"), "--profiles",
+                  str(BENCH / "profiles-eng"), "--answers", f"given={other}", "--out", str(tmp_path / "run"))
+    _refused(ran, "role 'Nobody'")
+
+
+def test_an_empty_models_file_is_an_error_not_the_embedded_model(tmp_path):
+    empty = tmp_path / "empty.toml"
+    empty.write_text("# nothing here yet\n\n")
+    ran = rpbench("models", "--models-file", str(empty))
+    _refused(ran, f"{empty}: the models file sets nothing")
+
+
+def _run_folder(path: Path, manifest: bytes | None = None) -> Path:
+    path.mkdir(parents=True)
+    (path / "manifest.json").write_bytes(manifest or json.dumps({"flow": "x", "outcome": {"status": "ok"}}).encode())
+    return path
+
+
+def test_report_refuses_a_run_given_twice_before_writing_anything(tmp_path):
+    run = _run_folder(tmp_path / "run")
+    ran = rpbench("report", str(run), str(tmp_path / "." / "run"), "--out", str(tmp_path / "index"))
+    _refused(ran, "given twice")
+    assert not (tmp_path / "index").exists()
+
+
+def test_report_on_a_manifest_that_is_not_utf8(tmp_path):
+    run = _run_folder(tmp_path / "run", b'{"flow": "\xff"}')
+    _refused(rpbench("report", str(run), "--out", str(tmp_path / "index")), "manifest.json: not UTF-8")
+
+
+def test_report_on_a_folder_whose_name_is_not_utf8(tmp_path):
+    name = os.fsdecode(b"run-\xe9t\xe9")
+    run = _run_folder(tmp_path / name)
+    _refused(rpbench("report", str(run), "--out", str(tmp_path / "index")), "not UTF-8", "rename it")
+
+
+def test_report_does_not_write_into_a_folder_another_command_holds(tmp_path):
+    run = _run_folder(tmp_path / "run")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    with folder_lock(busy):
+        ran = rpbench("report", str(run), "--out", str(busy))
+    _refused(ran, "in use by")
+    assert not (busy / "index.html").exists()
+
+
+@pytest.mark.parametrize("rows,phrase", [  # an empty file; a role with no profile
+    ("", "train.jsonl: the file holds no rows"),
+    (json.dumps({"role": "Nobody", "question": "Who?", "generated": ["No one."], "type": ["script_based"]}) + "\n",
+     "field 'role': no profile for role 'Nobody'"),
+])
+def test_train_refuses_data_it_cannot_use_before_any_flow(tmp_path, rows, phrase, no_flow):
+    data = tmp_path / "train.jsonl"
+    data.write_text(rows)
+    ran = rpbench("train", "--data", str(data), "--profiles", str(BENCH / "profiles-eng"), "--out",
+                  str(tmp_path / "out"), "--max-steps", "1")
+    _refused(ran, phrase)
+
+
+@pytest.mark.parametrize("given,phrase", [("={file}", "the name before '=' is empty"),
+                                          ("x={folder}", "a folder, not a file of answers")])
+def test_answers_with_an_empty_name_or_a_folder(tmp_path, given, phrase):
+    file = tmp_path / "a.jsonl"
+    file.write_text('{"id": "example:00000", "answer": "B"}\n')
+    value = given.format(file=file, folder=tmp_path)
+    ran = rpbench("roleinteract", "run", "--data", str(ROLEINTERACT), "--answers", value, "--out",
+                  str(tmp_path / "run"))
+    _refused(ran, phrase)
+
+
+def test_pingpong_answers_with_more_turns_than_the_situation_are_refused(tmp_path, no_flow):
+    from rpbench.tasks.modes.pingpong.cards import conversation_id, load_settings
+
+    card, situation = load_settings(str(PINGPONG)).conversations()[0]
+    cid = conversation_id(card, situation)
+    path = tmp_path / "long.jsonl"
+    turns = [{"user": f"u{k}", "player": f"p{k}"} for k in range(situation.num_turns + 76)]
+    path.write_text(json.dumps({"id": cid, "turns": turns}) + "\n")
+    ran = rpbench("pingpong", "run", "--settings", str(PINGPONG), "--answers", f"long={path}", "--version", "v2",
+                  "--out", str(tmp_path / "run"))
+    _refused(ran, f"conversation '{cid}': {situation.num_turns + 76} turns, but its situation has "
+                  f"{situation.num_turns}")
+
+
+def test_a_typo_on_the_command_line_is_reported_as_the_command_lines(tmp_path):
+    models = tmp_path / "models.toml"
+    models.write_text('[default]\nmodel = "local/smollm2-135m"\n[roles.test-a]\nmodel = "local/smollm2-135m"\n')
+    ran = rpbench("roleinteract", "run", "--data", str(ROLEINTERACT), "--model", "tset-a", "--models-file",
+                  str(models), "--out", str(tmp_path / "run"))
+    _refused(ran, "--model", "unknown model 'tset-a'", "did you mean test-a?")
+    assert "[roles.test-a]" not in ran.stderr
+
+
+def test_a_suite_file_over_8_mb_is_refused(tmp_path):
+    big = tmp_path / "big.toml"
+    big.write_text("[roleinteract]\ndata = ['x.json']\n" + "# padding\n" * (9 * 2**20 // 10))
+    _refused(rpbench("suite", "run", "--suite", str(big), "--model", "test", "--out", str(tmp_path / "s")),
+             "over the 8 MB limit")
+
+
+@pytest.mark.parametrize("command", [["suite", "run"], ["rolellm", "context-instruct"], ["build"]])
+def test_limit_is_an_option_of_every_command_that_calls_models(command):
+    ran = rpbench(*command, "--help")
+    assert ran.returncode == 0 and "--limit" in ran.stdout
+
+
+def test_suite_limit_reaches_every_benchmark_of_the_suite(tmp_path):
+    from rpbench.flows.suite.plan import plan_suite
+    from rpbench.flows.suite.settings import SuiteSettings
+
+    plan = plan_suite(SuiteSettings(models=["test"], limit=2, out=str(tmp_path / "s")))
+    limits = {(p.mode.name, r.name): r.settings.limit for p in plan.modes for r in p.runs  # type: ignore[attr-defined]
+              if "limit" in type(r.settings).model_fields}
+    assert limits and set(limits.values()) == {2}, limits
+
+
+def test_context_instruct_limit_keeps_the_first_roles(tmp_path):
+    from rpbench.flows.modes.rolellm.checks import check_roles
+    from rpbench.flows.modes.rolellm.settings import ContextInstructSettings
+
+    roles = tmp_path / "roles"
+    shutil.copytree(sample_path("rolellm", "roles"), roles)
+    every = check_roles(ContextInstructSettings(roles=[str(roles)], min_turns=0))[1]
+    first = check_roles(ContextInstructSettings(roles=[str(roles)], min_turns=0, limit=1))[1]
+    assert len(every) == 2 and list(first) == sorted(every)[:1]
