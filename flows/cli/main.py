@@ -197,7 +197,7 @@ def describe_machine_error(exc: OSError) -> str:
 
 
 def _interrupted() -> int:
-    typer.echo(interrupts.interrupted_line(), err=True)
+    interrupts.say(interrupts.interrupted_line())  # even to a stream nobody reads any more
     return interrupts.exit_code()
 
 
@@ -228,6 +228,12 @@ def run_cli(args: Sequence[str]) -> int:
     except typer.Exit as exc:
         code = exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
+        code = _interrupted()
+    except SystemExit:
+        # Prefect's console handler exits 1 when stderr has gone (a parent that died of the same signal, its
+        # pipe closed): a stopped run still ends with the signal's status.
+        if not interrupts.received():
+            raise
         code = _interrupted()
     except OSError as exc:
         if exc.errno not in _MACHINE_ERRNOS:

@@ -10,6 +10,7 @@ reply and journal line is on disk when written), and every process it started is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -66,9 +67,12 @@ def interrupted_line() -> str:
             f"{abandoned}; run the same command again to resume")
 
 
-def _say(line: str) -> None:
-    # os.write: a signal handler may run while the main thread is inside a print to the same stream.
-    os.write(sys.stderr.fileno(), (line + "\n").encode())
+def say(line: str) -> None:
+    # os.write: a signal handler may run while the main thread is inside a print to the same stream. A stream
+    # nobody reads any more (the parent that piped it died, as it may with the same signal) must not stop the
+    # stop: the line is lost, nothing else.
+    with contextlib.suppress(OSError, ValueError):
+        os.write(sys.stderr.fileno(), (line + "\n").encode())
 
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -79,10 +83,10 @@ def _on_signal(signum: int, _frame: FrameType | None) -> None:
         quit_now("quitting now")
     _state.signum = signum
     stop_sending()
-    _say(f"stopping ({signal.Signals(signum).name}): no new calls; waiting up to {GRACE_S:.0f} s for "
+    threading.Thread(target=_stop, name="rpbench-stop", daemon=True).start()
+    say(f"stopping ({signal.Signals(signum).name}): no new calls; waiting up to {GRACE_S:.0f} s for "
          f"{requests_on_the_wire()} request(s) in flight to be answered and recorded "
          "(press Ctrl-C again to quit at once)")
-    threading.Thread(target=_stop, name="rpbench-stop", daemon=True).start()
 
 
 def _stop() -> None:
@@ -101,5 +105,5 @@ def quit_now(reason: str) -> None:
 
     kill_workers()
     kill_prefect_server()
-    _say(f"{reason}: {interrupted_line().removeprefix('interrupted: ')}")
+    say(f"{reason}: {interrupted_line().removeprefix('interrupted: ')}")
     os._exit(exit_code())
