@@ -67,7 +67,8 @@ def models_file(folder: Path, base_url: str, per_model: int, processes: int, rou
     """Every model (``ROUTE/scale-K``) on the loopback server; ``processes`` worker processes send the calls
     (litellm's CPU per call spread over cores, as the README's recipe for hundreds in flight)."""
     path = folder / "models.toml"
-    path.write_text(f'[default]\nmodel = "{route}/scale"\napi_base = "{base_url}"\napi_key_env = "{KEY_ENV}"\n'
+    path.write_text(f'[default]\nmodel = "{route}/scale"\napi_base = "{base_url}"\nschema_rules = "vllm"\n'
+                    f'api_key_env = "{KEY_ENV}"\n'
                     f'timeout = 60\nmax_concurrency = {per_model}\nprocesses = {processes}\n', encoding="utf-8")
     return path
 

@@ -66,7 +66,8 @@ def make_data(folder: Path, questions: int) -> Path:
 
 def models_file(folder: Path, server: LoopbackServer, concurrency: int) -> Path:
     path = folder / f"models-{concurrency}.toml"
-    path.write_text(f'[default]\nmodel = "openai/scaleout"\napi_base = "{server.base_url}"\napi_key_env = '
+    path.write_text(f'[default]\nmodel = "openai/scaleout"\napi_base = "{server.base_url}"\n'
+                    'schema_rules = "vllm"\napi_key_env = '
                     f'"{KEY_ENV}"\ntimeout = 30\nmax_concurrency = {concurrency}\n')
     return path
 

@@ -63,6 +63,9 @@ def loopback_config(server: LoopbackServer, **overrides) -> ModelsConfig:
         "timeout": 2.0,
         "max_concurrency": 16,
         "structured": "json_schema",
+        # The loopback server stands in for a server of one's own (vLLM): standard JSON Schema, whose tuple
+        # lengths and bounds its responders read to answer as a guided decoder would.
+        "schema_rules": "vllm",
     }
     spec = ModelSpec(**{**fields, **overrides})
     retry = RetryPolicy(transient_attempts=4, backoff_initial=0.01, backoff_max=0.05, parse_attempts=3)

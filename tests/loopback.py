@@ -152,6 +152,8 @@ class LoopbackServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
+        # Azure OpenAI's route: a deployment in the path, the API version in the query.
+        app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._chat)
         return app
 
     async def serve(self) -> None:

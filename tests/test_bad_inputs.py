@@ -228,7 +228,7 @@ def test_an_injection_in_the_dialogue_and_the_replies_runs_normally(loopback, tm
 
     loopback.responder = respond
     models = tmp_path / "models.toml"
-    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\nschema_rules = "vllm"\n'
                       'api_key_env = "RPBENCH_INJECT_KEY"\nstructured = "json_schema"\ntimeout = 5\n')
     env = {**os.environ, "RPBENCH_INJECT_KEY": "sk-inject-test", "PREFECT_HOME": str(tmp_path / "prefect")}
     proc = subprocess.run([*CLI, "eval", "--bench", str(bench), "--model", "openai/under-test",

@@ -84,7 +84,7 @@ def test_eval_from_the_command_line_is_clean_and_a_rerun_sends_nothing(loopback,
 
     loopback.responder = _respond
     models = tmp_path / "models.toml"
-    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\nschema_rules = "vllm"\n'
                       'api_key_env = "RPBENCH_CLI_KEY"\nstructured = "json_schema"\ntimeout = 5\n'
                       '[roles.warm]\ntemperature = 0.7\n')
     args = ["eval", "--bench", str(_bench(tmp_path)), "--model", "openai/under-test", "--model", "warm",
@@ -222,7 +222,7 @@ def test_an_os_error_of_our_own_making_keeps_its_traceback(monkeypatch):
 def test_models_check_asks_each_role_once_and_says_which_answer(loopback, tmp_path, monkeypatch):
     monkeypatch.setenv(TEST_KEY_ENV, "sk-test-check-0123456789")
     models = tmp_path / "models.toml"
-    models.write_text(f'[default]\nmodel = "openai/fine"\napi_base = "{loopback.base_url}"\n'
+    models.write_text(f'[default]\nmodel = "openai/fine"\napi_base = "{loopback.base_url}"\nschema_rules = "vllm"\n'
                       f'api_key_env = "{TEST_KEY_ENV}"\n[roles.judge]\nmodel = "openai/refused"\n'
                       '[roles.director]\nmodel = "openai/down"\n')
     loopback.model_faults.update({"refused": "401", "down": "500"})

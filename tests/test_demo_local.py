@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -34,6 +35,9 @@ def test_demo_runs_end_to_end_on_the_local_model(tmp_path):
     assert (out / "bench" / ITEMS.filename).is_file() and (out / "bench" / "items_per_dimension.png").is_file()
     report = (out / "eval" / "report.html").read_text(encoding="utf-8")
     assert "local-greedy" in report and "local-sampled" in report
+    # Every role of the demo is the embedded model: its judge scores its own answers, and the manifest says so.
+    judging = json.loads((out / "eval" / "manifest.json").read_text())["self_judging"]
+    assert any("local-greedy" in line and "local/smollm2-135m" in line for line in judging), judging
     assert f"Report: {out}/eval/report.html" in proc.stdout
     assert "Open it in a browser: file://" in proc.stdout
     _check_coverage(out)

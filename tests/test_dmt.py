@@ -105,7 +105,7 @@ def test_dmt_flow_end_to_end(harness, loopback, tmp_path, monkeypatch):
     monkeypatch.setenv(TEST_KEY_ENV, "k")
     loopback.responder = _respond
     models = tmp_path / "models.toml"
-    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\nschema_rules = "vllm"\n'
                       f'api_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 5\n'
                       '[roles.weak]\nmodel = "openai/weak"\n[roles.fine]\nmodel = "openai/fine"\n')
     out = tmp_path / "dmt"
@@ -184,7 +184,7 @@ def test_failed_dialogues_are_failures_and_each_failure_is_counted_once(harness,
     monkeypatch.setenv(TEST_KEY_ENV, "k")
     loopback.responder = _respond_with_failures
     models = tmp_path / "models.toml"
-    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\nschema_rules = "vllm"\n'
                       f'api_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 5\n'
                       '[retry]\nparse_attempts = 2\n'
                       '[roles.fine]\nmodel = "openai/fine"\n[roles.crash]\nmodel = "openai/crash"\n'
@@ -224,7 +224,7 @@ def test_dialogues_given_as_a_file_are_labelled_exactly_as_live_ones(harness, lo
     monkeypatch.setenv(TEST_KEY_ENV, "k")
     loopback.responder = _respond
     models = tmp_path / "models.toml"
-    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\nschema_rules = "vllm"\n'
                       f'api_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 5\n'
                       '[roles.weak]\nmodel = "openai/weak"\n')
     common = {"seeds": str(SEEDS), "only_seeds": ["harbour-pilot-knowledge"], "formats": ["detailed"],

@@ -71,7 +71,7 @@ def assert_progress_before_first_reply(run_dir: Path, lines: list[tuple[float, s
 def _models_file(tmp_path: Path, server, extra: str = "", name: str = "models.toml") -> str:
     path = tmp_path / name
     path.write_text(
-        f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\napi_key_env = "{TEST_KEY_ENV}"\n'
+        f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\nschema_rules = "vllm"\napi_key_env = "{TEST_KEY_ENV}"\n'
         'structured = "json_schema"\ntimeout = 5\n' + extra
     )
     return str(path)

@@ -37,7 +37,7 @@ CRASH_SEEDS = int(os.environ.get("RPBENCH_CRASH_SEEDS", "1"))
 
 def _models_file(work: Path, server, timeout: float = 5.0) -> Path:
     path = work / "models.toml"
-    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\n'
+    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\nschema_rules = "vllm"\n'
                     f'api_key_env = "{KEY_ENV}"\nstructured = "json_schema"\ntimeout = {timeout}\n'
                     '[retry]\ntransient_attempts = 4\nbackoff_initial = 0.05\nbackoff_max = 0.2\n')
     return path

@@ -150,7 +150,8 @@ def test_a_suite_file_over_8_mb_is_refused(tmp_path):
              "over the 8 MB limit")
 
 
-@pytest.mark.parametrize("command", [["suite", "run"], ["rolellm", "context-instruct"], ["build"]])
+@pytest.mark.parametrize("command", [["suite", "run"], ["rolellm", "context-instruct"], ["build"],
+                                     ["pingpong", "rejudge"]])
 def test_limit_is_an_option_of_every_command_that_calls_models(command):
     ran = rpbench(*command, "--help")
     assert ran.returncode == 0 and "--limit" in ran.stdout
@@ -175,3 +176,23 @@ def test_context_instruct_limit_keeps_the_first_roles(tmp_path):
     every = check_roles(ContextInstructSettings(roles=[str(roles)], min_turns=0))[1]
     first = check_roles(ContextInstructSettings(roles=[str(roles)], min_turns=0, limit=1))[1]
     assert len(every) == 2 and list(first) == sorted(every)[:1]
+
+
+def test_a_judge_bound_to_the_model_under_test_is_pointed_out(tmp_path):
+    from rpbench.flows.kit.self_judging import self_judging
+    from rpbench.flows.modes.pingpong.settings import PingPongSettings
+    from rpbench.tasks.llm import load_models_config
+
+    models = tmp_path / "models.toml"
+    models.write_text('[default]\nmodel = "openai/gpt-4.1-mini"\n'
+                      '[roles.mine]\nmodel = "openai/gpt-4.1"\n[roles.other-judge]\nmodel = "openai/o3"\n')
+    config = load_models_config(models)
+
+    def lines(judges: list[str]) -> list[str]:
+        return self_judging(PingPongSettings(settings=str(PINGPONG), players=["mine"], judges=judges), config)
+
+    assert lines(["openai/gpt-4.1", "other-judge"]) == [
+        "judge 'openai/gpt-4.1' is the same model as the model(s) under test mine (openai/gpt-4.1): it scores its "
+        "own answers, and LLM judges favour their own"]
+    assert lines(["other-judge"]) == []
+    assert lines(["pingpong-judge"]) == []  # [default]: another model than mine

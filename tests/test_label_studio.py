@@ -101,7 +101,7 @@ def evaluation(tmp_path_factory, _server):
     _server.reset()
     _server.responder = respond
     models = folder / "models.toml"
-    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{_server.base_url}"\n'
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{_server.base_url}"\nschema_rules = "vllm"\n'
                       'api_key_env = "RPBENCH_LS_KEY"\nstructured = "json_schema"\ntimeout = 5\n'
                       '[roles.warm]\ntemperature = 0.7\n')
     proc = subprocess.run([*CLI, "eval", "--bench", str(_bench(folder)), "--model", "openai/under-test", "--model",
@@ -241,7 +241,7 @@ def test_pingpong_conversations_rated_in_label_studio_feed_the_agreement_command
     _server.reset()
     _server.responder = any_mode_responder
     models = tmp_path / "models.toml"
-    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{_server.base_url}"\napi_key_env = '
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{_server.base_url}"\nschema_rules = "vllm"\napi_key_env = '
                       '"RPBENCH_LS_KEY"\nstructured = "json_schema"\ntimeout = 5\n')
     run = tmp_path / "pingpong"
     made = subprocess.run([*CLI, "pingpong", "run", "--settings", str(sample_path("pingpong", "settings.yaml")),

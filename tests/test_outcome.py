@@ -46,7 +46,7 @@ def test_a_stage_with_every_call_failed_fails_the_run_and_one_good_call_saves_it
 
 def _models(tmp_path: Path, loopback) -> str:
     path = tmp_path / "models.toml"
-    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\nschema_rules = "vllm"\n'
                     f'api_key_env = "{TEST_KEY_ENV}"\ntimeout = 5\n'
                     '[retry]\ntransient_attempts = 2\nbackoff_initial = 0.01\nbackoff_max = 0.02\n'
                     '[roles.steady]\nmodel = "openai/steady"\n[roles.down]\nmodel = "openai/down"\n')
@@ -154,7 +154,7 @@ def test_a_missing_key_is_one_line_before_any_flow_or_request(loopback, tmp_path
         "models file"]
     # A variable the models file names.
     models = tmp_path / "models.toml"
-    models.write_text(f'[roles.mine]\nmodel = "openai/mine"\napi_base = "{loopback.base_url}"\n'
+    models.write_text(f'[roles.mine]\nmodel = "openai/mine"\napi_base = "{loopback.base_url}"\nschema_rules = "vllm"\n'
                       'api_key_env = "RPBENCH_UNSET_KEY"\n')
     ran = rpbench("roleinteract", "run", "--data", data, "--model", "mine", "--out", str(tmp_path / "b"),
                   "--models-file", str(models))

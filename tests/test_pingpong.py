@@ -187,7 +187,7 @@ def _respond(body):
 def _models(tmp_path: Path, server) -> str:
     path = tmp_path / "models.toml"
     path.write_text(
-        f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\napi_key_env = "{TEST_KEY_ENV}"\n'
+        f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\nschema_rules = "vllm"\napi_key_env = "{TEST_KEY_ENV}"\n'
         'structured = "json_schema"\ntimeout = 5\n'
         '[roles.short]\nmodel = "openai/short"\n[roles.long]\nmodel = "openai/long"\n'
         '[roles.strict-judge]\ntemperature = 0.0\n[roles.soft-judge]\ntemperature = 0.5\n')
@@ -255,6 +255,17 @@ def test_run_rerun_and_rejudge(harness, loopback, tmp_path, monkeypatch):
     # Given again, a judge's earlier calls are replaced, not counted twice.
     again = rejudge(RejudgeSettings(run=out, judges=["soft-judge"], resamples=200, models_file=models, cache=cache))
     assert again["totals"]["calls"] == pooled["totals"]["calls"]
+
+    # --limit: a new judge tries each model's first conversation only; the others keep their earlier judges.
+    sent = len(loopback.requests)
+    trial_out = str(tmp_path / "trial")
+    rejudge(RejudgeSettings(run=out, judges=["openai/third"], limit=1, resamples=50, out=trial_out,
+                            models_file=models, cache=cache))
+    assert {r["model"] for r in loopback.requests[sent:]} == {"third"}
+    scored = read_records(Path(trial_out) / CONVERSATION_SCORES.filename, CONVERSATION_SCORES)
+    tried = [r for r in scored if "openai/third" in r.judges]
+    assert len(tried) == 2 and {r.model for r in tried} == {"short", "long"}
+    assert len(scored) == len(rows)  # every conversation still scored, by its earlier judges
 
 
 def test_conversations_given_as_a_file_are_judged_exactly_as_live_ones(harness, loopback, tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ def test_a_moved_runs_tree_is_annotated_reported_and_evaluated_again(tmp_path, m
     first.mkdir()
     later.mkdir(parents=True)
     models = tmp_path / "models.toml"
-    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\nschema_rules = "vllm"\n'
                       f'api_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\n')
     monkeypatch.setenv(TEST_KEY_ENV, "k")
     loopback.responder = any_mode_responder

@@ -82,7 +82,7 @@ def served(_server, tmp_path_factory):
         _server.reset()
         _server.responder = any_mode_responder
         models = folder / "models.toml"
-        models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{_server.base_url}"\napi_key_env = '
+        models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{_server.base_url}"\nschema_rules = "vllm"\napi_key_env = '
                           f'"{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 5\n')
         yield env, folder, models
     finally:
@@ -175,7 +175,7 @@ def test_a_trigger_with_no_server_is_one_line():
 def test_a_triggered_run_that_fails_exits_1(served, _server):
     env, folder, _ = served
     models = folder / "failing.toml"
-    models.write_text(f'[default]\nmodel = "openai/down-for-trigger"\napi_base = "{_server.base_url}"\n'
+    models.write_text(f'[default]\nmodel = "openai/down-for-trigger"\napi_base = "{_server.base_url}"\nschema_rules = "vllm"\n'
                       f'api_key_env = "{TEST_KEY_ENV}"\ntimeout = 5\n[retry]\ntransient_attempts = 1\n')
     _server.model_faults["down-for-trigger"] = "500"
     try:
@@ -249,7 +249,7 @@ def _two_runs_at_once(folder: Path, env: dict[str, str], models: Path, tag: str,
 def _two_at_most(folder: Path, server, model: str, latency: float) -> Path:
     """A models file for ``openai/<model>`` on the loopback server, 2 requests in flight at most."""
     models = folder / f"{model}.toml"
-    models.write_text(f'[default]\nmodel = "openai/{model}"\napi_base = "{server.base_url}"\napi_key_env = '
+    models.write_text(f'[default]\nmodel = "openai/{model}"\napi_base = "{server.base_url}"\nschema_rules = "vllm"\napi_key_env = '
                       f'"{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 10\nmax_concurrency = 2\n')
     server.responder = any_mode_responder
     server.latency = latency
@@ -296,7 +296,7 @@ def test_two_processes_leasing_a_shared_limit_stay_within_it_together(served, _s
     they never have more than 16 requests in flight, and a request costs no server call of its own."""
     env, folder, _ = served
     models = folder / "leasing.toml"
-    models.write_text(f'[default]\nmodel = "openai/loopback-leasing"\napi_base = "{_server.base_url}"\n'
+    models.write_text(f'[default]\nmodel = "openai/loopback-leasing"\napi_base = "{_server.base_url}"\nschema_rules = "vllm"\n'
                       f'api_key_env = "{TEST_KEY_ENV}"\ntimeout = 10\nmax_concurrency = 16\n')
     _server.latency = 0.25
     _server.log.clear()

@@ -136,11 +136,51 @@ def test_a_valid_reply_still_validates_against_the_full_record_type():
     assert parse_reply(json.dumps({"scores": [{**turn, "turn": 1}, {**turn, "turn": 2}]}), model)
 
 
-def test_the_family_follows_the_model_string_and_the_endpoint():
-    assert family_of("gpt-4o", None) == family_of("openai/gpt-4o", None) == "openai"
-    assert family_of("openai/qwen", "http://127.0.0.1:8000/v1") == family_of("hosted_vllm/qwen", None) == "vllm"
-    assert family_of("gemini/gemini-1.5-flash", None) == family_of("vertex_ai/gemini-pro", None) == "gemini"
-    assert family_of("anthropic/claude-3-5-haiku-20241022", None) == "anthropic"
-    assert family_of("local/smollm2-135m", None) == "local"
+def test_the_family_follows_the_model_strings_route():
+    # The OpenAI route is strict whatever its api_base (a proxy, an Azure deployment); servers of one's own not.
+    assert family_of("gpt-4o") == family_of("openai/gpt-4o") == family_of("azure/my-deployment") == "openai"
+    assert family_of("hosted_vllm/qwen") == family_of("ollama_chat/qwen") == "vllm"
+    assert family_of("gemini/gemini-1.5-flash") == family_of("vertex_ai/gemini-pro") == "gemini"
+    assert family_of("anthropic/claude-3-5-haiku-20241022") == "anthropic"
+    assert family_of("local/smollm2-135m") == "local"
     sent = response_format(MODELS[0], "openai")
     assert sent["json_schema"]["strict"] is True and response_format(MODELS[0], "vllm")["json_schema"]["strict"] is False
+
+
+@pytest.mark.parametrize("model,extra", [("openai/gpt-4.1-mini", {}),
+                                         ("azure/gpt-4.1-mini", {"api_version": "2024-10-21"})],
+                         ids=["openai-behind-a-proxy", "azure"])
+async def test_every_schema_sent_on_the_openai_route_with_an_api_base_is_strict(loopback, monkeypatch, model, extra):
+    """What the server receives, through litellm's own route for the model: an OpenAI model behind a proxy's
+    api_base, and an Azure deployment (which always has one), get OpenAI's strict form."""
+    from rpbench.tasks.llm import ModelsConfig, ModelSpec
+    from rpbench.tasks.llm.config import RetryPolicy
+    from rpbench.tasks.llm.gateway import Gateway
+    from tests.helpers import TEST_KEY_ENV
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    base = loopback.base_url if model.startswith("openai/") else loopback.base_url.removesuffix("/v1")
+    spec = ModelSpec(model=model, api_base=base, api_key_env=TEST_KEY_ENV, timeout=5, extra=extra)
+    gateway = Gateway(ModelsConfig(default=spec, retry=RetryPolicy(parse_attempts=1, transient_attempts=1)))
+    for schema in SENT:
+        await gateway.complete("judge", [{"role": "user", "content": "Rate this."}], schema=schema)
+    await gateway.aclose()
+    sent = [body["response_format"] for body in loopback.requests]
+    assert len(sent) == len(SENT)
+    for fmt in sent:
+        assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+        assert not violations(fmt["json_schema"]["schema"], "openai"), violations(fmt["json_schema"]["schema"],
+                                                                                   "openai")
+
+
+def test_a_models_file_names_the_rules_of_an_endpoint_the_route_does_not_say():
+    from rpbench.tasks.llm import ModelsConfig, ModelSpec
+    from rpbench.tasks.llm.gateway import Gateway
+
+    spec = ModelSpec(model="hosted_vllm/qwen", api_base="http://127.0.0.1:1/v1", structured="json_schema")
+    standard = Gateway(ModelsConfig(default=spec))._response_format(spec, MODELS[0])
+    strict = spec.model_copy(update={"schema_rules": "openai"})
+    assert standard is not None and standard["json_schema"]["strict"] is False
+    made = Gateway(ModelsConfig(default=strict))._response_format(strict, MODELS[0])
+    assert made is not None and made["json_schema"]["strict"] is True
+    assert strict.identity() != spec.identity()  # a stage cached with other rules runs again

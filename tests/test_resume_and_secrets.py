@@ -129,7 +129,7 @@ async def test_a_stage_killed_after_writing_its_calls_but_before_prefect_kept_it
 
     monkeypatch.setenv(TEST_KEY_ENV, "sk-test-window")
     models = tmp_path / "models.toml"
-    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\nschema_rules = "vllm"\n'
                       f'api_key_env = "{TEST_KEY_ENV}"\n')
     params = {"out": str(tmp_path / "run"), "shard": "a", "models_file": str(models),
               "cache": str(tmp_path / "calls.sqlite")}

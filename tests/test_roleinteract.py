@@ -274,7 +274,7 @@ def _respond(body: dict) -> str:
 
 def _models(tmp_path: Path, loopback) -> str:
     path = tmp_path / "models.toml"
-    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\nschema_rules = "vllm"\n'
                     f'api_key_env = "{TEST_KEY_ENV}"\ntimeout = 5\n'
                     '[roles.always-b]\nmodel = "openai/always-b"\n[roles.mumbler]\nmodel = "openai/mumbler"\n')
     return str(path)

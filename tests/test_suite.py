@@ -107,7 +107,7 @@ def quality_responder(body: dict) -> str:
 @pytest.fixture
 def scripted(tmp_path, monkeypatch, loopback):
     loopback.responder = quality_responder
-    body = f'api_base = "{loopback.base_url}"\napi_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\n'
+    body = f'api_base = "{loopback.base_url}"\nschema_rules = "vllm"\napi_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\n'
     text = f'[default]\nmodel = "openai/loopback"\n{body}'
     text += "".join(f'\n[roles.{name}]\nmodel = "openai/{name}"\n{body}' for name in MODELS)
     models = tmp_path / "models.toml"
@@ -171,7 +171,7 @@ def test_a_suite_of_every_mode_profiles_three_models_as_they_were_made(tmp_path,
 
 def test_a_mode_that_fails_leaves_the_others_profiled_and_the_suite_failed(tmp_path, scripted, loopback):
     text = scripted.read_text(encoding="utf-8")
-    scripted.write_text(text + f'\n[roles.dmt-judge]\nmodel = "openai/broken"\napi_base = "{loopback.base_url}"\n'
+    scripted.write_text(text + f'\n[roles.dmt-judge]\nmodel = "openai/broken"\napi_base = "{loopback.base_url}"\nschema_rules = "vllm"\n'
                         f'api_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 2.0\n',
                         encoding="utf-8")
     loopback.model_faults["broken"] = "500"

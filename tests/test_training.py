@@ -108,7 +108,7 @@ def _responder(body: dict) -> str:
 
 def _models_file(folder: Path, server) -> Path:
     path = folder / "models.toml"
-    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\napi_key_env = '
+    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\nschema_rules = "vllm"\napi_key_env = '
                     f'"{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 5\nmax_tokens = 24\n'
                     '[roles.base]\nmodel = "openai/loopback-base"\n')
     return path

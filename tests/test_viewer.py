@@ -31,7 +31,7 @@ def _responder(body: dict) -> str:
 
 def _models(tmp_path: Path, server) -> Path:
     path = tmp_path / "models.toml"
-    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\n'
+    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\nschema_rules = "vllm"\n'
                     f'api_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\n')
     return path
 

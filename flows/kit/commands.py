@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from rpbench.flows.kit.registry import builtin_roles
 from rpbench.flows.kit.run_workers import workers_for_run
+from rpbench.flows.kit.runners import chosen_runner
 from rpbench.flows.kit.settings import RunSettings
 from rpbench.storage.folder_lock import folder_lock
 from rpbench.storage.user_files import check_output_folder
@@ -21,7 +22,8 @@ from rpbench.tasks.core.errors import InputError, first_error
 from rpbench.tasks.llm import ModelsConfig, load_models_config
 
 S = TypeVar("S", bound=BaseModel)
-LAST = ("models_file", "cache", "keep_failures", "max_failure_share")  # shared options go at the end of --help
+# Shared options go at the end of --help.
+LAST = ("models_file", "cache", "max_cost", "keep_failures", "max_failure_share")
 
 
 def flag_of(model: type[BaseModel], name: str) -> str:
@@ -93,6 +95,9 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
         if isinstance(settings, RunSettings):
             # Read (and check) the models file now: an error in it is one line before any flow starts,
             # not Prefect's report of a failed flow run followed by the same line.
+            if settings.max_cost is not None and chosen_runner() != "threads":
+                raise InputError("--max-cost: the budget is kept by the process that sends the calls; on Dask each "
+                                 "worker sends its own, so it could not hold: run with the threads runner")
             check_role_sections(load_models_config(settings.models_file), settings.models_file,
                                 _names_given(settings))
         folder = run_folder(model, settings)

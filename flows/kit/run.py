@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import inspect
+import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -21,6 +23,7 @@ from rpbench.flows.kit.outcome import judge_run
 from rpbench.flows.kit.run_workers import workers_for_run
 from rpbench.flows.kit.runners import chosen_runner, with_chosen_runner
 from rpbench.flows.kit.runtime import new_run
+from rpbench.flows.kit.self_judging import self_judging
 from rpbench.flows.kit.settings import RunSettings
 from rpbench.flows.kit.stage import KEEP_FAILURES_ENV, StageResult, final_folder, slug
 from rpbench.flows.kit.ui import publish_markdown_now
@@ -30,6 +33,7 @@ from rpbench.storage.tables import read_records, write_records
 from rpbench.tasks.core.errors import ModelUnusable, RunFailed
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.budget import run_budget
 from rpbench.tasks.llm.event_loop import run_coroutine
 from rpbench.tasks.llm.ledger import summarize_calls
 from rpbench.tasks.reports.summary import run_summary_markdown
@@ -152,10 +156,12 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
     outcome = judge_run(run.root, stage_calls, settings.max_failure_share)
     if failed_parts:
         outcome = {**outcome, "status": "failed", "reasons": [*failed_parts, *outcome["reasons"]]}
+    config = load_models_config(models_file)
     manifest = run.write_manifest(
         outcome=outcome,
+        self_judging=self_judging(settings, config),
         flow=flow,
-        config=load_models_config(models_file).redacted(),
+        config=config.redacted(),
         models_file=models_file,
         models=totals.pop("models"),
         prompt_templates=dict(sorted(templates.items())),
@@ -178,6 +184,7 @@ def failed_state(error: RunFailed | ModelUnusable) -> Any:
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+_flow_depth = 0  # rpbench flows running in this process, nested (a demo's subflows inside it)
 
 
 def _freeze_imports_once() -> None:
@@ -205,13 +212,29 @@ def flow_body(fn: F) -> F:
         settings = kwargs.get("settings", args[0] if args else None)
         return getattr(settings, "models_file", None)
 
+    @contextlib.contextmanager
+    def outermost(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
+        """The run's budget starts with its outermost flow (a demo's or a suite's subflows spend from it)."""
+        global _flow_depth
+        settings = kwargs.get("settings", args[0] if args else None)
+        if _flow_depth == 0:
+            run_budget.start(getattr(settings, "max_cost", None))
+        if isinstance(settings, RunSettings):  # said as the run starts: on the command line and in the UI's log
+            for line in self_judging(settings, load_models_config(settings.models_file)):
+                logging.getLogger("rpbench").warning("warning: %s", line)
+        _flow_depth += 1
+        try:
+            yield
+        finally:
+            _flow_depth -= 1
+
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
             _freeze_imports_once()
             interrupts.reclaim()
             try:
-                with workers_for_run(models_file(args, kwargs)):
+                with outermost(args, kwargs), workers_for_run(models_file(args, kwargs)):
                     return await fn(*args, **kwargs)
             except ModelUnusable as exc:
                 return failed_state(exc)
@@ -223,7 +246,7 @@ def flow_body(fn: F) -> F:
         _freeze_imports_once()
         interrupts.reclaim()
         try:
-            with workers_for_run(models_file(args, kwargs)):
+            with outermost(args, kwargs), workers_for_run(models_file(args, kwargs)):
                 return fn(*args, **kwargs)
         except ModelUnusable as exc:
             return failed_state(exc)

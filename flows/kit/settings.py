@@ -73,10 +73,20 @@ class RunSettings(BaseModel):
         default=False, description="Replay the failures of an earlier run of the same stages exactly. By default a "
         "rerun heals: calls that got no usable reply are sent again, and a reply that could not be read gets fresh "
         "attempts.")
+    max_cost: float | None = Field(
+        default=None, gt=0, description="USD the run may spend on model calls (calls answered from the cache are "
+        "free): it stops before a request could take the spend past it, keeps what it has, ends Failed and exits "
+        "3; the same command with a larger budget continues. Also per role: max_cost in the models file.")
     max_failure_share: float = Field(
         default=0.1, ge=0, le=1,
         description="The run fails (Failed in Prefect, exit status 3, after writing everything it made) when a "
         "model has more than this share of its items failed, or a stage got no usable reply to any call.")
+
+    def judging(self) -> tuple[list[str], list[str]]:
+        """The names (roles or model strings) of this run's models under test and of its judges (checkers,
+        critics): a judge bound to the same model as a model under test scores its own answers, which the
+        command and the manifest point out. A run with no judge gives none."""
+        return [], []
 
     def recorded(self, out: str | Path) -> dict[str, Any]:
         """These settings as the manifest in ``out`` records them: without the models file and cache (the

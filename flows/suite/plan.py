@@ -21,7 +21,7 @@ from rpbench.tasks.core.errors import InputError, first_error, unknown_name
 
 # Settings the suite command gives every mode alike; a suite file that sets them would split one suite's runs
 # over several caches or failure rules.
-SHARED = ("out", "models_file", "cache", "keep_failures", "max_failure_share")
+SHARED = ("out", "models_file", "cache", "max_cost", "keep_failures", "max_failure_share")
 WEIGHTS = "weights"
 
 

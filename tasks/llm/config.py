@@ -22,6 +22,7 @@ from rpbench.tasks.core.errors import InputError, first_error
 from rpbench.tasks.core.secrets import looks_like_key, register_pasted_key, register_secret_names
 from rpbench.tasks.llm.local_models import EMBEDDED, LocalModelSpec, local_name, model_fingerprint, split_adapter
 from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.llm.provider_schema import Family
 
 LOCAL_MODEL = f"{LOCAL_PROVIDER}/{EMBEDDED}"
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_models.toml")
@@ -56,11 +57,18 @@ class ModelSpec(BaseModel):
         "extra processes however many models run at once.",
     )
     structured: StructuredMode = "auto"
+    schema_rules: Family | None = Field(
+        default=None, description="The JSON-schema rules this endpoint enforces on a reply's schema: openai "
+        "(strict Structured Outputs), gemini, anthropic, vllm (standard JSON Schema) or local. None: by the model "
+        "string's route (openai/, azure/ and a bare name: openai, whatever the api_base; hosted_vllm/ and other "
+        "servers: vllm).")
     reasoning_chars: int | None = Field(
         default=None, ge=1,
         description="Longest free-text reasoning this role may write in a structured reply (a judge's reasoning, "
         "a director's reason), in characters. None keeps each schema's own generous cap; a small local model "
         "needs a short one to close its JSON within max_tokens.")
+    max_cost: float | None = Field(default=None, gt=0, description="USD this role may spend in one run; the run "
+                                   "stops (exit 3) before a request could take it past. None: no limit of its own.")
     input_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
     output_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Passed to litellm as-is.")
@@ -94,7 +102,8 @@ class ModelSpec(BaseModel):
     def identity(self) -> dict[str, Any]:
         """What decides the replies (not how fast they come): stage cache keys include it."""
         return {"model": model_fingerprint(self.model), "api_base": self.api_base or "", "sampling": self.sampling(),
-                "structured": self.structured, "reasoning_chars": self.reasoning_chars}
+                "structured": self.structured, "reasoning_chars": self.reasoning_chars,
+                **({"schema_rules": self.schema_rules} if self.schema_rules else {})}
 
     def endpoint(self) -> str:
         """The identity of the server behind the model, used for limits and cache keys."""

@@ -36,6 +36,7 @@ from rpbench.tasks.core.errors import ModelUnusable
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.core.secrets import scrub_text
 from rpbench.tasks.llm.bounds import bounds_for
+from rpbench.tasks.llm.budget import run_budget
 from rpbench.tasks.llm.cache import CallCache, request_key
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec
 from rpbench.tasks.llm.ledger import Ledger, next_call_id
@@ -73,14 +74,19 @@ def _prices(model: str) -> tuple[float, float] | None:
     return float(price_in), float(price_out)
 
 
-def call_cost(spec: ModelSpec, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """Cost in USD: 0 for the embedded model, the config's prices if given, else litellm's price map, else unknown."""
+def prices_of(spec: ModelSpec) -> tuple[float, float] | None:
+    """USD per input and output token: 0 for the embedded model, the config's prices if given, else litellm's
+    price map, else unknown (None)."""
     if spec.model.startswith(LOCAL_PROVIDER + "/"):
-        return 0.0
+        return 0.0, 0.0
     if spec.input_cost_per_token is not None and spec.output_cost_per_token is not None:
-        prices: tuple[float, float] | None = (spec.input_cost_per_token, spec.output_cost_per_token)
-    else:
-        prices = _prices(spec.model)
+        return spec.input_cost_per_token, spec.output_cost_per_token
+    return _prices(spec.model)
+
+
+def call_cost(spec: ModelSpec, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """Cost in USD (see ``prices_of``), or None when the price is unknown."""
+    prices = prices_of(spec)
     if prices is None:
         return None
     return prices[0] * prompt_tokens + prices[1] * completion_tokens
@@ -172,7 +178,7 @@ class Gateway:
         if self._structured_mode(spec) == "json_object":
             return {"type": "json_object"}
         # The schema in the form the model's provider family accepts (OpenAI strict, Gemini's subset, ...).
-        return response_format(schema, family_of(spec.model, spec.api_base))
+        return response_format(schema, spec.schema_rules or family_of(spec.model))
 
     @staticmethod
     def _structured_mode(spec: ModelSpec) -> str:
@@ -254,8 +260,12 @@ class Gateway:
                 self._in_flight[record.cache_key] = mine
         if shared is not None:
             return await asyncio.wrap_future(shared)  # answered by the call that sent it (cached stays True)
+        reserved, cost = 0.0, None
         try:
             await gate()  # a stopped run sends nothing new (and journals nothing as sent)
+            if run_budget.active(spec.max_cost):  # what it may cost, reserved (or the run stops, sending nothing)
+                reserved = run_budget.reserve(record.role, spec.model, spec.max_cost, prices_of(spec), convo,
+                                              spec.max_tokens)
             record.cached = False
             self.ledger.sending(record)
             if sample_index and spec.seed is not None:
@@ -263,6 +273,7 @@ class Gateway:
                 # so the samples differ (the cache key keeps the index and the spec's own seed).
                 spec = spec.model_copy(update={"seed": spec.seed + sample_index})
             reply = await self._send(spec, convo, response_format, record)
+            cost = reply["cost_usd"]
             if self.cache is not None:
                 self.cache.put(record.cache_key, reply)
                 self._written.add(record.cache_key)
@@ -273,6 +284,8 @@ class Gateway:
             mine.exception()  # retrieved: no "never retrieved" warning when nobody else was waiting
             raise
         finally:
+            if reserved:
+                run_budget.settle(record.role, reserved, cost)
             with self._in_flight_lock:
                 self._in_flight.pop(record.cache_key, None)
 
@@ -339,8 +352,10 @@ class Gateway:
             try:
                 reply = await self._reply(spec, record, convo, response_format, sample_index)
             except ModelUnusable:
-                raise ModelUnusable(role, spec.model, self._unusable[(spec.model, spec.api_base)].error,
-                                    spec.api_key_env) from None
+                known = self._unusable.get((spec.model, spec.api_base))
+                if known is None:  # a budget reached, a price unknown under a budget: as raised
+                    raise
+                raise ModelUnusable(role, spec.model, known.error, spec.api_key_env) from None
             except Exception as exc:  # permanent error, or transient retries exhausted: a failure, not a default
                 # Some providers echo the key in their error text: mask it before it is stored anywhere.
                 record.outcome, record.error = "failed", scrub_text(f"{type(exc).__name__}: {exc}")[:500]

@@ -10,7 +10,7 @@ Each family documents a subset, and a request outside it fails on its first call
 - ``gemini`` (its ``responseSchema``, an OpenAPI subset): no ``$ref``, no ``additionalProperties``, enums of
   strings only, ``nullable`` instead of a null type;
 - ``anthropic`` (litellm sends the schema as a tool's ``input_schema``), ``vllm`` (guided decoding through
-  xgrammar; any OpenAI-compatible server of one's own) and ``local`` (the embedded engine's grammar): standard
+  xgrammar; ``hosted_vllm/`` and other servers of one's own) and ``local`` (the embedded engine's grammar): standard
   JSON Schema, references inlined.
 
 Whatever a family cannot say is still enforced: replies are validated against the full record type after
@@ -40,9 +40,12 @@ GEMINI_KEYS = frozenset({"type", "format", "description", "nullable", "enum", "i
                          "properties", "required", "anyOf", "propertyOrdering"})
 
 
-def family_of(model: str, api_base: str | None) -> Family:
-    """The family a litellm model string belongs to, for its schema. A server of one's own (an ``api_base``
-    on the OpenAI route, ``hosted_vllm/``) is vLLM-like: standard JSON Schema, no OpenAI strict mode."""
+def family_of(model: str) -> Family:
+    """The schema rules a litellm model string's route follows. The OpenAI route (``openai/``, ``azure/``, a bare
+    name) gets OpenAI's strict form whatever its ``api_base``: a proxy or gateway in front of OpenAI, and every
+    Azure deployment, enforce it, and it is a subset of standard JSON Schema, which vLLM and xgrammar accept
+    too. ``hosted_vllm/`` and other servers of one's own get standard JSON Schema; a models file's
+    ``schema_rules`` names the rules of any endpoint this does not know."""
     provider, slash, _ = model.partition("/")
     provider = provider if slash else "openai"  # litellm reads a bare name (gpt-4o) as OpenAI's
     if provider == "local":
@@ -51,7 +54,7 @@ def family_of(model: str, api_base: str | None) -> Family:
         return "gemini"
     if provider in ("anthropic", "bedrock"):
         return "anthropic"
-    if provider in ("openai", "azure") and not api_base:
+    if provider in ("openai", "azure", "azure_ai"):
         return "openai"
     return "vllm"
 

@@ -13,6 +13,9 @@ from rpbench.tasks.modes.dmt.catalog import FORMATS
 class DmtSettings(RunSettings):
     """Models under test in dynamic dialogues steered by each seed's topic and intent; per-round binary labels."""
 
+    def judging(self) -> tuple[list[str], list[str]]:
+        return list(self.models), ["dmt-judge"]
+
     seeds: InputPath = Field(json_schema_extra=cli("--seeds"),
                        description="Seeds file (YAML or JSON): role profile and type, topic, intent, first query, "
                                    "prompt formats.")

@@ -147,6 +147,9 @@ class BuildSettings(RunSettings):
 class EvalSettings(RunSettings):
     """Models under test against a benchmark: answers, both-order judgments, checks, scores, report."""
 
+    def judging(self) -> tuple[list[str], list[str]]:
+        return list(self.models), ["judge", "checker"]
+
     bench: InputPath = Field(description="Benchmark folder (from `rpbench build`).")
     models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
                               description="Model under test: a litellm model string, or a role name. Repeat.")

@@ -75,8 +75,12 @@ async def conversations(run: StageRun, settings_file: str, characters: list[str]
 @stage("pingpong-judgments", templates=("pingpong/",), roles=lambda p: [p["judge_role"]],
        inputs=("conversations", "cards"))
 async def judgments(run: StageRun, conversations: str, cards: str, model: str, judge: str, judge_role: str,
-                    out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
+                    out: str, shard: str, models_file: str | None, cache: str | None,
+                    limit: int | None = None) -> StageResult:
     turns = read_records(conversations, CONVERSATIONS)
+    if limit is not None:  # the model's first N conversations only (a rejudge's trial of a judge)
+        first = list(dict.fromkeys(t.conversation_id for t in turns if t.model == model))[:limit]
+        turns = [t for t in turns if t.model != model or t.conversation_id in first]
     by_key = {(c.language, c.name): c for c in read_records(cards, CARDS)}
     async with run.gateway() as gateway:
         n = len({t.conversation_id for t in turns if t.model == model})
@@ -193,7 +197,7 @@ def rejudge(settings: RejudgeSettings) -> dict:
     models = sorted({t.model for t in turns})
     judged = stages.map(judgments, [
         {**common, "conversations": tables["conversations"], "cards": tables["cards"], "model": model,
-         "judge": judge, "judge_role": role, "shard": f"{slug(model)}--{slug(judge)}"}
+         "judge": judge, "judge_role": role, "shard": f"{slug(model)}--{slug(judge)}", "limit": s.limit}
         for model in models for judge, role in judges.items()])
     scale = "1-10" if earlier == [TESTER] else "1-5"
     done = stages.run(report, conversations=[tables["conversations"]], cards=[tables["cards"]],

@@ -54,6 +54,9 @@ class Scoring(RunSettings):
 class PingPongSettings(Scoring):
     """Players chat with an emulated user over every card and situation; judges score every turn."""
 
+    def judging(self) -> tuple[list[str], list[str]]:
+        return list(self.players), list(self.judges)
+
     settings: InputPath = Field(json_schema_extra=cli("--settings"),
                           description="Settings file (YAML or JSON): character cards and situations per language, "
                                       "in rpbench's layout or PingPong's own.")
@@ -99,3 +102,6 @@ class RejudgeSettings(Scoring):
                               description="Judge to add: a role name or a model string. Repeat.")
     out: OutputFolder | None = Field(default=None, description="Where to write the rescored run. Default: the run "
                                      "folder itself, its earlier judges kept beside the new ones.")
+    limit: int | None = Field(default=None, ge=1, description="The new judges judge only each model's first N "
+                              "conversations (a trial of a judge); the others keep their earlier judges' scores "
+                              "(each scored conversation lists its judges).")

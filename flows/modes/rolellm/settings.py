@@ -12,6 +12,9 @@ from rpbench.flows.kit.settings import InputPath, InputPaths, MaybeInputPath, Ou
 class EvalSettings(RunSettings):
     """Models answer RoleBench questions in role (RoleGPT prompting); Rouge-L against the references."""
 
+    def judging(self) -> tuple[list[str], list[str]]:
+        return list(self.models), list(self.judges)
+
     data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                             description="A RoleBench file (role, question, generated[, type]) or a folder in its "
                                         "released layout (rolebench-eng/..., rolebench-zh/...). Repeat.")

@@ -1,0 +1,31 @@
+"""A judge scoring its own answers: LLM judges prefer their own replies (self-preference), so a judge, checker or
+critic bound to the same model as a model under test is pointed out, on the command line and in the manifest,
+never silently accepted."""
+
+from __future__ import annotations
+
+from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.kit.settings import RunSettings
+from rpbench.tasks.llm import ModelsConfig
+
+
+def _model_string(config: ModelsConfig, name: str, roles: frozenset[str]) -> str:
+    """The model a name calls: a role's model, or the name itself (a model string)."""
+    return config.for_role(name).model if name in config.roles or name in roles else name
+
+
+def self_judging(settings: RunSettings, config: ModelsConfig) -> list[str]:
+    """One line per judge bound to the same model string as a model under test."""
+    tested, judges = settings.judging()
+    if not tested or not judges:
+        return []
+    roles = frozenset(builtin_roles())
+    under_test = {name: _model_string(config, name, roles) for name in tested}
+    lines = []
+    for judge in judges:
+        model = _model_string(config, judge, roles)
+        same = [name for name, m in under_test.items() if m == model]
+        if same:
+            lines.append(f"judge '{judge}' is the same model as the model(s) under test {', '.join(same)} "
+                         f"({model}): it scores its own answers, and LLM judges favour their own")
+    return lines
