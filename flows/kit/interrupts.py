@@ -85,8 +85,8 @@ def _on_signal(signum: int, _frame: FrameType | None) -> None:
     stop_sending()
     threading.Thread(target=_stop, name="rpbench-stop", daemon=True).start()
     say(f"stopping ({signal.Signals(signum).name}): no new calls; waiting up to {GRACE_S:.0f} s for "
-         f"{requests_on_the_wire()} request(s) in flight to be answered and recorded "
-         "(press Ctrl-C again to quit at once)")
+        f"{requests_on_the_wire()} request(s) in flight to be answered and recorded "
+        "(press Ctrl-C again to quit at once)")
 
 
 def _stop() -> None:

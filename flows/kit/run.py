@@ -206,7 +206,9 @@ def flow_body(fn: F) -> F:
     - the gateway's worker processes start with the run, and its first stage to use them takes them over
       (``run_workers.workers_for_run``);
     - the first flow of the process puts what it has loaded out of the garbage collector's sight;
-    - a command's signal handling is kept over Prefect's (``interrupts.reclaim``).
+    - a command's signal handling is kept over Prefect's (``interrupts.reclaim``);
+    - the outermost flow starts the run's budget (``--max-cost``), and each flow says which of its judges is
+      the same model as a model under test (``self_judging``).
     """
     def models_file(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
         settings = kwargs.get("settings", args[0] if args else None)
@@ -214,7 +216,8 @@ def flow_body(fn: F) -> F:
 
     @contextlib.contextmanager
     def outermost(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
-        """The run's budget starts with its outermost flow (a demo's or a suite's subflows spend from it)."""
+        """The run's budget starts with its outermost flow (a demo's or a suite's subflows spend from it). Flows
+        nest in one thread here (a served deployment runs each flow in a process of its own)."""
         global _flow_depth
         settings = kwargs.get("settings", args[0] if args else None)
         if _flow_depth == 0:

@@ -103,10 +103,9 @@ def _resolved(model: type[BaseModel], values: Mapping[str, Any], base: Path) -> 
 
 def _run(mode: BenchmarkMode, part: SuitePart, s: SuiteSettings, suite: SuiteFile, folder: Path) -> PlannedRun:
     where = f"{suite.path}: [{mode.name}]" + (f" ({part.flow})" if part.flow != mode.name else "")
-    flows = mode.load_flows()
-    if part.flow not in flows:
+    if part.flow not in mode.flows:
         raise ValueError(f"mode {mode.name}: its suite names flow '{part.flow}', which it does not have")
-    flow = flows[part.flow]
+    flow = load_ref(mode.flows[part.flow])  # that flow's module only: the others may import much more
     model = settings_model(flow)
     unknown = [k for k in part.values if k not in model.model_fields]
     if unknown:

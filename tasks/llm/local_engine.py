@@ -162,6 +162,6 @@ def local_activity() -> str:
         meter = engine.meter
         if meter.in_flight or meter.requests_done:
             reused = meter.cached_tokens / max(meter.prompt_tokens, 1)
-            parts.append(f"{engine.name}: {meter.in_flight} in flight, {meter.tokens_per_s():.0f} tok/s, "
-                         f"{reused:.0%} of prompt tokens reused")
+            parts.append(f"{engine.name}: {meter.in_flight} in flight, {meter.tokens_per_s():.0f} tok/s"
+                         + (f", {reused:.0%} of prompt tokens reused" if meter.cached_tokens else ""))
     return "; ".join(parts)
