@@ -4,7 +4,8 @@ Runs the README's demo three times, each in a folder of its own with a fresh cal
 home, so nothing is shared between them: twice as shipped (the embedded model reads every prompt from its
 first token), then once with the embedded model reusing cached prompt prefixes (``reuse_prefixes = true``, a
 copy of the default models file). Compares every Parquet table of the two shipped runs (all columns but
-timings and call ids) and of the shipped and the reusing run, and times all three.
+timings and call ids; a stage's own log under ``calls/``, written in the order replies came, as a set of rows)
+and of the shipped and the reusing run, and times all three.
 
 Prints key=value lines; the headline (shipped run's time over the reusing run's) is last.
 Usage: .venv/bin/python benchmarks/demo_twice.py [--out DIR]
@@ -50,8 +51,10 @@ def tables(root: Path) -> dict[str, list[dict[str, str]]]:
     for path in sorted((root / "demo").rglob("*.parquet")):
         if "stages" in path.parts:  # the stages' own copies of what the run folder publishes
             continue
-        found[str(path.relative_to(root))] = [{k: str(v) for k, v in row.items() if k not in VOLATILE}
-                                              for row in pq.read_table(path).to_pylist()]
+        rows = [{k: str(v) for k, v in row.items() if k not in VOLATILE} for row in pq.read_table(path).to_pylist()]
+        if path.parent.name == "calls":  # a stage's own log of its calls, in the order the replies came
+            rows.sort(key=lambda row: sorted(row.items()))
+        found[str(path.relative_to(root))] = rows
     return found
 
 

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
-import signal
-import subprocess
 import sys
 import threading
-import types
 from pathlib import Path
-from typing import Any
 
 from rpbench.tasks.core.offline import OFFLINE_ENV
 from rpbench.tasks.core.secrets import install_log_redaction
@@ -64,26 +59,13 @@ def shutdown_prefect() -> None:
             server.stop()
 
 
-@functools.cache
-def _prctl() -> Any:
-    """libc's prctl, looked up in the parent: a child between fork and exec should not load libraries."""
-    import ctypes
-
-    return ctypes.CDLL(None, use_errno=True).prctl
-
-
-def _end_with_parent() -> None:
-    """In a child before it runs: receive SIGTERM when the parent dies, however it dies (Linux)."""
-    _prctl()(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
-
-
 def start_temporary_server() -> None:
     """Start Prefect's temporary server now, from the main thread, in a session of its own, if this process
     will need one (no PREFECT_API_URL).
 
     Ctrl-C reaches the terminal's whole process group: left in it, the server died at once while the run
     still had calls in flight, and the flow then waited on it for good. In its own session the server outlives
-    the signal, the run stops as it means to (``flows.cli.interrupts``), and ``shutdown_prefect`` stops it.
+    the signal, the run stops as it means to (``flows.kit.interrupts``), and ``shutdown_prefect`` stops it.
     It is also told to end when this process dies, even by SIGKILL (the parent-death signal belongs to the
     thread that started it, hence the main thread). Prefect then uses this server for the run.
     """
@@ -95,15 +77,9 @@ def start_temporary_server() -> None:
         return
     from prefect.server.api import server as prefect_server
 
-    if not getattr(prefect_server.subprocess, "rpbench_own_session", False):
-        # Only this module's view of ``subprocess`` changes: it starts nothing but this server.
-        linux = sys.platform == "linux" and _prctl() is not None
-        shim = types.ModuleType("subprocess")
-        shim.__dict__.update(vars(subprocess))
-        shim.Popen = functools.partial(subprocess.Popen, start_new_session=True,  # type: ignore[attr-defined]
-                                       preexec_fn=_end_with_parent if linux else None)
-        shim.rpbench_own_session = True  # type: ignore[attr-defined]
-        prefect_server.subprocess = shim
+    from rpbench.flows.kit import server_process
+
+    prefect_server.subprocess = server_process  # only this module's view changes
     prefect_server.SubprocessASGIServer().start()
 
 

@@ -33,7 +33,7 @@ from rpbench.storage.tables import read_records, write_records
 from rpbench.tasks.core.errors import ModelUnusable, RunFailed
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.budget import run_budget
+from rpbench.tasks.llm.budget import start_run_budget
 from rpbench.tasks.llm.event_loop import run_coroutine
 from rpbench.tasks.llm.ledger import summarize_calls
 from rpbench.tasks.reports.summary import run_summary_markdown
@@ -144,7 +144,9 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
     fresh: list[CallRecord] = []
     for result, cached in zip(stages.results, stages.cached, strict=True):
         if result.calls:
-            records = read_records(result.calls, CALLS)
+            # A stage's calls in the order of what was asked, not of when each reply came (which concurrency
+            # decides): the same run twice writes the same table.
+            records = sorted(read_records(result.calls, CALLS), key=lambda r: (r.tag or "", r.cache_key, r.attempt))
             known = {c.call_id for c in calls}  # a cached stage's calls may be among the inherited ones
             calls += [r for r in records if r.call_id not in known]
             if not cached:
@@ -221,7 +223,7 @@ def flow_body(fn: F) -> F:
         global _flow_depth
         settings = kwargs.get("settings", args[0] if args else None)
         if _flow_depth == 0:
-            run_budget.start(getattr(settings, "max_cost", None))
+            start_run_budget(getattr(settings, "max_cost", None))
         if isinstance(settings, RunSettings):  # said as the run starts: on the command line and in the UI's log
             for line in self_judging(settings, load_models_config(settings.models_file)):
                 logging.getLogger("rpbench").warning("warning: %s", line)
@@ -230,6 +232,8 @@ def flow_body(fn: F) -> F:
             yield
         finally:
             _flow_depth -= 1
+            if _flow_depth == 0:
+                start_run_budget(None)  # the budget was this run's: later runs in the process start their own
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)

@@ -95,3 +95,10 @@ class Budget:
 
 
 run_budget = Budget()
+
+
+def start_run_budget(budget: float | None) -> None:
+    """A run starts with ``budget`` (None: none). A function, not the object, is what flows refer to: whatever
+    pickles a flow (Dask ships its context to workers) pickles a function by name, but an object (and its lock)
+    by value."""
+    run_budget.start(budget)
