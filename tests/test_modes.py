@@ -156,3 +156,30 @@ def test_two_modes_of_one_name_or_one_role_in_two_modes_are_refused(toy):
     with pytest.raises(ValueError, match="declares role 'judge', which mode 'furina' declares already"):
         register(dataclasses.replace(TOY, name="toy-two", roles={"judge": "judges again"}))
     assert "toy-two" not in modes()
+
+
+def test_a_modes_settings_references_are_its_flows_own_settings_models():
+    from rpbench.flows.kit.registry import load_ref, modes
+    from rpbench.flows.suite.plan import settings_model
+
+    named = 0
+    for mode in modes().values():
+        for flow, ref in mode.settings.items():
+            assert load_ref(ref) is settings_model(load_ref(mode.flows[flow])), (mode.name, flow)
+            named += 1
+    assert named >= 7
+
+
+def test_a_suite_file_is_checked_without_importing_prefect_or_litellm():
+    """So a typo in a suite file is one line in about a second, as for every other command."""
+    import subprocess
+    import sys
+
+    code = ("from rpbench.flows.kit.environment import setup_environment; setup_environment()\n"
+            "from rpbench.flows.suite.plan import check_suite\n"
+            "from rpbench.flows.suite.settings import SuiteSettings\n"
+            "plan = check_suite(SuiteSettings(models=['test']))\n"
+            "import sys; print(len(plan.modes), 'prefect' in sys.modules, 'litellm' in sys.modules)")
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.split() == ["5", "False", "False"]

@@ -113,6 +113,9 @@ class BenchmarkMode:
     # flow's settings before it starts (files, model names): `rpbench trigger` runs it before sending a run.
     flows: Mapping[str, Ref] = field(default_factory=dict)
     checks: Mapping[str, Ref] = field(default_factory=dict)
+    # The settings model of a flow, by short name, for those a suite runs: a suite file is checked against it
+    # without importing the flow (Prefect and the gateway take seconds to import). A test holds it to the flow's.
+    settings: Mapping[str, Ref] = field(default_factory=dict)
     # A function adding its commands to a Typer app: `rpbench <name> ...`, or, for the commands named in
     # ``top_commands`` (name -> one-line help), at the top level.
     commands: Ref | None = None

@@ -66,10 +66,14 @@ def read_suite_file(path: str | Path) -> SuiteFile:
 
 @dataclass(frozen=True)
 class PlannedRun:
-    flow: Any  # the Prefect flow
+    flow_ref: Any  # the Prefect flow, by reference: imported when it runs
     name: str  # the mode's short name of it
     settings: RunSettings
     scored: bool
+
+    @property
+    def flow(self) -> Any:
+        return load_ref(self.flow_ref)
 
 
 @dataclass(frozen=True)
@@ -105,8 +109,8 @@ def _run(mode: BenchmarkMode, part: SuitePart, s: SuiteSettings, suite: SuiteFil
     where = f"{suite.path}: [{mode.name}]" + (f" ({part.flow})" if part.flow != mode.name else "")
     if part.flow not in mode.flows:
         raise ValueError(f"mode {mode.name}: its suite names flow '{part.flow}', which it does not have")
-    flow = load_ref(mode.flows[part.flow])  # that flow's module only: the others may import much more
-    model = settings_model(flow)
+    flow = mode.flows[part.flow]
+    model = load_ref(mode.settings[part.flow]) if part.flow in mode.settings else settings_model(load_ref(flow))
     unknown = [k for k in part.values if k not in model.model_fields]
     if unknown:
         close = difflib.get_close_matches(unknown[0], list(model.model_fields), n=1)

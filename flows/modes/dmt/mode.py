@@ -36,6 +36,7 @@ DMT = BenchmarkMode(
     item_table=f"{TABLES}:DIALOGUE_SCORES",
     report="rpbench.tasks.modes.dmt.analysis:REPORT",
     flows={"dmt": f"{FLOWS}:dmt"},
+    settings={"dmt": "rpbench.flows.modes.dmt.settings:DmtSettings"},
     checks={"dmt": "rpbench.flows.modes.dmt.checks:check_run"},
     commands="rpbench.flows.modes.dmt.commands:add_commands",
     tables=(f"{TABLES}:ROUNDS", f"{TABLES}:LABELS", f"{TABLES}:DIALOGUE_SCORES",),

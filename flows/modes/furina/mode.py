@@ -15,6 +15,7 @@ from rpbench.samples import sample_path
 from rpbench.tasks.modes.furina.roles import ROLES
 
 HERE = "rpbench.flows.modes.furina"
+SETTINGS = f"{HERE}.settings"
 
 
 def _smoke(work: Path) -> list[SmokeStep]:
@@ -82,6 +83,8 @@ FURINA = BenchmarkMode(
            "demo": f"{HERE}.demo:demo"},
     checks={"build-benchmark": "rpbench.flows.modes.furina.checks:check",
             "evaluate": "rpbench.flows.modes.furina.checks:check_models"},
+    settings={"build-pool": f"{SETTINGS}:PoolSettings", "build-benchmark": f"{SETTINGS}:BuildSettings",
+              "evaluate": f"{SETTINGS}:EvalSettings"},
     # FURINA's commands sit at the top level of `rpbench` (they predate the other modes).
     commands=f"{HERE}.commands:add_commands",
     top_commands={

@@ -41,6 +41,7 @@ PINGPONG = BenchmarkMode(
     item_table=f"{TABLES}:CONVERSATION_SCORES",
     report="rpbench.tasks.modes.pingpong.analysis:REPORT",
     flows={"pingpong": f"{FLOWS}:pingpong", "pingpong-rejudge": f"{FLOWS}:rejudge"},
+    settings={"pingpong": "rpbench.flows.modes.pingpong.settings:PingPongSettings"},
     checks={"pingpong": "rpbench.flows.modes.pingpong.checks:check_run"},
     commands="rpbench.flows.modes.pingpong.commands:add_commands",
     tables=(f"{TABLES}:CONVERSATIONS", f"{TABLES}:TURN_JUDGMENTS", f"{TABLES}:CONVERSATION_SCORES",),

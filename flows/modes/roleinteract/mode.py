@@ -36,6 +36,7 @@ ROLEINTERACT = BenchmarkMode(
     item_table=f"{TABLES}:ITEM_SCORES",
     report="rpbench.tasks.modes.roleinteract.analysis:REPORT",
     flows={"roleinteract": f"{FLOWS}:roleinteract"},
+    settings={"roleinteract": "rpbench.flows.modes.roleinteract.settings:RoleInteractSettings"},
     checks={"roleinteract": "rpbench.flows.modes.roleinteract.checks:check_run"},
     commands="rpbench.flows.modes.roleinteract.commands:add_commands",
     tables=(f"{TABLES}:ITEMS", f"{TABLES}:ANSWERS", f"{TABLES}:ITEM_SCORES",),

@@ -48,6 +48,7 @@ ROLELLM = BenchmarkMode(
     checks={"rolellm-eval": "rpbench.flows.modes.rolellm.checks:check_eval",
             "rolellm-context-instruct": "rpbench.flows.modes.rolellm.checks:check_roles",
             "rolellm-general": "rpbench.flows.modes.rolellm.checks:check_general"},
+    settings={"rolellm-eval": "rpbench.flows.modes.rolellm.settings:EvalSettings"},
     commands="rpbench.flows.modes.rolellm.commands:add_commands",
     tables=(f"{TABLES}:QUESTIONS", f"{TABLES}:ANSWERS", f"{TABLES}:ROW_SCORES", f"{TABLES}:RANKINGS",
             f"{TABLES}:TRIPLETS",),
