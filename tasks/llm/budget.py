@@ -1,7 +1,7 @@
 """A spending limit on a run (``--max-cost``) and on a role (``max_cost`` in the models file).
 
 Before a request is sent, the most it can cost is reserved: its prompt at the model's input price, counted high
-(a UTF-8 byte for half a token, above what any tokenizer makes of text), and ``max_tokens`` of reply at the
+(a UTF-8 byte for half a token, above what common tokenizers make of text), and ``max_tokens`` of reply at the
 output price. A request whose reservation would take what was spent plus what is reserved past a limit is not
 sent: the run stops with ``BudgetReached``. When the reply comes, its reservation gives way to its real cost.
 So the run never passes its budget, and stops within one request's reservation of it. Calls answered from the
@@ -88,10 +88,6 @@ class Budget:
                 if limit is not None:
                     limit.reserved -= reserved
                     limit.spent += cost or 0.0
-
-    def spent(self) -> float | None:
-        with self._lock:
-            return self._run.spent if self._run is not None else None
 
 
 run_budget = Budget()

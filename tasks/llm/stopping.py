@@ -35,16 +35,6 @@ def release_held() -> None:
     _released.set()
 
 
-def is_stopping() -> bool:
-    return _stopping.is_set()
-
-
-def reset() -> None:
-    """Sending allowed again (a test, or a process that serves runs after a stopped one)."""
-    _stopping.clear()
-    _released.clear()
-
-
 async def gate() -> None:
     """Return at once while the run goes on; once it is stopping, wait until held calls are released, then
     raise ``RunStopped``."""
