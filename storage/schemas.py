@@ -36,6 +36,6 @@ class TableSpec(Generic[R]):
 
 
 # One row per LLM request the gateway answered (from the model or from the call cache).
-CALLS = TableSpec("calls", 2, CallRecord)
+CALLS = TableSpec("calls", 3, CallRecord)  # 3: cached_prompt_tokens
 # Work that produced no usable result, per stage: counted in reports, never turned into a default.
 FAILURES = TableSpec("failures", 1, Failure)

@@ -116,6 +116,10 @@ def read_table(path: str | Path, spec: TableSpec[Any]) -> pa.Table:
         )
     for field in spec.schema:
         if field.name not in table.column_names:
+            if version and int(version) < spec.version and field.nullable:
+                # A column added since this table was written: unknown in it (null), as its record allows.
+                table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+                continue
             raise InputError(f"{path}: table '{spec.name}' lacks column '{field.name}'")
         actual = table.schema.field(field.name).type
         if actual != field.type:

@@ -55,6 +55,19 @@ def rpbench(*args: str, env: Mapping[str, str] | None = None) -> Ran:
 
 
 
+def loopback_models_file(path, server: LoopbackServer, default: str = "", rest: str = ""):
+    """A models file whose [default] is the loopback server standing in for a server of one's own (vLLM
+    rules), with the key in TEST_KEY_ENV; ``default``: more lines of [default]; ``rest``: more sections."""
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{server.base_url}"\nschema_rules = "vllm"\n'
+                    f'api_key_env = "{TEST_KEY_ENV}"\nstructured = "json_schema"\ntimeout = 5\n{default}'
+                    "[retry]\ntransient_attempts = 2\nbackoff_initial = 0.01\nbackoff_max = 0.05\n" + rest)
+    return path
+
+
 def loopback_config(server: LoopbackServer, **overrides) -> ModelsConfig:
     fields = {
         "model": "openai/loopback-model",
@@ -95,65 +108,25 @@ def schema_responder(body: dict) -> str:
     return "(nods) That is a fair question, and I will answer it."
 
 
-def _resolve(schema: dict, defs: dict) -> dict:
-    while "$ref" in schema:
-        schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
-    return schema
-
-
-def schema_instance(schema: dict, salt: int = 0, defs: dict | None = None) -> object:
-    """A value valid for a JSON schema (the subset pydantic emits), varied by ``salt``: any mode's structured
-    request gets a usable reply from the loopback server without a responder written for it."""
-    defs = schema.get("$defs", {}) if defs is None else defs
-    schema = _resolve(schema, defs)
-    if "const" in schema:
-        return schema["const"]
-    if "enum" in schema:
-        return schema["enum"][salt % len(schema["enum"])]
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            options = [o for o in schema[key] if _resolve(o, defs).get("type") != "null"] or schema[key]
-            return schema_instance(options[0], salt, defs)
-    kind = schema.get("type", "object")
-    if kind == "string":
-        low, high = schema.get("minLength", 1), schema.get("maxLength", 60)
-        text = f"loopback text {salt}"
-        text = (text * (1 + low // len(text)))[: max(low, min(high, len(text)))]
-        return text
-    if kind in ("integer", "number"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum", 0) + (1 if "exclusiveMinimum" in schema else 0))
-        high = schema.get("maximum", low + 4)
-        return low + salt % (int(high - low) + 1)
-    if kind == "boolean":
-        return bool(salt % 2)
-    if kind == "array":
-        if "prefixItems" in schema:
-            return [schema_instance(s, salt + k, defs) for k, s in enumerate(schema["prefixItems"])]
-        n = min(max(schema.get("minItems", 0), 1), schema.get("maxItems", 1))
-        return [schema_instance(schema.get("items", {"type": "string"}), salt + k, defs) for k in range(n)]
-    # Flags named is_* (a refusal, say) stay off, so a scenario's replies are scored rather than excluded.
-    return {name: False if name.startswith("is_") and _resolve(sub, defs).get("type") == "boolean"
-            else schema_instance(sub, salt + k, defs)
-            for k, (name, sub) in enumerate((schema.get("properties") or {}).items())}
-
-
 def any_mode_responder(body: dict) -> str:
-    """``schema_responder`` for the requests it knows, a valid instance of the requested schema for any other,
-    free text otherwise; deterministic in the request (the same request always gets the same reply)."""
-    import hashlib
-    import json
-
+    """``schema_responder`` for the requests it knows, the plan's stand-in (a valid instance of the requested
+    schema, or a sentence naming an option letter) for any other; the same request always gets the same reply."""
     fmt = (body.get("response_format") or {}).get("json_schema") or {}
     known = schema_responder(body)
-    if not fmt or not known.startswith("(nods)"):
-        if not fmt:
-            digest = hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:8]
-            # With an option letter a multiple-choice reader finds: a reply no mode can read would be healed
-            # (asked afresh) by every rerun.
-            return f"(nods) A fair question; my answer is {digest}. I choose B."
+    if fmt and not known.startswith("(nods)"):
         return known
-    salt = int(hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:6], 16)
-    return json.dumps(schema_instance(fmt.get("schema") or {}, salt))
+    return stand_in_responder(body)
+
+
+def stand_in_responder(body: dict) -> str:
+    """What ``--plan`` answers in place of a model, from the request as it arrives (a plan and a run on this
+    server then take the same course)."""
+    from rpbench.tasks.llm.stand_in import request_schema, stand_in_text
+
+    name = str(((body.get("response_format") or {}).get("json_schema") or {}).get("name"))
+    if name.startswith("Ranking"):  # the reply RoleLLM's ranking schema offers a plan (stand_in_reply)
+        return schema_responder(body).replace('"clear"', '"stand-in"')
+    return stand_in_text(body["messages"], request_schema(body))
 
 
 def headless_chromium(window: str = "1400,1000"):

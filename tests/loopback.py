@@ -1,6 +1,7 @@
 """A small OpenAI-compatible chat server on 127.0.0.1, for tests and benchmarks.
 
-It answers ``POST /v1/chat/completions`` with scripted or rule-based replies,
+It answers ``POST /v1/chat/completions`` with scripted or rule-based replies (and OpenAI's Files and Batches
+endpoints, a batch answered line by line by the same responder),
 after a configurable latency, and can be told to misbehave: HTTP 429 or 500,
 a timeout, a malformed or truncated JSON body, an empty reply, or a 401 that
 echo the key back. It records
@@ -40,7 +41,7 @@ def default_responder(body: dict[str, Any]) -> str:
     return f"echo: {str(last)[:80]}"
 
 
-def completion_body(model: str, content: str, prompt_tokens: int = 10) -> dict[str, Any]:
+def completion_body(model: str, content: str, prompt_tokens: int = 10, cached_tokens: int = 0) -> dict[str, Any]:
     return {
         "id": "chatcmpl-loopback",
         "object": "chat.completion",
@@ -51,6 +52,7 @@ def completion_body(model: str, content: str, prompt_tokens: int = 10) -> dict[s
             "prompt_tokens": prompt_tokens,
             "completion_tokens": max(1, len(content) // 4),
             "total_tokens": prompt_tokens + max(1, len(content) // 4),
+            **({"prompt_tokens_details": {"cached_tokens": cached_tokens}} if cached_tokens else {}),
         },
     }
 
@@ -75,6 +77,14 @@ class LoopbackServer:
         # One entry per request: a digest of its body, when it arrived and was answered, and whether it
         # was answered well (a crash test checks no well-answered request is sent again).
         self.log: list[dict[str, Any]] = []
+        # OpenAI's Files and Batches endpoints: uploaded files by id, batches by id (each answered by the
+        # responder once ``batch_delay`` seconds have passed), and the request lines batches carried.
+        self.files: dict[str, tuple[str, bytes]] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_requests: list[dict[str, Any]] = []
+        self.batch_delay = 0.0
+        # Prompt tokens the server says it read from its prompt cache, for each reply (as OpenAI's usage does).
+        self.cached_tokens = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
@@ -108,6 +118,11 @@ class LoopbackServer:
         self.log.clear()
         self.responder = default_responder
         self.latency = 0.0
+        self.files.clear()
+        self.batches.clear()
+        self.batch_requests.clear()
+        self.batch_delay = 0.0
+        self.cached_tokens = 0
         self.fault_rate, self.fault_mix = 0.0, ()
 
     # -- HTTP -----------------------------------------------------------------------------------
@@ -146,10 +161,90 @@ class LoopbackServer:
             full = json.dumps(completion_body(model, "cut short"))
             return web.Response(text=full[: len(full) // 2], content_type="application/json")
         content = "" if fault == "empty" else (self.scripted.popleft() if self.scripted else self.responder(body))
-        return web.json_response(completion_body(model, content))
+        return web.json_response(completion_body(model, content, cached_tokens=self.cached_tokens))
+
+    # -- OpenAI's Files and Batches API ---------------------------------------------------------------
+    def _file_object(self, file_id: str) -> dict[str, Any]:
+        name, data = self.files[file_id]
+        return {"id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                "filename": name, "purpose": "batch", "status": "processed"}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        upload = form["file"]
+        data = upload.file.read() if hasattr(upload, "file") else str(upload).encode()  # type: ignore[union-attr]
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = (getattr(upload, "filename", "upload.jsonl"), data)
+        return web.json_response(self._file_object(file_id))
+
+    async def _file(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["file_id"]
+        if file_id not in self.files:
+            return web.json_response({"error": {"message": f"no file {file_id}"}}, status=404)
+        return web.json_response(self._file_object(file_id))
+
+    async def _content(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["file_id"]
+        if file_id not in self.files:
+            return web.json_response({"error": {"message": f"no file {file_id}"}}, status=404)
+        return web.Response(body=self.files[file_id][1], content_type="application/octet-stream")
+
+    async def _create_batch(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        if body.get("input_file_id") not in self.files:
+            return web.json_response({"error": {"message": "no such input file"}}, status=400)
+        lines = [json.loads(x) for x in self.files[body["input_file_id"]][1].splitlines() if x.strip()]
+        batch_id = f"batch_{len(self.batches) + 1}"
+        self.batches[batch_id] = {
+            "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "input_file_id": body["input_file_id"],
+            "completion_window": body["completion_window"], "status": "in_progress", "created_at": int(time.time()),
+            "metadata": body.get("metadata"), "output_file_id": None, "error_file_id": None,
+            "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+            "_ready_at": time.time() + self.batch_delay}
+        return web.json_response(self._batch_view(batch_id))
+
+    def _batch_view(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        if batch["status"] == "in_progress" and time.time() >= batch["_ready_at"]:
+            self._finish_batch(batch)
+        return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+    def _finish_batch(self, batch: dict[str, Any]) -> None:
+        lines = [json.loads(x) for x in self.files[batch["input_file_id"]][1].splitlines() if x.strip()]
+        out = []
+        for line in lines:
+            self.batch_requests.append(line)
+            content = self.scripted.popleft() if self.scripted else self.responder(line["body"])
+            out.append({"id": f"req-{len(self.batch_requests)}", "custom_id": line["custom_id"],
+                        "response": {"status_code": 200, "request_id": f"r{len(self.batch_requests)}",
+                                     "body": completion_body(line["body"].get("model", "loopback"), content)},
+                        "error": None})
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = ("batch_output.jsonl", "\n".join(json.dumps(o) for o in out).encode())
+        batch.update(status="completed", output_file_id=file_id, completed_at=int(time.time()),
+                     request_counts={"total": len(lines), "completed": len(lines), "failed": 0})
+
+    async def _get_batch(self, request: web.Request) -> web.Response:
+        batch_id = request.match_info["batch_id"]
+        if batch_id not in self.batches:
+            return web.json_response({"error": {"message": f"no batch {batch_id}"}}, status=404)
+        return web.json_response(self._batch_view(batch_id))
+
+    async def _list_batches(self, request: web.Request) -> web.Response:
+        data = [self._batch_view(b) for b in sorted(self.batches, reverse=True)]
+        return web.json_response({"object": "list", "data": data, "has_more": False,
+                                  "first_id": data[0]["id"] if data else None,
+                                  "last_id": data[-1]["id"] if data else None})
 
     def _app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        for prefix in ("/v1", ""):
+            app.router.add_post(f"{prefix}/files", self._upload)
+            app.router.add_get(prefix + "/files/{file_id}", self._file)
+            app.router.add_get(prefix + "/files/{file_id}/content", self._content)
+            app.router.add_post(f"{prefix}/batches", self._create_batch)
+            app.router.add_get(f"{prefix}/batches", self._list_batches)
+            app.router.add_get(prefix + "/batches/{batch_id}", self._get_batch)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
         # Azure OpenAI's route: a deployment in the path, the API version in the query.

@@ -17,13 +17,12 @@ from rpbench.flows.kit.run_workers import workers_for_run
 from rpbench.flows.kit.runners import chosen_runner
 from rpbench.flows.kit.settings import RunSettings
 from rpbench.storage.folder_lock import folder_lock
-from rpbench.storage.user_files import check_output_folder
 from rpbench.tasks.core.errors import InputError, first_error
 from rpbench.tasks.llm import ModelsConfig, load_models_config
 
 S = TypeVar("S", bound=BaseModel)
 # Shared options go at the end of --help.
-LAST = ("models_file", "cache", "max_cost", "keep_failures", "max_failure_share")
+LAST = ("models_file", "cache", "max_cost", "batch", "keep_failures", "max_failure_share")
 
 
 def flag_of(model: type[BaseModel], name: str) -> str:
@@ -80,7 +79,12 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
 
     old = _deprecated(model, names)
 
+    plans = issubclass(model, RunSettings) and starts_workers  # a command that calls models can plan first
+
     def command(**values: Any) -> None:
+        plan, as_json = values.pop("plan", False), values.pop("plan_json", False)
+        if as_json and not plan:
+            raise InputError("--json: prints the plan; give it with --plan")
         for param, (name, flag) in old.items():
             given = values.pop(param)
             if given is None:
@@ -101,6 +105,9 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
             check_role_sections(load_models_config(settings.models_file), settings.models_file,
                                 _names_given(settings))
         folder = run_folder(model, settings)
+        if plan and isinstance(settings, RunSettings):
+            _print_plan(run, settings, as_json)
+            return
         workers = (workers_for_run(settings.models_file) if isinstance(settings, RunSettings) and starts_workers
                    else contextlib.nullcontext())
         with folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext(), workers:
@@ -108,11 +115,34 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
 
     hidden = [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
                                 default=typer.Option(None, flag, hidden=True)) for param, (_n, flag) in old.items()]
+    planning = [
+        inspect.Parameter("plan", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=typer.Option(
+            False, "--plan", help="Send nothing: print the calls, tokens and dollars this command would spend, by "
+            "stage and role (calls in the call cache are free), and keep the plan as plan.json in the output "
+            "folder, where the run's summary shows it beside what was spent.")),
+        inspect.Parameter("plan_json", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=typer.Option(
+            False, "--json", help="With --plan: the plan as one JSON object (its 'total' holds calls, "
+            "prompt_tokens, reply_tokens and cost_usd, each a number or a \\[low, high] pair)."))] if plans else []
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [_parameter(model, n) for n in names] + hidden)
+        [_parameter(model, n) for n in names] + planning + hidden)
     command.__doc__ = run.__doc__
     command.__name__ = run.__name__
     return command
+
+
+def _print_plan(run: Callable[[Any], None], settings: RunSettings, as_json: bool) -> None:
+    import json
+
+    from rpbench.flows.kit.plan import keep_plan, make_plan, plan_text
+
+    plan = make_plan(run, settings)
+    kept = keep_plan(plan, settings)
+    if as_json:
+        typer.echo(json.dumps(plan, ensure_ascii=False))
+        return
+    typer.echo(plan_text(plan))
+    for path in kept:
+        typer.echo(f"plan kept in {path}")
 
 
 def _names_given(settings: BaseModel) -> set[str]:
@@ -149,14 +179,22 @@ def check_role_sections(config: ModelsConfig, models_file: str | None,
 
 def run_folder(model: type[BaseModel], settings: BaseModel) -> str | None:
     """The folder the command writes its run into (an ``out`` field checked as a folder), if it has one."""
-    field = model.model_fields.get("out")
-    if field is None or not any(getattr(m, "func", None) is check_output_folder for m in field.metadata):
+    from rpbench.flows.kit.plan import output_fields
+
+    if "out" not in output_fields(model, folders_only=True):
         return None
-    return str(settings.model_dump()["out"])
+    out = settings.model_dump()["out"]
+    return str(out) if out else None
 
 
 def stages_line(manifest: dict[str, Any]) -> str:
     """What a finished run did itself: stages run and taken from the cache, calls sent."""
     this = manifest.get("this_run") or {}
+    plan = manifest.get("plan")
+    planned = ""
+    if plan:
+        from rpbench.flows.kit.plan import fmt_range
+
+        planned = f" (planned: {fmt_range(plan.get('calls'))}, USD {fmt_range(plan.get('cost_usd'), 4)})"
     return (f"stages: {this.get('stages', 0)} ({this.get('cached', 0)} cached); "
-            f"calls sent by this run: {this.get('calls_sent', 0)}")
+            f"calls sent by this run: {this.get('calls_sent', 0)}, USD {this.get('cost_usd') or 0:.4f}{planned}")

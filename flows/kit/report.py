@@ -19,11 +19,12 @@ from rpbench.tasks.reports.viewer import VIEWER_FILE, Sample, write_viewer
 
 async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Sequence[Any],
                          failures: Sequence[Failure], n_items: int, resamples: int, seed: int,
-                         context: dict[str, Any] | None = None, samples: Iterable[Sample] = ()) -> Report:
+                         context: dict[str, Any] | None = None, samples: Iterable[Sample] = (),
+                         notes: Sequence[str] | None = None) -> Report:
     """Score ``rows`` (records of mode ``name``'s item table), write the report files and the sample viewer
     (``samples``: what every model said, as the mode shows it; they may be made as they are read), publish them
     in the UI."""
-    intro = f"{n_items} {spec.unit}."
+    intro = "".join(f"**Warning:** {line}.\n\n" for line in notes or ()) + f"{n_items} {spec.unit}."
     remaining = iter(samples)
     first = next(remaining, None)
     if first is not None:
@@ -49,11 +50,12 @@ def _mode_modules(params: Mapping[str, Any]) -> list[str]:
 
 @stage("report", inputs=("items", "failures"), code=_mode_modules)
 async def report_stage(run: StageRun, mode: str, items: list[str], failures: list[str], n_items: int,
-                       resamples: int, seed: int, out: str) -> StageResult:
+                       resamples: int, seed: int, out: str, notes: list[str] | None = None) -> StageResult:
     """Any registered mode's report from its item tables (one per model, say) and failure tables."""
     found = get_mode(mode)
     rows = [r for p in items for r in read_records(p, found.load_item_table())]
     failed = [f for p in failures for f in read_records(p, FAILURES)]
     run.write(found.load_item_table(), rows, final=True)
-    report = await publish_report(run, found.name, found.load_report(), rows, failed, n_items, resamples, seed)
+    report = await publish_report(run, found.name, found.load_report(), rows, failed, n_items, resamples, seed,
+                                  notes=notes)
     return run.result(leaderboard=report.board, **report.analysis.summary)

@@ -20,6 +20,7 @@ from prefect import Task
 from rpbench.flows.kit import interrupts
 from rpbench.flows.kit.environment import start_temporary_server
 from rpbench.flows.kit.outcome import judge_run
+from rpbench.flows.kit.plan import planned_for
 from rpbench.flows.kit.run_workers import workers_for_run
 from rpbench.flows.kit.runners import chosen_runner, with_chosen_runner
 from rpbench.flows.kit.runtime import new_run
@@ -33,6 +34,7 @@ from rpbench.storage.tables import read_records, write_records
 from rpbench.tasks.core.errors import ModelUnusable, RunFailed
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.batches import batch_every_role
 from rpbench.tasks.llm.budget import start_run_budget
 from rpbench.tasks.llm.event_loop import run_coroutine
 from rpbench.tasks.llm.ledger import summarize_calls
@@ -50,6 +52,10 @@ class Stages:
         # calls come from the call cache; the failed ones are sent again). --keep-failures replays them instead.
         self.keep_failures = bool(getattr(settings, "keep_failures", False))
         os.environ[KEEP_FAILURES_ENV] = "1" if self.keep_failures else "0"
+        # Warnings every report of the run carries (a judge scoring its own model's answers), handed to each
+        # stage that takes ``notes`` (the report stages): part of their cache key, so a report says them.
+        self.notes = (self_judging(settings, load_models_config(settings.models_file))
+                      if isinstance(settings, RunSettings) else [])
         new_run()
 
     def map(self, stage: Task[..., Any], shards: Sequence[Mapping[str, Any]]) -> list[StageResult]:
@@ -58,6 +64,9 @@ class Stages:
         A cached result whose tables are gone (a deleted folder) is run again, never trusted; so is one with
         calls that got no usable reply, unless the run keeps failures.
         """
+        fn = getattr(stage, "fn", None)
+        if fn is not None and "notes" in inspect.signature(fn).parameters:
+            shards = [{"notes": self.notes, **shard} for shard in shards]
         futures = [stage.submit(**shard) for shard in shards]
         results: list[StageResult] = [f.result() for f in futures]
         cached = [f.state.name == "Cached" for f in futures]
@@ -159,6 +168,8 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
     if failed_parts:
         outcome = {**outcome, "status": "failed", "reasons": [*failed_parts, *outcome["reasons"]]}
     config = load_models_config(models_file)
+    spent = summarize_calls(fresh)
+    planned = planned_for(settings, out)  # a plan of this very command (--plan), kept in the folder: shown beside
     manifest = run.write_manifest(
         outcome=outcome,
         self_judging=self_judging(settings, config),
@@ -168,7 +179,10 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
         models=totals.pop("models"),
         prompt_templates=dict(sorted(templates.items())),
         totals=totals,
-        this_run={**stages.report(), "calls_sent": summarize_calls(fresh)["calls_sent"], "runner": chosen_runner()},
+        this_run={**stages.report(), "calls_sent": spent["calls_sent"], "cost_usd": spent["cost_usd"],
+                  "prompt_tokens": spent["prompt_tokens"], "reply_tokens": spent["completion_tokens"],
+                  "runner": chosen_runner()},
+        **({"plan": planned["total"]} if planned else {}),
         **sections,
     )
     publish_markdown_now(f"run-summary-{slug(flow)}", run_summary_markdown(manifest, out), "rpbench run summary")
@@ -224,6 +238,7 @@ def flow_body(fn: F) -> F:
         settings = kwargs.get("settings", args[0] if args else None)
         if _flow_depth == 0:
             start_run_budget(getattr(settings, "max_cost", None))
+            batch_every_role(bool(getattr(settings, "batch", False)))
         if isinstance(settings, RunSettings):  # said as the run starts: on the command line and in the UI's log
             for line in self_judging(settings, load_models_config(settings.models_file)):
                 logging.getLogger("rpbench").warning("warning: %s", line)
@@ -234,6 +249,7 @@ def flow_body(fn: F) -> F:
             _flow_depth -= 1
             if _flow_depth == 0:
                 start_run_budget(None)  # the budget was this run's: later runs in the process start their own
+                batch_every_role(False)
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from rpbench.flows.kit.runners import chosen_runner
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm.planning import run_plan
 from rpbench.tasks.llm.process_pool import cool_pool, warm_pool
 
 
@@ -29,7 +30,8 @@ def workers_for_run(models_file: str | None) -> Iterator[None]:
     """
     try:
         config = load_models_config(models_file)
-        sizes = set() if chosen_runner() != "threads" else {
+        # A plan sends nothing, so it needs no worker.
+        sizes = set() if chosen_runner() != "threads" or run_plan.active else {
             spec.processes for spec in [config.default, *config.roles.values()] if spec.processes > 1}
     except InputError:  # the flow says what is wrong with the file or the runner, as it checks its settings
         sizes = set()

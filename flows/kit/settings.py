@@ -77,6 +77,10 @@ class RunSettings(BaseModel):
         default=None, gt=0, description="USD the run may spend on model calls (calls answered from the cache are "
         "free): it stops before a request could take the spend past it, keeps what it has, ends Failed and exits "
         "3; the same command with a larger budget continues. Also per role: max_cost in the models file.")
+    batch: bool = Field(
+        default=False, description="Send every role's independent calls (judging, checking, answering a fixed "
+        "question) through its provider's batch API, as batch = true in the models file does for one role: about "
+        "half the price, replies within hours. Dialogue stages stay interactive.")
     max_failure_share: float = Field(
         default=0.1, ge=0, le=1,
         description="The run fails (Failed in Prefect, exit status 3, after writing everything it made) when a "

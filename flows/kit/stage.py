@@ -91,6 +91,8 @@ class StageSpec:
     # Modules beyond the stage's own whose code decides its output, as a function of its parameters (a shared
     # stage that runs whichever mode it is given names that mode's modules).
     code: Callable[[Mapping[str, Any]], Iterable[str]] | None = None
+    # Its calls are independent (none waits on another's reply): a role with ``batch`` sends them as a batch.
+    batch: bool = False
 
     def role_names(self, params: Mapping[str, Any]) -> list[str]:
         return sorted(set(self.roles(params) if callable(self.roles) else self.roles))
@@ -240,6 +242,7 @@ class StageRun:
         """The run's gateway, with this stage's own ledger; its HTTP session and workers close after."""
         gateway = shared_gateway(self.models_file, self.cache).fork(Ledger(self.journal))
         gateway.heal = os.environ.get(KEEP_FAILURES_ENV) != "1"
+        gateway.stage, gateway.batchable = self.spec.name, self.spec.batch
         self._gateways.append(gateway)
         try:
             yield gateway
@@ -314,14 +317,16 @@ StageFn = Callable[..., Awaitable[StageResult]]
 
 
 def stage(name: str, *, templates: Templates = (), roles: Roles = (), inputs: Sequence[str] = (),
-          code: Callable[[Mapping[str, Any]], Iterable[str]] | None = None,
+          code: Callable[[Mapping[str, Any]], Iterable[str]] | None = None, batch: bool = False,
           ) -> Callable[[StageFn], Task[..., Awaitable[StageResult]]]:
     """Make ``async fn(run: StageRun, **params) -> StageResult`` a cached Prefect task named ``name``.
 
     Its parameters must include ``out`` (the run folder); ``shard`` names the part of the work a call does;
-    ``models_file`` and ``cache`` say which models and call cache to use.
+    ``models_file`` and ``cache`` say which models and call cache to use. ``batch``: its calls are independent
+    of each other's replies, so a role with ``batch = true`` sends them through its provider's batch API.
     """
-    spec = StageSpec(name, templates if callable(templates) else tuple(templates), roles, tuple(inputs), code)
+    spec = StageSpec(name, templates if callable(templates) else tuple(templates), roles, tuple(inputs), code,
+                     batch)
 
     def decorate(fn: StageFn) -> Task[..., Awaitable[StageResult]]:
         signature = inspect.signature(fn)

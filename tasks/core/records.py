@@ -53,6 +53,8 @@ class CallRecord(Record):
     error: str | None = None
     prompt_tokens: int | None = 0
     completion_tokens: int | None = 0
+    # Of the prompt tokens, those the provider read from its prompt cache (billed at its cached price).
+    cached_prompt_tokens: int | None = None
     latency_s: float = 0.0
     cost_usd: float | None = None
     transient_retries: int = 0

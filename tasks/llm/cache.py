@@ -24,6 +24,15 @@ CREATE TABLE IF NOT EXISTS calls (
     created REAL NOT NULL DEFAULT (julianday('now'))
 )
 """
+# Batches submitted to a provider's batch API, by the digest of what they ask (``batches``): a run killed while
+# one is in flight polls it again instead of submitting it twice.
+BATCHES = """
+CREATE TABLE IF NOT EXISTS batches (
+    digest TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    created REAL NOT NULL DEFAULT (julianday('now'))
+)
+"""
 
 
 def request_key(
@@ -63,6 +72,7 @@ class CallCache:
         # NORMAL in WAL mode survives a killed process; only a power cut can lose the last commits.
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(SCHEMA)
+        self._conn.execute(BATCHES)
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
@@ -73,6 +83,17 @@ class CallCache:
         blob = json.dumps(response, ensure_ascii=False)
         with self._lock:
             self._conn.execute("INSERT OR REPLACE INTO calls (key, response) VALUES (?, ?)", (key, blob))
+
+    def batch_state(self, digest: str) -> dict[str, Any] | None:
+        """What was journaled of the batch ``digest`` (its file, its id), or None if it was never started."""
+        with self._lock:
+            row = self._conn.execute("SELECT state FROM batches WHERE digest = ?", (digest,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def journal_batch(self, digest: str, state: dict[str, Any]) -> None:
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO batches (digest, state) VALUES (?, ?)",
+                               (digest, json.dumps(state)))
 
     def __len__(self) -> int:
         with self._lock:

@@ -71,6 +71,18 @@ class ModelSpec(BaseModel):
                                    "stops (exit 3) before a request could take it past. None: no limit of its own.")
     input_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
     output_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
+    cached_input_cost_per_token: float | None = Field(
+        default=None, description="USD for a prompt token the provider read from its prompt cache; default: "
+        "litellm's price, else the input price.")
+    batch: bool = Field(default=False, description="Send this role's independent calls (judging, checking, "
+                        "answering a fixed question; not a dialogue's turns) through the provider's batch API, "
+                        "one batch per stage shard: about half the price, replies within the provider's window "
+                        "(24 h) instead of seconds.")
+    batch_poll_s: float = Field(default=30.0, gt=0, description="Seconds between two looks at a batch in flight.")
+    batch_input_cost_per_token: float | None = Field(
+        default=None, description="USD for a batch's prompt token; default: litellm's batch price, else the "
+        "interactive price (never less than what is paid).")
+    batch_output_cost_per_token: float | None = Field(default=None, description="USD for a batch's reply token.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Passed to litellm as-is.")
 
     @field_validator("api_key_env")
@@ -87,6 +99,12 @@ class ModelSpec(BaseModel):
     def _local_model_stays_in_process(self) -> ModelSpec:
         if self.processes > 1 and self.model.startswith(LOCAL_PROVIDER + "/"):
             raise ValueError("the embedded local model runs in the rpbench process: processes must be 1")
+        if self.batch:
+            from rpbench.tasks.llm.batches import BATCH_PROVIDERS, batch_provider
+
+            if batch_provider(self.model) is None:
+                raise ValueError(f"batch: {self.model} has no batch API litellm can use (providers with one: "
+                                 f"{', '.join(BATCH_PROVIDERS)})")
         return self
 
     def sampling(self) -> dict[str, Any]:

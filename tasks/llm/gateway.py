@@ -35,6 +35,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from rpbench.tasks.core.errors import ModelUnusable
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.core.secrets import scrub_text
+from rpbench.tasks.llm.batches import Item, batch_digest, batch_every_role, batch_provider, send_batch
 from rpbench.tasks.llm.bounds import bounds_for
 from rpbench.tasks.llm.budget import run_budget
 from rpbench.tasks.llm.cache import CallCache, request_key
@@ -44,6 +45,7 @@ from rpbench.tasks.llm.litellm_call import add_transport, new_session, request_k
 from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
 from rpbench.tasks.llm.local_models import model_fingerprint
 from rpbench.tasks.llm.local_provider import register_local_provider
+from rpbench.tasks.llm.planning import run_plan
 from rpbench.tasks.llm.process_pool import ProcessPool, acquire_pool, release_pool
 from rpbench.tasks.llm.provider_schema import family_of, response_format
 from rpbench.tasks.llm.requests import CallResult, Message, NoReply, Parser, Reply, Request
@@ -61,17 +63,19 @@ T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
 
-@functools.lru_cache(maxsize=256)
-def _prices(model: str) -> tuple[float, float] | None:
-    """Per-token input and output prices from litellm's price map, or None when it does not know the model."""
+@functools.lru_cache(maxsize=1024)
+def _listed_price(model: str, key: str) -> float | None:
+    """A per-token price from litellm's price map, or None when it lists none for the model."""
     try:
-        info = litellm.get_model_info(model)
+        value: Any = litellm.get_model_info(model).get(key)
     except Exception:
         return None
-    price_in, price_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
-    if price_in is None or price_out is None:
-        return None
-    return float(price_in), float(price_out)
+    return float(value) if value is not None else None
+
+
+def _listed_pair(model: str, prompt_key: str, reply_key: str) -> tuple[float, float] | None:
+    price_in, price_out = _listed_price(model, prompt_key), _listed_price(model, reply_key)
+    return (price_in, price_out) if price_in is not None and price_out is not None else None
 
 
 def prices_of(spec: ModelSpec) -> tuple[float, float] | None:
@@ -81,15 +85,45 @@ def prices_of(spec: ModelSpec) -> tuple[float, float] | None:
         return 0.0, 0.0
     if spec.input_cost_per_token is not None and spec.output_cost_per_token is not None:
         return spec.input_cost_per_token, spec.output_cost_per_token
-    return _prices(spec.model)
+    return _listed_pair(spec.model, "input_cost_per_token", "output_cost_per_token")
 
 
-def call_cost(spec: ModelSpec, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """Cost in USD (see ``prices_of``), or None when the price is unknown."""
-    prices = prices_of(spec)
+def batch_prices_of(spec: ModelSpec) -> tuple[float, float] | None:
+    """USD per input and output token of a batch: the config's batch prices, else litellm's, else the interactive
+    prices (``prices_of``): never less than what is paid."""
+    if spec.batch_input_cost_per_token is not None and spec.batch_output_cost_per_token is not None:
+        return spec.batch_input_cost_per_token, spec.batch_output_cost_per_token
+    return _listed_pair(spec.model, "input_cost_per_token_batches", "output_cost_per_token_batches") or prices_of(spec)
+
+
+def cached_prompt_price(spec: ModelSpec, prices: tuple[float, float]) -> float:
+    """USD per prompt token the provider read from its cache: the config's, else litellm's, else the full input
+    price (never less than what is paid)."""
+    if spec.cached_input_cost_per_token is not None:
+        return spec.cached_input_cost_per_token
+    found = _listed_price(spec.model, "cache_read_input_token_cost")
+    return found if found is not None else prices[0]
+
+
+def call_cost(spec: ModelSpec, prompt_tokens: int, completion_tokens: int, batch: bool = False,
+              cached_prompt_tokens: int | None = None) -> float | None:
+    """Cost in USD (see ``prices_of``, ``batch_prices_of``), the prompt tokens the provider read from its cache
+    at the cached price; None when the price is unknown."""
+    prices = batch_prices_of(spec) if batch else prices_of(spec)
     if prices is None:
         return None
-    return prices[0] * prompt_tokens + prices[1] * completion_tokens
+    cached = min(cached_prompt_tokens or 0, prompt_tokens)
+    return (prices[0] * (prompt_tokens - cached) + cached_prompt_price(spec, prices) * cached
+            + prices[1] * completion_tokens)
+
+
+_batch_locks: dict[str, threading.Lock] = {}
+_batch_locks_lock = threading.Lock()
+
+
+def _batch_lock(digest: str) -> threading.Lock:
+    with _batch_locks_lock:
+        return _batch_locks.setdefault(digest, threading.Lock())
 
 
 def _plain(exc: BaseException) -> str:
@@ -127,6 +161,12 @@ class Gateway:
         # Models found unusable (a refused or missing key, a model the provider does not know), by model and
         # endpoint: later calls to them stop at once instead of sending. Shared by every fork.
         self._unusable: dict[tuple[str, str | None], ModelUnusable] = {}
+        self.stage = ""  # the stage this fork calls for (a plan counts calls by stage)
+        # Whether this fork's stage makes independent calls (no call waits on another's reply): a role with
+        # ``batch`` then sends those of ``run_all`` as one batch. Dialogue stages stay interactive.
+        self.batchable = False
+        # Replies a batch of this run brought, by cache key, until the call that asked is made (see _reply).
+        self._batched: dict[str, dict[str, Any]] = {}
         tune_litellm()
         register_local_provider(config.local_models)
 
@@ -239,18 +279,36 @@ class Gateway:
                     reply, latency = await attempt_once()
         n_in, n_out = reply["prompt_tokens"], reply["completion_tokens"]
         # None when the price is unknown: recorded as unknown, never as free.
-        cost = call_cost(spec, n_in, n_out or 0) if n_in is not None else None
+        cost = call_cost(spec, n_in, n_out or 0, cached_prompt_tokens=reply.get("cached_prompt_tokens")
+                         ) if n_in is not None else None
         return {**reply, "latency_s": latency, "cost_usd": cost}
 
     async def _reply(self, spec: ModelSpec, record: CallRecord, convo: list[Message],
-                     response_format: dict[str, Any] | None, sample_index: int = 0) -> dict[str, Any]:
+                     response_format: dict[str, Any] | None, sample_index: int = 0,
+                     plan_schema: dict[str, Any] | None = None) -> dict[str, Any]:
         """The reply to one attempt, from the cache or the model; a permanent failure raises.
 
         Identical requests in flight at the same time (two models whose answers coincide, judged at once)
         are sent once and share the reply: sent twice, a sampling model could answer each differently
         while the cache keeps only one answer, and a rerun would then read back a different one.
         """
+        batched = self._batched.pop(record.cache_key, None)
+        if batched is not None:  # sent by this run, in a batch: paid for here
+            record.cached = False
+            self._written.add(record.cache_key)
+            return batched
         cached = self.cache.get(record.cache_key) if self.cache is not None else None
+        if run_plan.active:  # a plan (--plan): nothing is sent, nothing is stored; every request is counted
+            if cached is not None:
+                run_plan.from_cache(self.stage, record.role, spec.model, cached, prices_of(spec))
+                return cached
+            record.cached = False
+            batch = self._batches(spec)
+            return run_plan.stand_in(self.stage, record.role, spec.model, family_of(spec.model), record.cache_key,
+                                     convo, plan_schema, spec.max_tokens,
+                                     batch_prices_of(spec) if batch else prices_of(spec),
+                                     self.config.retry.parse_attempts,
+                                     "batch" if batch else "interactive" if self._wants_batch(spec) else "")
         if cached is not None:
             return cached
         mine: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
@@ -330,14 +388,13 @@ class Gateway:
         spec = self.config.for_role(role)
         if (known := self._unusable.get((spec.model, spec.api_base))) is not None:
             raise ModelUnusable(role, spec.model, known.error, spec.api_key_env)
-        if schema is not None and spec.reasoning_chars is not None:
-            schema = with_reasoning_cap(schema, spec.reasoning_chars)
-        response_format = self._response_format(spec, schema)
-        convo = list(messages)
-        if schema is not None and response_format is None:
-            convo = [*convo[:-1], {**convo[-1], "content": f"{convo[-1]['content']}\n\n{schema_instruction(schema)}"}]
+        schema, response_format, convo = self._prepared(spec, messages, schema)
         raw: list[str] = []
         error = "no attempt was made (parse_attempts is 0)"
+        # What a plan's stand-in reply follows: the schema's own rules (a provider's form may loosen them), or the
+        # reply the schema offers for it where a rule is beyond a JSON schema (a ranking that is a permutation).
+        plan_schema = (({"const": schema.stand_in_reply()} if hasattr(schema, "stand_in_reply")
+                        else schema.model_json_schema()) if run_plan.active and schema is not None else None)
         all_cached = True
         fingerprint = model_fingerprint(spec.model)
         per_round = self.config.retry.parse_attempts
@@ -350,7 +407,7 @@ class Gateway:
             record = CallRecord(call_id=next_call_id(), cache_key=key, role=role, model=spec.model, tag=tag,
                                 attempt=attempt, cached=True, outcome="ok")
             try:
-                reply = await self._reply(spec, record, convo, response_format, sample_index)
+                reply = await self._reply(spec, record, convo, response_format, sample_index, plan_schema)
             except ModelUnusable:
                 known = self._unusable.get((spec.model, spec.api_base))
                 if known is None:  # a budget reached, a price unknown under a budget: as raised
@@ -371,6 +428,7 @@ class Gateway:
             # A reply this run sent, or shared from a request of this run, is not an earlier run's failure.
             fresh = fresh or not record.cached or record.cache_key in self._written
             record.prompt_tokens, record.completion_tokens = reply["prompt_tokens"], reply["completion_tokens"]
+            record.cached_prompt_tokens = reply.get("cached_prompt_tokens")
             record.latency_s, record.cost_usd = reply["latency_s"], reply["cost_usd"]
             text: str = reply["text"]
             raw.append(text)
@@ -383,6 +441,10 @@ class Gateway:
                 record.outcome, record.error = "parse_error", str(exc)[:500]
                 self.ledger.add(record)
                 error = str(exc)
+                if reply.get("stand_in"):  # a plan's stand-in, not the model's reply: counted once, not retried
+                    run_plan.unreadable(self.stage, role, spec.model)
+                    self.ledger.unanswered += 1
+                    return NoReply(role, spec.model, text, error, attempt, raw_replies=tuple(raw))
                 convo = repair_messages(convo, text, error, *(("Reply again.",) if parse else ()))
                 if attempt == per_round and self.heal and not fresh:
                     # Every reply of the first round came from the cache and none could be read: an earlier run's
@@ -394,6 +456,84 @@ class Gateway:
             return Reply(role, spec.model, text, parsed, len(raw), all_cached, tuple(raw))
         self.ledger.unanswered += 1
         return NoReply(role, spec.model, raw[-1] if raw else None, error, len(raw), all_cached, tuple(raw))
+
+    def _prepared(self, spec: ModelSpec, messages: list[Message], schema: type[BaseModel] | None
+                  ) -> tuple[type[BaseModel] | None, dict[str, Any] | None, list[Message]]:
+        """The schema as this model is held to it, the response format sent, and the messages of a first
+        attempt (a schema the provider cannot be given is described in the last message)."""
+        if schema is not None and spec.reasoning_chars is not None:
+            schema = with_reasoning_cap(schema, spec.reasoning_chars)
+        response_format = self._response_format(spec, schema)
+        convo = list(messages)
+        if schema is not None and response_format is None:
+            convo = [*convo[:-1], {**convo[-1], "content": f"{convo[-1]['content']}\n\n{schema_instruction(schema)}"}]
+        return schema, response_format, convo
+
+    @staticmethod
+    def _wants_batch(spec: ModelSpec) -> bool:
+        return spec.batch or batch_every_role.on
+
+    def _batches(self, spec: ModelSpec) -> bool:
+        """Whether this stage sends ``spec``'s independent calls as a batch."""
+        return self.batchable and self._wants_batch(spec) and batch_provider(spec.model) is not None
+
+    async def _send_batches(self, requests: Sequence[Request[Any]]) -> None:
+        """The first attempts of ``requests`` for roles that batch, not yet in the cache, sent as one batch per
+        model; their replies go into the cache and ``_batched`` (the calls then find them)."""
+        if self.cache is None:
+            return
+        groups: dict[tuple[str, str | None], tuple[ModelSpec, str, dict[str, Item]]] = {}
+        for req in requests:
+            spec = self.config.for_role(req.role)
+            if not self._batches(spec):
+                continue
+            _schema, response_format, convo = self._prepared(spec, req.messages, req.schema)
+            key = request_key(model=model_fingerprint(spec.model), api_base=spec.api_base, messages=convo,
+                              sampling=spec.sampling(), sample_index=req.sample_index, attempt=0,
+                              response_schema=response_format)
+            group = groups.setdefault((spec.model, spec.api_base), (spec, req.role, {}))
+            if key not in group[2] and key not in self._batched and self.cache.get(key) is None:
+                group[2][key] = (key, convo, response_format, req.sample_index)
+        for spec, role, items in groups.values():
+            if not items:
+                continue
+            # Two shards asking the very same batch (two models under test whose answers coincide) at once: the
+            # second waits for the first, then finds every reply in the cache.
+            lock = _batch_lock(batch_digest(spec, list(items)))
+            await asyncio.to_thread(lock.acquire)
+            try:
+                items = {k: item for k, item in items.items() if self.cache.get(k) is None}
+                if items:
+                    await self._send_batch(spec, role, items)
+            finally:
+                lock.release()
+
+    async def _send_batch(self, spec: ModelSpec, role: str, items: dict[str, Item]) -> None:
+        """One batch of ``items`` (reserved under the budget whole, before it is submitted); its replies go
+        into the cache and ``_batched``, priced at the batch price."""
+        assert self.cache is not None
+        await gate()
+        reserved = spent = 0.0
+        try:
+            if run_budget.active(spec.max_cost):
+                prices = batch_prices_of(spec)
+                for _key, convo, _rf, _i in items.values():
+                    reserved += run_budget.reserve(role, spec.model, spec.max_cost, prices, convo, spec.max_tokens)
+            started = time.perf_counter()
+            batch_id, replies = await send_batch(spec, list(items.values()), self.cache,
+                                                 self.stage or "batch")
+            latency = time.perf_counter() - started
+            for key, fields in replies.items():
+                n_in, n_out = fields["prompt_tokens"], fields["completion_tokens"]
+                cost = call_cost(spec, n_in, n_out or 0, batch=True,
+                                 cached_prompt_tokens=fields.get("cached_prompt_tokens")) if n_in is not None else None
+                reply = {**fields, "latency_s": latency, "cost_usd": cost, "batch_id": batch_id}
+                self.cache.put(key, reply)
+                self._batched[key] = reply
+                spent += cost or 0.0
+        finally:
+            if reserved:
+                run_budget.settle(role, reserved, spent)
 
     async def run(self, req: Request[T]) -> CallResult[T]:
         """``complete`` for a prepared ``Request``."""
@@ -430,6 +570,9 @@ class Gateway:
         sequence): only those in flight are then held, and ``roles`` names the roles they call (otherwise
         every request is read once to find them).
         """
+        if self.batchable and not run_plan.active and any(self._batches(self.config.for_role(r))
+                                                          for r in set(roles or (q.role for q in requests))):
+            await self._send_batches(requests)
         results: list[CallResult[T] | None] = [None] * len(requests)
         todo = iter(enumerate(requests))
         done = 0

@@ -132,6 +132,7 @@ def summarize_calls(calls: Sequence[CallRecord]) -> dict[str, Any]:
         "transient_retries": sum(c.transient_retries for c in fresh),
         "prompt_tokens": sum(c.prompt_tokens or 0 for c in fresh),
         "completion_tokens": sum(c.completion_tokens or 0 for c in fresh),
+        "cached_prompt_tokens": sum(c.cached_prompt_tokens or 0 for c in fresh),
         "cost_usd": round(sum(costs), 6),
         "cost_unknown_calls": sum(c.cost_usd is None for c in fresh),
         "models": sorted({c.model for c in calls}),

@@ -101,11 +101,15 @@ def reply_fields(response: Any) -> dict[str, Any]:
     if not n_in and not n_out:
         # Some routes (litellm's aiohttp_openai) return no usage: unknown, not zero.
         n_in = n_out = None
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
     return {
         "text": choice.message.content or "",
         "finish_reason": choice.finish_reason,
         "prompt_tokens": n_in,
         "completion_tokens": n_out,
+        # OpenAI's (and, through litellm, Anthropic's) count of prompt tokens read from the provider's cache.
+        "cached_prompt_tokens": int(cached) if cached else None,
     }
 
 

@@ -45,4 +45,21 @@ def run_summary_markdown(manifest: dict[str, Any], run_dir: str) -> str:
     if this_run:
         lines.append(f"- this run: {this_run['stages']} stages, {this_run['cached']} of them cached; "
                      f"{this_run['calls_sent']} calls sent")
+    plan = manifest.get("plan")
+    if plan and this_run:
+        lines += ["", "| | calls | prompt tokens | reply tokens | USD |", "|---|---|---|---|---|",
+                  f"| planned (--plan) | {span_text(plan.get('calls'))} | {span_text(plan.get('prompt_tokens'))} | "
+                  f"{span_text(plan.get('reply_tokens'))} | {span_text(plan.get('cost_usd'), 4)} |",
+                  f"| spent by this run | {this_run.get('calls_sent', 0)} | "
+                  f"{span_text(this_run.get('prompt_tokens'))} | "
+                  f"{span_text(this_run.get('reply_tokens'))} | {span_text(this_run.get('cost_usd'), 4)} |"]
     return "\n".join(lines) + "\n"
+
+
+def span_text(value: Any, digits: int = 0, between: str = " to ") -> str:
+    """A planned figure (a number or a [low, high] pair) or a spent one, as text."""
+    if value is None:
+        return "unknown"
+    if isinstance(value, list):
+        return f"{span_text(value[0], digits)}{between}{span_text(value[1], digits)}"
+    return f"{value:,.{digits}f}"

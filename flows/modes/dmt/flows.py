@@ -69,7 +69,7 @@ def _last_error(d: Dialogue) -> str | None:
     return f"{d.end.reason}: {errors[-1]}" if errors else None
 
 
-@stage("dmt-labels", templates=("dmt/",), roles=(JUDGE,), inputs=("rounds", "seeds", "ends"))
+@stage("dmt-labels", batch=True, templates=("dmt/",), roles=(JUDGE,), inputs=("rounds", "seeds", "ends"))
 async def labels(run: StageRun, rounds: str, seeds: str, ends: str, name: str, out: str, shard: str,
                  models_file: str | None, cache: str | None) -> StageResult:
     failed = {e.dialogue_id for e in read_records(ends, ENDS) if e.failed}
@@ -89,7 +89,7 @@ async def labels(run: StageRun, rounds: str, seeds: str, ends: str, name: str, o
 @stage("dmt-report", inputs=("rounds", "steps", "ends", "seeds", "labels", "failures"))
 async def report(run: StageRun, rounds: list[str], steps: list[str], ends: list[str], seeds: list[str],
                  labels: list[str], failures: list[str], max_rounds: int, policy: str, n_dialogues: int,
-                 resamples: int, seed: int, out: str) -> StageResult:
+                 resamples: int, seed: int, out: str, notes: list[str] | None = None) -> StageResult:
     made_rounds = [r for p in rounds for r in read_records(p, ROUNDS)]
     made_labels = [lb for p in labels for lb in read_records(p, LABELS)]
     made_ends = [e for p in ends for e in read_records(p, ENDS)]
@@ -110,7 +110,8 @@ async def report(run: StageRun, rounds: list[str], steps: list[str], ends: list[
         end_counts.setdefault(e.model, Counter())[e.reason] += 1
     made = await publish_report(run, "dmt", REPORT, rows, failed, n_dialogues, resamples, seed,
                                 {"policy": policy, "ends": {m: dict(c) for m, c in end_counts.items()}},
-                                samples=dmt_samples(list(by_id.values()), made_rounds, made_labels, made_ends, rows))
+                                samples=dmt_samples(list(by_id.values()), made_rounds, made_labels, made_ends, rows),
+                                notes=notes)
     return run.result(leaderboard=made.board, **made.analysis.summary)
 
 

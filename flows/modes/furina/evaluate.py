@@ -35,7 +35,7 @@ WORKERS = 4  # model shards at once; LLM calls are bounded by the gateway whatev
 BENCH = ("items", "characters", "scenes")
 
 
-@stage("eval-answers", templates=("furina/builder/test_turn", "furina/dims/"),
+@stage("eval-answers", batch=True, templates=("furina/builder/test_turn", "furina/dims/"),
        roles=lambda p: [p["role"]] if p["role"] else [], inputs=(*BENCH, "given"))
 async def answers(run: StageRun, items: str, characters: str, scenes: str, role: str | None, given: str | None,
                   name: str, extras: bool, out: str, shard: str, models_file: str | None,
@@ -53,7 +53,7 @@ async def answers(run: StageRun, items: str, characters: str, scenes: str, role:
     return run.result(failed=sum(g.status == "failed" for g in made))
 
 
-@stage("eval-judgments", templates=("furina/eval/judge", "furina/dims/"), roles=("judge",),
+@stage("eval-judgments", batch=True, templates=("furina/eval/judge", "furina/dims/"), roles=("judge",),
        inputs=(*BENCH, "base", "answers"))
 async def judgments(run: StageRun, items: str, characters: str, scenes: str, base: str, answers: str, name: str,
                     extras: bool, out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
@@ -66,7 +66,7 @@ async def judgments(run: StageRun, items: str, characters: str, scenes: str, bas
     return run.result(failed=sum(j.status == "failed" for j in made))
 
 
-@stage("eval-checks", templates=("furina/eval/checker",), roles=("checker",), inputs=(*BENCH, "judgments"))
+@stage("eval-checks", batch=True, templates=("furina/eval/checker",), roles=("checker",), inputs=(*BENCH, "judgments"))
 async def checks(run: StageRun, items: str, characters: str, scenes: str, judgments: str, name: str, out: str,
                  shard: str, models_file: str | None, cache: str | None) -> StageResult:
     bench = load_bench(items, characters, scenes)
@@ -92,7 +92,7 @@ async def scores(run: StageRun, items: str, characters: str, scenes: str, base: 
 @stage("eval-report", inputs=(*BENCH, "generations", "judgments", "checks", "item_scores", "failures"))
 async def report(run: StageRun, items: str, characters: str, scenes: str, generations: list[str],
                  judgments: list[str], checks: list[str], item_scores: list[str], failures: list[str], n_items: int,
-                 resamples: int, seed: int, judge_model: str, out: str) -> StageResult:
+                 resamples: int, seed: int, judge_model: str, out: str, notes: list[str] | None = None) -> StageResult:
     """Every model's tables in one place, model scores with intervals, the leaderboard, the report, and the
     sample viewer (scene, history, both replies, both judgments)."""
     rows = [r for p in item_scores for r in read_records(p, ITEM_SCORES)]
@@ -106,7 +106,7 @@ async def report(run: StageRun, items: str, characters: str, scenes: str, genera
     run.write(FAILURES, failed, final=True)
     shown = furina_samples(load_bench(items, characters, scenes), rows, made_generations, made_judgments)
     made = await publish_report(run, "furina", REPORT, rows, failed, n_items, resamples, seed,
-                                {"judge": judge_model}, samples=shown)
+                                {"judge": judge_model}, samples=shown, notes=notes)
     return run.result(leaderboard=made.board, **made.analysis.summary)
 
 

@@ -72,7 +72,7 @@ async def conversations(run: StageRun, settings_file: str, characters: list[str]
     return run.result(conversations=len(grid), failed=len(failures))
 
 
-@stage("pingpong-judgments", templates=("pingpong/",), roles=lambda p: [p["judge_role"]],
+@stage("pingpong-judgments", batch=True, templates=("pingpong/",), roles=lambda p: [p["judge_role"]],
        inputs=("conversations", "cards"))
 async def judgments(run: StageRun, conversations: str, cards: str, model: str, judge: str, judge_role: str,
                     out: str, shard: str, models_file: str | None, cache: str | None,
@@ -95,7 +95,7 @@ async def judgments(run: StageRun, conversations: str, cards: str, model: str, j
 async def report(run: StageRun, conversations: list[str], cards: list[str], judgments: list[str],
                  failures: list[str], judges: list[str], judge_weights: dict[str, float],
                  criterion_weights: dict[str, float] | None, scale: str, resamples: int, seed: int,
-                 out: str) -> StageResult:
+                 out: str, notes: list[str] | None = None) -> StageResult:
     """Conversation scores (judges pooled), length factors, the leaderboard and the report."""
     turns = [t for p in conversations for t in read_records(p, CONVERSATIONS)]
     verdicts = [j for p in judgments for j in read_records(p, TURN_JUDGMENTS)]
@@ -116,7 +116,7 @@ async def report(run: StageRun, conversations: list[str], cards: list[str], judg
     made = await publish_report(run, "pingpong", REPORT, rows, failed, n, resamples, seed,
                                 {"length_factors": factors, "per_judge": per_judge(turns, verdicts, judges),
                                  "scale": scale},
-                                samples=pingpong_samples(turns, list(cards_made.values()), verdicts, rows))
+                                samples=pingpong_samples(turns, list(cards_made.values()), verdicts, rows), notes=notes)
     return run.result(leaderboard=made.board, conversations=n, scored=len(rows),
                       refusals=sum(r.refusal for r in rows))
 

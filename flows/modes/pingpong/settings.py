@@ -105,3 +105,11 @@ class RejudgeSettings(Scoring):
     limit: int | None = Field(default=None, ge=1, description="The new judges judge only each model's first N "
                               "conversations (a trial of a judge); the others keep their earlier judges' scores "
                               "(each scored conversation lists its judges).")
+
+    @model_validator(mode="after")
+    def _in_place_by_default(self) -> RejudgeSettings:
+        # Written into the run folder itself unless told otherwise: said here, so the folder is locked as any
+        # run's output is, and a plan knows which folder the rejudge writes.
+        if self.out is None:
+            self.out = self.run
+        return self

@@ -21,8 +21,8 @@ from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEM_SCORES, ITEMS
 WORKERS = 4
 
 
-@stage("roleinteract-answers", templates=("roleinteract/",), roles=lambda p: [p["role"]] if p["role"] else [],
-       inputs=("data", "given"))
+@stage("roleinteract-answers", batch=True, templates=("roleinteract/",),
+       roles=lambda p: [p["role"]] if p["role"] else [], inputs=("data", "given"))
 async def answers(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
                   role: str | None, given: str | None, name: str, out: str, shard: str, models_file: str | None,
                   cache: str | None) -> StageResult:
@@ -42,7 +42,8 @@ async def answers(run: StageRun, data: list[str], columns: list[str], languages:
 
 @stage("roleinteract-report", inputs=("data", "answers"))
 async def report(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
-                 answers: list[str], policy: str, scoring: str, resamples: int, seed: int, out: str) -> StageResult:
+                 answers: list[str], policy: str, scoring: str, resamples: int, seed: int, out: str,
+                 notes: list[str] | None = None) -> StageResult:
     items, repaired = select(data, columns, languages, limit)
     pol: Policy = "zero" if policy == "zero" else "skip"
     # One model's answers at a time, read again for the viewer rather than kept: a run of 100,000 answers holds
@@ -59,7 +60,7 @@ async def report(run: StageRun, data: list[str], columns: list[str], languages: 
              for s in roleinteract_samples(items, read_records(p, ANSWERS), scored))
     done = await publish_report(run, "roleinteract", REPORT, rows, failures, len(items), resamples, seed,
                                 {"policy": policy, "scoring": scoring, "repaired_bytes": repaired,
-                                 "data": data_stats(items)}, samples=shown)
+                                 "data": data_stats(items)}, samples=shown, notes=notes)
     return run.result(leaderboard=done.board, **done.analysis.summary)
 
 

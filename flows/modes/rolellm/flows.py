@@ -67,7 +67,7 @@ from rpbench.tasks.modes.rolellm.tables import (
 WORKERS = 4
 
 
-@stage("rolellm-answers", templates=("rolellm/system", "rolellm/question", "rolellm/examples"),
+@stage("rolellm-answers", batch=True, templates=("rolellm/system", "rolellm/question", "rolellm/examples"),
        roles=lambda p: [p["role"]], inputs=("data", "profiles"))
 async def answers(run: StageRun, data: list[str], profiles: list[str], limit: int | None, mode: str, top_k: int,
                   role: str, name: str, out: str, shard: str, models_file: str | None, cache: str | None
@@ -119,7 +119,7 @@ def _baseline_answers(files: Sequence[str], rows: Sequence[BenchRow]) -> dict[st
     return {r.row_id: ref[key] for r in rows if (key := (r.split, r.kind, r.role, r.question.strip())) in ref}
 
 
-@stage("rolellm-rankings", templates=("rolellm/rank",), roles=lambda p: [p["judge_role"]],
+@stage("rolellm-rankings", batch=True, templates=("rolellm/rank",), roles=lambda p: [p["judge_role"]],
        inputs=("data", "baselines", "profiles", "answers"))
 async def rankings(run: StageRun, data: list[str], baselines: list[str], profiles: list[str], limit: int | None,
                    answers: list[str], per_role: int, judge: str, judge_role: str, out: str, shard: str,
@@ -150,7 +150,7 @@ async def rankings(run: StageRun, data: list[str], baselines: list[str], profile
 @stage("rolellm-report", inputs=("data", "answers", "rankings", "ranking_failures", "raw"))
 async def report(run: StageRun, data: list[str], limit: int | None, answers: list[str], rankings: list[str],
                  ranking_failures: list[str], raw: str | None, combine: str, mode: str, reference: str,
-                 resamples: int, seed: int, out: str) -> StageResult:
+                 resamples: int, seed: int, out: str, notes: list[str] | None = None) -> StageResult:
     rows = first_rows(data, limit)
     made = [a for p in answers for a in read_records(p, ANSWERS)]
     scores, failures = row_scores(rows, made, load_raw(raw) if raw else {}, "first" if combine == "first" else "max")
@@ -164,7 +164,7 @@ async def report(run: StageRun, data: list[str], limit: int | None, answers: lis
     run.write(FAILURES, failures, final=True)
     done = await publish_report(run, "rolellm", REPORT, scores, failures, len(rows), resamples, seed,
                                 {"raw": bool(raw), "combine": combine, "mode": mode, "win_rates": wins,
-                                 "reference": reference}, samples=rolellm_samples(rows, made, scores))
+                                 "reference": reference}, samples=rolellm_samples(rows, made, scores), notes=notes)
     return run.result(leaderboard=done.board, win_rates=wins, **done.analysis.summary)
 
 

@@ -44,6 +44,13 @@ class _Ranks(BaseModel):
             raise ValueError(f"ranks go from 1 (best) to {n}")
         return self
 
+    @classmethod
+    def stand_in_reply(cls) -> dict[str, Any]:
+        """What a plan (``--plan``) takes for a judge's ranking: every answer ranked once (no schema value a
+        generic stand-in makes is a permutation)."""
+        n = int(cls.model_json_schema()["properties"]["ranking"]["minItems"])
+        return {"ranking": [{"answer": k + 1, "reason": "stand-in", "rank": n - k} for k in range(n)]}
+
 
 @functools.cache
 def ranks_schema(n: int) -> type[_Ranks]:

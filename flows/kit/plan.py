@@ -1,0 +1,187 @@
+"""``--plan``: what a command would send and spend, found by running it with nothing sent.
+
+The command runs as usual, on the threads runner, with its output folders and files swapped for a scratch copy
+(hard links: the user's folder is read, never written), while the gateway answers every request the call cache
+cannot with a stand-in reply and counts it (``tasks.llm.planning``). The command's own output is set aside; the
+plan is printed, as a table or (``--json``) as one JSON object, and kept as ``plan.json`` in the command's output
+folder, where the run that follows shows it beside what it spent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, get_args
+
+import orjson
+import typer
+from pydantic import BaseModel
+
+from rpbench.flows.kit.settings import RunSettings
+from rpbench.storage.tables import atomic_write_bytes
+from rpbench.storage.user_files import check_output_file, check_output_folder
+from rpbench.tasks.core.errors import RunFailed
+from rpbench.tasks.llm.keys import keys_checked_elsewhere
+from rpbench.tasks.llm.planning import run_plan
+from rpbench.tasks.reports.summary import span_text
+
+PLAN_FILE = "plan.json"
+
+
+def _writes(metadata: Any, annotation: Any, checks: tuple[Any, ...]) -> bool:
+    """Whether a field's metadata, or any type inside its annotation (``OutputFolder | None``), has a check of
+    ``checks``."""
+    if any(getattr(m, "func", None) in checks for m in metadata):
+        return True
+    return any(_writes(getattr(arg, "__metadata__", ()), arg, checks) for arg in get_args(annotation))
+
+
+def output_fields(model: type[BaseModel], folders_only: bool = False) -> list[str]:
+    """The settings fields naming a folder (or file, unless ``folders_only``) the command writes."""
+    checks = (check_output_folder,) if folders_only else (check_output_folder, check_output_file)
+    return [name for name, f in model.model_fields.items() if _writes(f.metadata, f.annotation, checks)]
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    # A journal is appended to in place: a copy. Every other file is replaced whole when written: a link.
+    if src.endswith(".jsonl"):
+        shutil.copy2(src, dst)
+        return
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _scratch(settings: RunSettings, scratch: Path) -> RunSettings:
+    """``settings`` with every output moved into ``scratch``, holding a copy of what is there already."""
+    values = settings.model_dump()
+    for k, name in enumerate(output_fields(type(settings))):
+        value = values.get(name)
+        if not value:
+            continue
+        source, target = Path(value), scratch / f"{k}-{Path(value).name or 'out'}"
+        if source.is_dir():
+            shutil.copytree(source, target, copy_function=_link_or_copy, symlinks=True,
+                            ignore=shutil.ignore_patterns("*.lock", ".rpbench-lock*"))
+        elif source.is_file():
+            shutil.copy2(source, target)
+        values[name] = str(target)
+    return type(settings).model_validate(values)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The command's own output set aside: what it prints, and Prefect's log lines below warnings."""
+    loggers = [logging.getLogger(n) for n in ("prefect", "rpbench")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def settings_digest(settings: RunSettings) -> str:
+    """What a plan is a plan of: the settings and the models file's content (a later run compares it)."""
+    from rpbench.tasks.llm import load_models_config
+
+    config = load_models_config(settings.models_file).redacted()
+    blob = orjson.dumps({"settings": settings.model_dump(mode="json", exclude={"cache"}), "models": config},
+                        option=orjson.OPT_SORT_KEYS, default=str)
+    return hashlib.sha256(blob).hexdigest()
+
+
+def make_plan(run: Callable[[Any], None], settings: RunSettings) -> dict[str, Any]:
+    """Run the command ``run`` on ``settings`` sending nothing; the plan of what it would send."""
+    from prefect import tags
+
+    scratch = Path(tempfile.mkdtemp(prefix="rpbench-plan-"))
+    runner = os.environ.get("RPBENCH_RUNNER")
+    os.environ["RPBENCH_RUNNER"] = "threads"  # the gateway that counts is this process's
+    run_plan.start()
+    try:
+        planned = _scratch(settings, scratch)
+        # Nothing is sent, so no key is needed yet (the run itself checks them).
+        with _quiet(), tags("rpbench-plan"), keys_checked_elsewhere():
+            try:
+                run(planned)
+            except RunFailed:
+                pass  # stand-in replies may fail a run's rule on failures; the calls are counted all the same
+            except typer.Exit as exc:
+                if exc.exit_code not in (0, 3):
+                    raise
+    finally:
+        run_plan.stop()
+        if runner is None:
+            os.environ.pop("RPBENCH_RUNNER", None)
+        else:
+            os.environ["RPBENCH_RUNNER"] = runner
+        shutil.rmtree(scratch, ignore_errors=True)
+    return {**run_plan.result(), "settings_digest": settings_digest(settings)}
+
+
+def keep_plan(plan: dict[str, Any], settings: RunSettings) -> list[Path]:
+    """``plan.json`` in each output folder of the command (the run that follows shows it beside its spend)."""
+    kept = []
+    for name in output_fields(type(settings), folders_only=True):
+        folder = getattr(settings, name)
+        if folder:
+            path = Path(folder) / PLAN_FILE
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(path, json.dumps(plan, indent=1, ensure_ascii=False).encode("utf-8"))
+            kept.append(path)
+    return kept
+
+
+def planned_for(settings: RunSettings, out: str | Path) -> dict[str, Any] | None:
+    """The plan kept in ``out`` if it was made for these settings and this models file, else None."""
+    path = Path(out) / PLAN_FILE
+    try:
+        plan = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return plan if isinstance(plan, dict) and plan.get("settings_digest") == settings_digest(settings) else None
+
+
+def fmt_range(value: Any, digits: int = 0) -> str:
+    return span_text(value, digits, "-")
+
+
+def plan_text(plan: dict[str, Any]) -> str:
+    """The plan as a table for the terminal."""
+    head = ("stage", "role", "model", "calls", "cached", "prompt tokens", "reply tokens", "USD")
+    rows = [(r["stage"] or "-", r["role"] + (f" ({r['sent_as']})" if r.get("sent_as") else ""), r["model"],
+             fmt_range(r["calls"]), str(r["cached_calls"]),
+             fmt_range(r["prompt_tokens"]), fmt_range(r["reply_tokens"]), fmt_range(r["cost_usd"], 4))
+            for r in plan["stages"]]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
+    line = "  ".join
+    out = ["plan: nothing was sent; requests not in the call cache were answered by stand-ins and counted",
+           line(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    out += [line(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    out.append("by role:")
+    out += [f"  {r['role']} ({', '.join(r['models'])}): calls {fmt_range(r['calls'])}, "
+            f"USD {fmt_range(r['cost_usd'], 4)}" for r in plan["roles"]]
+    t = plan["total"]
+    out.append(f"total: calls {fmt_range(t['calls'])} ({t['cached_calls']} more from the cache, free); prompt tokens "
+               f"{fmt_range(t['prompt_tokens'])}; reply tokens {fmt_range(t['reply_tokens'])}; "
+               f"USD {fmt_range(t['cost_usd'], 4)}")
+    out.append(f"prompt tokens in a prefix of 1,024 tokens or more sent earlier in the run (billed at the cached "
+               f"price where the provider caches prompts): {t['cacheable_prompt_tokens']:,} "
+               f"({100 * t['cacheable_share']:.0f}% of the low count)")
+    out.append("ranges: low if every reply is read at its first attempt, high if every reply takes every attempt "
+               "and max_tokens; a dialogue is counted at its longest")
+    out += [f"note: {n}" for n in plan["notes"]]
+    return "\n".join(out)

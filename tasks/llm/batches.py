@@ -1,0 +1,174 @@
+"""A stage's independent calls sent as one batch through litellm's files and batches API.
+
+OpenAI, Azure, Vertex, Bedrock, Anthropic and others sell calls made this way at about half the interactive
+price, answered within a window (24 h) instead of seconds. The gateway (``Gateway.run_all``) sends here the calls
+of roles with ``batch = true`` that are not in the call cache, one batch per stage shard and model; the replies
+go into the call cache, so the stage then reads them as it reads any cached reply (an unusable one is asked
+again as usual, interactively).
+
+Nothing is submitted twice. What a batch asks (its model and the cache keys of its requests) names it; the call
+cache journals the uploaded file, that the batch is being created, and then its id. A run killed while the batch
+is in flight, started again, polls the same batch. Killed between asking for the batch and journaling its id, it
+finds the batch again among the provider's batches by the name it carries in its metadata.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from rpbench.tasks.llm.cache import CallCache
+from rpbench.tasks.llm.config import ModelSpec
+
+BATCH_PROVIDERS = ("openai", "azure", "vertex_ai", "bedrock", "hosted_vllm", "anthropic", "mistral")
+ENDPOINT = "/v1/chat/completions"
+DONE, GIVEN_UP = "completed", ("failed", "expired", "cancelled", "cancelling")
+log = logging.getLogger("rpbench")
+
+Item = tuple[str, list[dict[str, Any]], dict[str, Any] | None, int]  # cache key, messages, response format, sample
+
+
+class _EveryRole:
+    """``--batch``: every role's independent calls go in batches, as if each had ``batch = true`` (set by the
+    run's outermost flow, for the run)."""
+
+    on = False
+
+    def __call__(self, on: bool) -> None:
+        type(self).on = on
+
+
+batch_every_role = _EveryRole()
+
+
+def batch_provider(model: str) -> str | None:
+    """The litellm provider whose batch API serves ``model``, or None when it has none."""
+    provider, slash, _ = model.partition("/")
+    provider = provider if slash else "openai"
+    return provider if provider in BATCH_PROVIDERS else None
+
+
+def _model_name(model: str) -> str:
+    provider, slash, rest = model.partition("/")
+    return rest if slash and provider in BATCH_PROVIDERS else model
+
+
+def _credentials(spec: ModelSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if spec.api_base:
+        out["api_base"] = spec.api_base
+    if spec.api_key_env and os.environ.get(spec.api_key_env):
+        out["api_key"] = os.environ[spec.api_key_env]
+    if "api_version" in spec.extra:
+        out["api_version"] = spec.extra["api_version"]
+    return out
+
+
+def _line(spec: ModelSpec, item: Item) -> dict[str, Any]:
+    key, messages, response_format, sample_index = item
+    body: dict[str, Any] = {"model": _model_name(spec.model), "messages": messages, **spec.sampling()}
+    body.pop("api_version", None)
+    if sample_index and spec.seed is not None:  # as an interactive call sends it (see Gateway._reply)
+        body["seed"] = spec.seed + sample_index
+    if response_format is not None:
+        body["response_format"] = response_format
+    return {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body}
+
+
+def batch_digest(spec: ModelSpec, keys: Sequence[str]) -> str:
+    return hashlib.sha256(orjson.dumps({"model": spec.model, "api_base": spec.api_base or "",
+                                        "keys": sorted(keys)})).hexdigest()
+
+
+def _reply_of(line: dict[str, Any]) -> dict[str, Any] | None:
+    response = line.get("response") or {}
+    body = response.get("body") or {}
+    if response.get("status_code") != 200 or not body.get("choices"):
+        return None
+    choice, usage = body["choices"][0], body.get("usage") or {}
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    return {"text": (choice.get("message") or {}).get("content") or "", "finish_reason": choice.get("finish_reason"),
+            "prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
+            "cached_prompt_tokens": int(cached) if cached else None}
+
+
+async def _find(provider: str, digest: str, credentials: dict[str, Any]) -> str | None:
+    """The id of a batch already created for ``digest`` (its id was never journaled), if the provider has it."""
+    import litellm
+
+    found = await litellm.alist_batches(custom_llm_provider=provider, limit=100, **credentials)
+    for batch in getattr(found, "data", None) or []:
+        if (getattr(batch, "metadata", None) or {}).get("rpbench_digest") == digest:
+            return str(batch.id)
+    return None
+
+
+async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, label: str
+                     ) -> tuple[str, dict[str, dict[str, Any]]]:
+    """Submit ``items`` as one batch (or find the one submitted before) and wait for it; its id, and the reply
+    fields of each line answered, by cache key (lines the provider failed are left out: they are sent again
+    interactively)."""
+    import litellm
+
+    provider = batch_provider(spec.model)
+    if provider is None:
+        raise ValueError(f"{spec.model} has no batch API")
+    credentials = _credentials(spec)
+    digest = batch_digest(spec, [item[0] for item in items])
+    state = cache.batch_state(digest) or {}
+    if not state.get("batch_id") and state.get("creating"):
+        state["batch_id"] = await _find(provider, digest, credentials)
+        if state["batch_id"]:
+            cache.journal_batch(digest, state)
+    if not state.get("batch_id"):
+        if not state.get("file_id"):
+            data = b"\n".join(orjson.dumps(_line(spec, item)) for item in items)
+            uploaded = await litellm.acreate_file(file=(f"rpbench-{digest[:12]}.jsonl", data), purpose="batch",
+                                                  custom_llm_provider=provider, **credentials)
+            state = {"file_id": uploaded.id}
+            cache.journal_batch(digest, state)
+        state["creating"] = True  # from here a kill leaves a batch that may exist: found again by its digest
+        cache.journal_batch(digest, state)
+        created = await litellm.acreate_batch(completion_window="24h", endpoint=ENDPOINT,
+                                              input_file_id=state["file_id"], custom_llm_provider=provider,
+                                              metadata={"rpbench_digest": digest}, **credentials)
+        state["batch_id"] = created.id
+        cache.journal_batch(digest, state)
+        log.info("%s: batch %s submitted (%d requests to %s)", label, created.id, len(items), spec.model)
+    else:
+        log.info("%s: batch %s was submitted by an earlier run: polling it", label, state["batch_id"])
+    started = time.monotonic()
+    while True:
+        batch = await litellm.aretrieve_batch(batch_id=state["batch_id"], custom_llm_provider=provider,
+                                              **credentials)
+        counts = getattr(batch, "request_counts", None)
+        done = getattr(counts, "completed", 0) if counts is not None else 0
+        if batch.status == DONE:
+            break
+        if batch.status in GIVEN_UP:
+            log.warning("%s: batch %s ended %s: its requests are sent one by one", label, batch.id, batch.status)
+            cache.journal_batch(digest, {**state, "status": batch.status})
+            return str(batch.id), {}
+        log.info("%s: batch %s %s, %s of %d answered, %.0f s", label, batch.id, batch.status, done, len(items),
+                 time.monotonic() - started)
+        await asyncio.sleep(spec.batch_poll_s)
+    replies: dict[str, dict[str, Any]] = {}
+    if batch.output_file_id:
+        content = await litellm.afile_content(file_id=batch.output_file_id, custom_llm_provider=provider,
+                                              **credentials)
+        raw = getattr(content, "content", content)
+        for text in (raw if isinstance(raw, bytes) else str(raw).encode()).splitlines():
+            if text.strip():
+                line = orjson.loads(text)
+                reply = _reply_of(line)
+                if reply is not None:
+                    replies[str(line.get("custom_id"))] = reply
+    cache.journal_batch(digest, {**state, "status": DONE})
+    return str(batch.id), replies

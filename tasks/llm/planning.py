@@ -1,0 +1,256 @@
+"""A plan of what a command would spend (``--plan``): the command's flows run with every request that is not in
+the call cache answered by a stand-in (``stand_in``) instead of being sent, and each request is counted here.
+
+For each stage, role and model: the calls the cache answers (free), the calls that would be sent, their prompt
+tokens (litellm's count for OpenAI's models, an estimate with the same tokenizer for others, the embedded
+model's own tokenizer for it), their reply tokens and their cost. The figures that depend on replies are ranges:
+
+- calls and prompt tokens: low, every reply read at its first attempt (as the stand-ins are); high, every reply
+  needing every attempt the retry policy allows (``parse_attempts``), its prompt sent again each time;
+- reply tokens: low, the mean of this stage's replies already in the cache, or where there is none the length of
+  the stand-in (about the least a usable reply takes); high, ``max_tokens`` for every attempt;
+- dollars: the low and high tokens at the model's prices (``prices`` is given by the gateway).
+
+A dialogue's stand-ins never end it early, so a dialogue stage's count is that of dialogues run to their longest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from array import array
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Prices = tuple[float, float] | None
+Range = float | list[float]
+
+
+@dataclass
+class _Row:
+    stage: str
+    role: str
+    model: str
+    counted_by: str = ""
+    prices: Prices = None
+    cached: int = 0
+    sent: int = 0  # requests the run would send (each once, however many items ask the same)
+    attempts: int = 1  # the most attempts a reply may take (the retry policy's parse_attempts)
+    prompt_tokens: int = 0
+    stand_in_reply_tokens: int = 0
+    most_reply_tokens: int = 0  # max_tokens, summed over the requests sent
+    cached_reply_tokens: int = 0
+    cached_replies: int = 0
+    unreadable: int = 0  # stand-ins the stage could not read (what came after them may be undercounted)
+    sent_as: str = ""  # for a role that batches: "batch", or "interactive" in a stage that waits on each reply
+    cacheable_prompt_tokens: int = 0  # in a prefix of 1,024 tokens or more sent earlier in the run (see below)
+
+    def reply_low(self) -> float:
+        if self.cached_replies:
+            return self.sent * self.cached_reply_tokens / self.cached_replies
+        return float(self.stand_in_reply_tokens)
+
+    def figures(self) -> dict[str, Any]:
+        k = self.attempts
+        calls = _span(self.sent, self.sent * k)
+        prompt = _span(self.prompt_tokens, self.prompt_tokens * k)
+        reply = _span(round(self.reply_low()), self.most_reply_tokens * k)
+        cost: Range | None = None
+        if self.prices is not None:
+            p_in, p_out = self.prices
+            cost = _span(round(p_in * self.prompt_tokens + p_out * self.reply_low(), 6),
+                         round(k * (p_in * self.prompt_tokens + p_out * self.most_reply_tokens), 6))
+        return {"stage": self.stage, "role": self.role, "model": self.model, "calls": calls,
+                "cached_calls": self.cached, "prompt_tokens": prompt, "reply_tokens": reply, "cost_usd": cost,
+                "cacheable_prompt_tokens": self.cacheable_prompt_tokens,
+                "cacheable_share": round(self.cacheable_prompt_tokens / self.prompt_tokens, 4)
+                if self.prompt_tokens else 0.0,
+                "tokens_counted_by": self.counted_by,
+                "price": "unknown" if self.prices is None else f"{self.prices[0]:.3g} / {self.prices[1]:.3g} USD "
+                         "per prompt / reply token",
+                **({"sent_as": self.sent_as} if self.sent_as else {}),
+                **({"unreadable_stand_ins": self.unreadable} if self.unreadable else {})}
+
+
+def _span(low: float, high: float) -> Range:
+    return low if low == high else [low, high]
+
+
+def _add(a: Range | None, b: Range | None) -> Range | None:
+    if a is None or b is None:
+        return None
+    lo = (a[0] if isinstance(a, list) else a) + (b[0] if isinstance(b, list) else b)
+    hi = (a[1] if isinstance(a, list) else a) + (b[1] if isinstance(b, list) else b)
+    return _span(round(lo, 6), round(hi, 6))
+
+
+# Providers bill a repeated prompt prefix at a fraction of the price once it is long enough: OpenAI from 1,024
+# tokens, in steps of 128 beyond (Anthropic's smallest cached block is of the same order, marked by cache_control).
+CACHE_MIN, CACHE_STEP = 1024, 128
+
+
+def prefix_digests(ids: Sequence[int]) -> list[tuple[int, bytes]]:
+    """(length, digest) of each prefix a provider could find in its cache: 1,024 tokens, then every 128 more."""
+    out, h = [], hashlib.sha256()
+    for start in range(0, len(ids) - len(ids) % CACHE_STEP, CACHE_STEP):
+        h.update(array("l", ids[start:start + CACHE_STEP]).tobytes())
+        if start + CACHE_STEP >= CACHE_MIN:
+            out.append((start + CACHE_STEP, h.copy().digest()))
+    return out
+
+
+def prompt_ids(messages: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The request's tokens in order (cl100k_base over its messages, each after its role): close enough to a
+    provider's own tokens to say which prefixes repeat."""
+    import litellm
+
+    text = "".join(f"<{m.get('role')}>\n{m.get('content') or ''}\n" for m in messages)
+    return list(litellm.encode(model="gpt-4o-mini", text=text))
+
+
+_OPENAI_NAMES = re.compile(r"^(gpt-|o\d|chatgpt-|text-|davinci|babbage)")
+
+
+def count_prompt_tokens(model: str, family: str, messages: Sequence[Mapping[str, Any]]) -> tuple[int, str]:
+    """The request's prompt tokens, and what counted them."""
+    if family == "local":
+        from rpbench.tasks.llm.tokens import count_tokens
+
+        # The embedded model's own tokenizer, plus a few tokens per message for its chat template's markers.
+        texts = [str(m.get("content") or "") for m in messages]
+        return sum(count_tokens(texts)) + 4 * len(texts), "the embedded model's tokenizer"
+    import litellm
+
+    name = model.rsplit("/", 1)[-1]
+    if family == "openai" and _OPENAI_NAMES.match(name):
+        return int(litellm.token_counter(model=name, messages=list(messages))), "litellm's count"
+    # litellm would fetch some models' tokenizers from the Hugging Face Hub; an estimate, said to be one.
+    return int(litellm.token_counter(model="gpt-4o-mini", messages=list(messages))), "estimate (cl100k_base)"
+
+
+def count_reply_tokens(text: str) -> int:
+    import litellm
+
+    return int(litellm.token_counter(model="gpt-4o-mini", text=text, count_response_tokens=True))
+
+
+class CallPlan:
+    """The plan being made, in this process (``run_plan``): thread-safe; inactive unless a plan is running."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.active = False
+        self._rows: dict[tuple[str, str, str], _Row] = {}
+        self._answered: dict[str, dict[str, Any]] = {}  # stand-ins given, by cache key: the same request is sent once
+        self._prefixes: dict[str, set[bytes]] = {}  # by model: prefixes of the prompts counted so far
+
+    def start(self) -> None:
+        with self._lock:
+            self.active, self._rows, self._answered, self._prefixes = True, {}, {}, {}
+
+    def stop(self) -> None:
+        with self._lock:
+            self.active = False
+
+    def _row(self, stage: str, role: str, model: str) -> _Row:
+        key = (stage, role, model)
+        row = self._rows.get(key)
+        if row is None:
+            row = self._rows[key] = _Row(stage, role, model)
+        return row
+
+    def from_cache(self, stage: str, role: str, model: str, reply: Mapping[str, Any], prices: Prices) -> None:
+        with self._lock:
+            row = self._row(stage, role, model)
+            row.cached += 1
+            row.prices = prices
+            if reply.get("completion_tokens") is not None and not reply.get("stand_in"):
+                row.cached_replies += 1
+                row.cached_reply_tokens += int(reply["completion_tokens"])
+
+    def stand_in(self, stage: str, role: str, model: str, family: str, key: str,
+                 messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any] | None, max_tokens: int,
+                 prices: Prices, attempts: int, sent_as: str = "") -> dict[str, Any]:
+        """The stand-in reply to a request not in the cache, counted as a request the run would send (once:
+        the same request again is answered as the run's cache would answer it)."""
+        from rpbench.tasks.llm.stand_in import stand_in_text
+
+        with self._lock:
+            given = self._answered.get(key)
+        if given is not None:
+            self.from_cache(stage, role, model, given, prices)
+            return given
+        prompt, counted_by = count_prompt_tokens(model, family, messages)
+        prefixes = prefix_digests(prompt_ids(messages)) if family != "local" and prompt >= CACHE_MIN else []
+        text = stand_in_text(messages, schema)
+        reply_tokens = min(count_reply_tokens(text), max_tokens)
+        reply = {"text": text, "prompt_tokens": prompt, "completion_tokens": reply_tokens, "latency_s": 0.0,
+                 "cost_usd": None, "stand_in": True}
+        with self._lock:
+            if key in self._answered:  # the same request, counted meanwhile by another caller
+                self._row(stage, role, model).cached += 1
+                return self._answered[key]
+            self._answered[key] = reply
+            row = self._row(stage, role, model)
+            row.sent += 1
+            row.counted_by, row.prices, row.attempts, row.sent_as = counted_by, prices, max(1, attempts), sent_as
+            row.prompt_tokens += prompt
+            seen = self._prefixes.setdefault(model, set())
+            row.cacheable_prompt_tokens += max((n for n, d in prefixes if d in seen), default=0)
+            seen.update(d for _, d in prefixes)
+            row.stand_in_reply_tokens += reply_tokens
+            row.most_reply_tokens += max_tokens
+        return reply
+
+    def unreadable(self, stage: str, role: str, model: str) -> None:
+        with self._lock:
+            self._row(stage, role, model).unreadable += 1
+
+    def result(self) -> dict[str, Any]:
+        """The plan: a row per stage, role and model, the totals by role, and the run's ``total``."""
+        with self._lock:
+            rows = [r.figures() for _, r in sorted(self._rows.items())]
+        keys = ("calls", "cached_calls", "prompt_tokens", "reply_tokens", "cost_usd", "cacheable_prompt_tokens")
+        roles: dict[str, dict[str, Any]] = {}
+        total: dict[str, Any] = {k: 0 for k in keys}
+        for row in rows:
+            by_role = roles.setdefault(row["role"], {"role": row["role"], "models": [], **{k: 0 for k in keys}})
+            if row["model"] not in by_role["models"]:
+                by_role["models"].append(row["model"])
+            for k in keys:
+                by_role[k] = _add(by_role[k], row[k])
+                total[k] = _add(total[k], row[k])
+        low_prompt = total["prompt_tokens"][0] if isinstance(total["prompt_tokens"], list) else total["prompt_tokens"]
+        total["cacheable_share"] = round(total["cacheable_prompt_tokens"] / low_prompt, 4) if low_prompt else 0.0
+        unknown = sorted({r["model"] for r in rows if r["cost_usd"] is None})
+        notes = []
+        if unknown:
+            notes.append(f"no known price for {', '.join(unknown)}: its cost is left out of the totals (give "
+                         "input_cost_per_token and output_cost_per_token in the models file)")
+        if any("estimate" in r["tokens_counted_by"] for r in rows):
+            notes.append("prompt tokens of models whose tokenizer litellm does not know offline are estimated "
+                         "with cl100k_base")
+        waiting = sorted({f"{r['role']} in {r['stage']}" for r in rows if r.get("sent_as") == "interactive"})
+        if waiting:
+            notes.append(f"sent one by one although their role batches (each call waits on a reply before it): "
+                         f"{', '.join(waiting)}")
+        unread = sum(r.get("unreadable_stand_ins", 0) for r in rows)
+        if unread:
+            notes.append(f"{unread} stand-in replies could not be read by their stage: what would follow a real "
+                         "reply there is not counted")
+        if unknown and rows:
+            total["cost_usd"] = _sum_known([r["cost_usd"] for r in rows])
+        return {"stages": rows, "roles": list(roles.values()), "total": total, "notes": notes}
+
+
+def _sum_known(costs: Sequence[Range | None]) -> Range:
+    out: Range = 0
+    for c in costs:
+        if c is not None:
+            out = _add(out, c) or 0
+    return out
+
+
+run_plan = CallPlan()

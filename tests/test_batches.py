@@ -1,0 +1,149 @@
+"""Batch APIs (``batch = true`` for a role, ``--batch``): independent calls go to the loopback server's OpenAI
+Files and Batches endpoints, one batch per stage shard and model, at the batch price; a run killed while its
+batch is in flight and started again submits no new batch; dialogues stay interactive."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from rpbench.flows.kit.registry import modes
+from rpbench.tasks.llm.batches import batch_digest, send_batch
+from rpbench.tasks.llm.cache import CallCache
+from rpbench.tasks.llm.config import ModelSpec
+from tests.helpers import CLI, TEST_KEY_ENV, any_mode_responder, loopback_models_file, rpbench
+
+pytestmark = pytest.mark.usefixtures("harness")
+PRICE = (0.000002, 0.000008)  # interactive USD per prompt / reply token
+BATCH_PRICE = (0.000001, 0.000004)
+
+
+def _models_file(work: Path, server, batch: bool = True) -> Path:
+    return loopback_models_file(
+        work / "models.toml", server,
+        f"batch = {str(batch).lower()}\nbatch_poll_s = 0.1\ninput_cost_per_token = {PRICE[0]}\n"
+        f"output_cost_per_token = {PRICE[1]}\nbatch_input_cost_per_token = {BATCH_PRICE[0]}\n"
+        f"batch_output_cost_per_token = {BATCH_PRICE[1]}\n")
+
+
+def _calls(folder: Path, stage: str) -> list[dict]:
+    rows = []
+    for path in sorted((folder / "calls").glob(f"{stage}*.parquet")):
+        rows += pq.read_table(path).to_pylist()
+    return rows
+
+
+@pytest.fixture
+def server(loopback, monkeypatch):
+    monkeypatch.setenv(TEST_KEY_ENV, "sk-test-abcdef0123456789")
+    loopback.responder = any_mode_responder
+    return loopback
+
+
+def _step(mode: str, name: str, work: Path):
+    return next(s for s in modes()[mode].smoke_steps(work) if s.name == name)
+
+
+def test_furina_judging_goes_in_batches_at_the_batch_price_and_dialogues_stay_interactive(server, tmp_path):
+    models, cache = _models_file(tmp_path, server), tmp_path / "calls.sqlite"
+    shared = ["--models-file", str(models), "--cache", str(cache)]
+    for step in modes()["furina"].smoke_steps(tmp_path / "work"):
+        if step.name == "eval":
+            server.requests.clear()
+        ran = rpbench(*step.args, *(shared if step.uses_models else []))
+        assert ran.returncode == 0, f"{step.name}: {ran.stderr[-2000:]}"
+    eval_out = tmp_path / "work" / "eval"
+    assert server.batches, "no batch was submitted"
+    assert not server.requests, f"the evaluation sent {len(server.requests)} requests outside a batch"
+    judged = _calls(eval_out, "eval-judgments")
+    batched_keys = {line["custom_id"] for line in server.batch_requests}
+    assert {c["cache_key"] for c in judged if c["attempt"] == 0} <= batched_keys
+    # Each request once (the same judgment asked twice, or by two shards, is read from the cache the second
+    # time), at the batch price of its tokens.
+    paid = [c for c in judged if not c["cached"]]
+    assert len(paid) == len({c["cache_key"] for c in judged}) and len(server.batch_requests) == len(batched_keys)
+    for c in paid:
+        assert c["cost_usd"] == pytest.approx(BATCH_PRICE[0] * c["prompt_tokens"] + BATCH_PRICE[1] *
+                                              c["completion_tokens"])
+    # One batch per stage shard and model: every batch's requests are those of one stage shard's calls table.
+    shards = {path.name: {r["cache_key"] for r in pq.read_table(path).to_pylist()}
+              for path in (eval_out / "calls").glob("eval-*.parquet")}
+    for batch in server.batches.values():
+        lines = server.files[batch["input_file_id"]][1].splitlines()
+        keys = {json.loads(x)["custom_id"] for x in lines if x.strip()}
+        assert [name for name, made in shards.items() if keys <= made], f"batch {batch['id']} spans stage shards"
+    # The build's dialogue turns were sent one by one (each waits on the last reply): none went in a batch.
+    simulated = _calls(tmp_path / "work" / "bench", "build-simulate")
+    assert simulated and not {c["cache_key"] for c in simulated} & batched_keys
+
+
+def test_a_run_killed_while_its_batch_is_in_flight_polls_the_same_batch_again(server, tmp_path):
+    models, cache = _models_file(tmp_path, server), tmp_path / "calls.sqlite"
+    step = _step("roleinteract", "roleinteract", tmp_path / "work")
+    server.batch_delay = 3600  # the batch stays in flight until the test lets it finish
+    env = {**os.environ, "RPBENCH_PROGRESS_BAR": "0", "RPBENCH_SHARED_LIMITS": "0"}
+    proc = subprocess.Popen([*CLI, *step.args, "--models-file", str(models), "--cache", str(cache)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while not server.batches and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert server.batches, f"no batch was submitted: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}"
+        time.sleep(0.5)  # it polls the batch meanwhile
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    assert len(server.batches) == 1 and not server.requests
+    for batch in server.batches.values():
+        batch["_ready_at"] = 0.0  # the provider finishes it while no run is watching
+    ran = rpbench(*step.args, "--models-file", str(models), "--cache", str(cache))
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert len(server.batches) == 1, "the rerun submitted a batch again"
+    assert not server.requests, "the rerun sent the batch's requests one by one"
+    answered = _calls(step.out, "roleinteract-answers")
+    assert answered and {c["cache_key"] for c in answered} <= {line["custom_id"] for line in server.batch_requests}
+    # A third run finds every reply in the cache: nothing new at all.
+    ran = rpbench(*step.args, "--models-file", str(models), "--cache", str(cache))
+    assert ran.returncode == 0 and len(server.batches) == 1 and not server.requests
+
+
+def test_a_batch_created_but_never_journaled_is_found_again_by_its_digest(server, tmp_path):
+    """Killed between asking for the batch and writing its id down: the rerun finds it among the provider's
+    batches by the digest in its metadata, and submits nothing."""
+    spec = ModelSpec(model="openai/loopback", api_base=server.base_url, api_key_env=TEST_KEY_ENV,
+                     batch=True, batch_poll_s=0.05)
+    cache = CallCache(tmp_path / "calls.sqlite")
+    items = [(f"key-{k}", [{"role": "user", "content": f"question {k}"}], None, 0) for k in range(3)]
+    first = asyncio.run(send_batch(spec, items, cache, "test"))
+    assert len(server.batches) == 1 and len(first[1]) == 3
+    digest = batch_digest(spec, [i[0] for i in items])
+    cache.journal_batch(digest, {"file_id": "file-1", "creating": True})  # as a kill would have left it
+    again = asyncio.run(send_batch(spec, items, cache, "test"))
+    assert len(server.batches) == 1 and again[0] == first[0] and again[1] == first[1]
+
+
+def test_the_plan_prices_batched_calls_at_the_batch_price_and_names_dialogues_left_interactive(server, tmp_path):
+    models, cache = _models_file(tmp_path, server), tmp_path / "calls.sqlite"
+    step = _step("pingpong", "pingpong", tmp_path / "work")
+    ran = rpbench(*step.args, "--models-file", str(models), "--cache", str(cache), "--plan", "--json")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    plan = json.loads(ran.stdout.strip().splitlines()[-1])
+    by_stage = {(r["stage"], r["role"]): r for r in plan["stages"]}
+    judged = [r for (stage, _), r in by_stage.items() if stage == "pingpong-judgments" and r["calls"]]
+    talked = [r for (stage, _), r in by_stage.items() if stage == "pingpong-conversations" and r["calls"]]
+    assert judged and all(r["sent_as"] == "batch" for r in judged)
+    assert talked and all(r["sent_as"] == "interactive" for r in talked)
+    assert any("sent one by one" in n for n in plan["notes"])
+    for r in judged:
+        low = r["prompt_tokens"][0] if isinstance(r["prompt_tokens"], list) else r["prompt_tokens"]
+        reply = r["reply_tokens"][0] if isinstance(r["reply_tokens"], list) else r["reply_tokens"]
+        cost = r["cost_usd"][0] if isinstance(r["cost_usd"], list) else r["cost_usd"]
+        assert cost == pytest.approx(BATCH_PRICE[0] * low + BATCH_PRICE[1] * reply, rel=1e-3)

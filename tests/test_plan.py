@@ -1,0 +1,80 @@
+"""``--plan`` against the run it plans: every registered mode's smoke scenario (FURINA's covers the demo's flows:
+a pool, a build, an evaluation) is planned with ``--plan --json`` and then run on the loopback server, which
+answers as the plan's stand-ins do. The plan's calls must be within 5% of the requests the server received, its
+prompt tokens within 20% of theirs, and the plan must send nothing and write nothing but plan.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import litellm
+import pytest
+
+from rpbench.flows.kit.registry import modes
+from tests.helpers import TEST_KEY_ENV, loopback_models_file, rpbench, stand_in_responder
+
+pytestmark = pytest.mark.usefixtures("harness")
+
+
+def _models_file(work: Path, server) -> Path:
+    return loopback_models_file(work / "models.toml", server,
+                                "input_cost_per_token = 0.000001\noutput_cost_per_token = 0.000004\n")
+
+
+def _low(value):
+    return value[0] if isinstance(value, list) else value
+
+
+def _files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")} if folder.exists() else set()
+
+
+@pytest.mark.parametrize("mode", sorted(modes()))
+def test_the_plan_matches_the_run_it_plans(mode, loopback, tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_KEY_ENV, "sk-test-abcdef0123456789")
+    loopback.responder = stand_in_responder
+    models, cache = _models_file(tmp_path, loopback), tmp_path / "calls.sqlite"
+    steps = modes()[mode].smoke_steps(tmp_path / "work")
+    planned_steps, judged_itself = 0, False
+    for step in steps:
+        extra = ["--models-file", str(models), "--cache", str(cache)] if step.uses_models else []
+        if step.uses_models:
+            before = _files(step.out)
+            loopback.requests.clear()
+            ran = rpbench(*step.args, *extra, "--plan", "--json")
+            assert ran.returncode == 0, f"{step.name} --plan: {ran.stderr[-2000:]}"
+            assert loopback.requests == [], f"{step.name} --plan sent {len(loopback.requests)} requests"
+            assert _files(step.out) - before <= {"plan.json"}, f"{step.name} --plan wrote into {step.out}"
+            plan = json.loads(ran.stdout.strip().splitlines()[-1])
+            total = plan["total"]
+            assert set(total) >= {"calls", "prompt_tokens", "reply_tokens", "cost_usd"}
+        ran = rpbench(*step.args, *extra)
+        assert ran.returncode == 0, f"{step.name}: {ran.stderr[-2000:]}"
+        if not step.uses_models:
+            continue
+        sent = loopback.requests
+        tokens = sum(litellm.token_counter(model="gpt-4o-mini", messages=b["messages"]) for b in sent)
+        planned_calls, planned_tokens = _low(total["calls"]), _low(total["prompt_tokens"])
+        print(f"{step.name}: planned {planned_calls} calls, {planned_tokens} prompt tokens; "
+              f"sent {len(sent)}, {tokens}")
+        assert not [n for n in plan["notes"] if "could not be read" in n], (step.name, plan["notes"])
+        assert abs(planned_calls - len(sent)) <= 0.05 * len(sent), (step.name, planned_calls, len(sent))
+        assert abs(planned_tokens - tokens) <= 0.2 * max(tokens, 1), (step.name, planned_tokens, tokens)
+        if sent:
+            assert _low(total["cost_usd"]) > 0
+        manifest = json.loads((step.out / "manifest.json").read_text())
+        assert manifest["plan"] == total, f"{step.name}: the run's manifest does not show its plan"
+        assert manifest["this_run"]["calls_sent"] == len(sent)
+        report = step.out / "report.html"
+        for line in manifest.get("self_judging") or []:  # every role here is one model: judges judge themselves
+            assert report.is_file() and line.split(":")[0] in report.read_text(), f"{step.name}: {line}"
+        judged_itself = judged_itself or bool(manifest.get("self_judging"))
+        planned_steps += 1
+        last = step, extra
+    # Planned again after the run: every call is in the cache now, so nothing is left to pay.
+    step, extra = last
+    again = json.loads(rpbench(*step.args, *extra, "--plan", "--json").stdout.strip().splitlines()[-1])["total"]
+    assert again["calls"] == 0 and again["cost_usd"] == 0 and again["cached_calls"] > 0, again
+    assert planned_steps, f"mode {mode}'s smoke scenario calls no model, so nothing was planned"
+    assert judged_itself or mode == "roleinteract", f"{mode}: no run of it said its judge judged its own model"
