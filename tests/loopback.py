@@ -236,6 +236,22 @@ class LoopbackServer:
                                   "first_id": data[0]["id"] if data else None,
                                   "last_id": data[-1]["id"] if data else None})
 
+    # -- Anthropic's Messages API (what litellm sends anthropic/ models to) -------------------------------
+    async def _anthropic(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests.append(body)
+        self.log.append({"started": time.time(), "answered": time.time(), "ok": True})
+        text = self.scripted.popleft() if self.scripted else "(nods) A fair question. I choose B."
+        # What Anthropic reports: tokens read from its prompt cache and tokens written to it, apart.
+        marked = sum(1 for m in body.get("messages", []) for block in
+                     (m["content"] if isinstance(m.get("content"), list) else []) if block.get("cache_control"))
+        return web.json_response({
+            "id": "msg_loopback", "type": "message", "role": "assistant", "model": body.get("model"),
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": max(1, len(text) // 4),
+                      "cache_read_input_tokens": self.cached_tokens if marked else 0,
+                      "cache_creation_input_tokens": 5 if marked else 0}})
+
     def _app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         for prefix in ("/v1", ""):
@@ -247,6 +263,7 @@ class LoopbackServer:
             app.router.add_get(prefix + "/batches/{batch_id}", self._get_batch)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
+        app.router.add_post("/v1/messages", self._anthropic)
         # Azure OpenAI's route: a deployment in the path, the API version in the query.
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._chat)
         return app

@@ -73,6 +73,11 @@ def test_furina_judging_goes_in_batches_at_the_batch_price_and_dialogues_stay_in
     for c in paid:
         assert c["cost_usd"] == pytest.approx(BATCH_PRICE[0] * c["prompt_tokens"] + BATCH_PRICE[1] *
                                               c["completion_tokens"])
+    # The run's accounting (the manifest's cost) is what the calls cost at those prices.
+    manifest = json.loads((eval_out / "manifest.json").read_text())
+    every = [r for path in (eval_out / "calls").glob("*.parquet") for r in pq.read_table(path).to_pylist()]
+    assert manifest["totals"]["cost_usd"] == pytest.approx(sum(r["cost_usd"] or 0 for r in every if not r["cached"]),
+                                                           abs=1e-6)
     # One batch per stage shard and model: every batch's requests are those of one stage shard's calls table.
     shards = {path.name: {r["cache_key"] for r in pq.read_table(path).to_pylist()}
               for path in (eval_out / "calls").glob("eval-*.parquet")}
@@ -147,3 +152,16 @@ def test_the_plan_prices_batched_calls_at_the_batch_price_and_names_dialogues_le
         reply = r["reply_tokens"][0] if isinstance(r["reply_tokens"], list) else r["reply_tokens"]
         cost = r["cost_usd"][0] if isinstance(r["cost_usd"], list) else r["cost_usd"]
         assert cost == pytest.approx(BATCH_PRICE[0] * low + BATCH_PRICE[1] * reply, rel=1e-3)
+
+
+def test_the_batch_option_batches_every_role_of_a_models_file_that_does_not(server, tmp_path):
+    models, cache = _models_file(tmp_path, server, batch=False), tmp_path / "calls.sqlite"
+    step = _step("roleinteract", "roleinteract", tmp_path / "work")
+    ran = rpbench(*step.args, "--models-file", str(models), "--cache", str(cache), "--batch")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert server.batches and not server.requests
+    # Without it, the same models file sends them one by one.
+    ran = rpbench(*step.args, "--models-file", str(models), "--cache", str(tmp_path / "other.sqlite"),
+                  "--out", str(tmp_path / "again"))
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert len(server.batches) == 1 and server.requests

@@ -102,6 +102,9 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
             if settings.max_cost is not None and chosen_runner() != "threads":
                 raise InputError("--max-cost: the budget is kept by the process that sends the calls; on Dask each "
                                  "worker sends its own, so it could not hold: run with the threads runner")
+            if settings.batch and chosen_runner() != "threads":
+                raise InputError("--batch: it reaches the calls sent from this process only; on Dask each worker "
+                                 "sends its own: write batch = true for the roles in the models file instead")
             check_role_sections(load_models_config(settings.models_file), settings.models_file,
                                 _names_given(settings))
         folder = run_folder(model, settings)

@@ -74,6 +74,9 @@ class ModelSpec(BaseModel):
     cached_input_cost_per_token: float | None = Field(
         default=None, description="USD for a prompt token the provider read from its prompt cache; default: "
         "litellm's price, else the input price.")
+    cache_write_cost_per_token: float | None = Field(
+        default=None, description="USD for a prompt token written to the provider's prompt cache (Anthropic); "
+        "default: litellm's price, else the input price.")
     batch: bool = Field(default=False, description="Send this role's independent calls (judging, checking, "
                         "answering a fixed question; not a dialogue's turns) through the provider's batch API, "
                         "one batch per stage shard: about half the price, replies within the provider's window "

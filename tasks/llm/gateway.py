@@ -47,6 +47,7 @@ from rpbench.tasks.llm.local_models import model_fingerprint
 from rpbench.tasks.llm.local_provider import register_local_provider
 from rpbench.tasks.llm.planning import run_plan
 from rpbench.tasks.llm.process_pool import ProcessPool, acquire_pool, release_pool
+from rpbench.tasks.llm.prompt_cache import PrefixMemory, with_cache_marks
 from rpbench.tasks.llm.provider_schema import family_of, response_format
 from rpbench.tasks.llm.requests import CallResult, Message, NoReply, Parser, Reply, Request
 from rpbench.tasks.llm.stopping import gate, on_the_wire
@@ -105,16 +106,26 @@ def cached_prompt_price(spec: ModelSpec, prices: tuple[float, float]) -> float:
     return found if found is not None else prices[0]
 
 
+def cache_write_price(spec: ModelSpec, prices: tuple[float, float]) -> float:
+    """USD per prompt token written to the provider's prompt cache (Anthropic bills it above the input price):
+    the config's, else litellm's, else the input price."""
+    if spec.cache_write_cost_per_token is not None:
+        return spec.cache_write_cost_per_token
+    found = _listed_price(spec.model, "cache_creation_input_token_cost")
+    return found if found is not None else prices[0]
+
+
 def call_cost(spec: ModelSpec, prompt_tokens: int, completion_tokens: int, batch: bool = False,
-              cached_prompt_tokens: int | None = None) -> float | None:
-    """Cost in USD (see ``prices_of``, ``batch_prices_of``), the prompt tokens the provider read from its cache
-    at the cached price; None when the price is unknown."""
+              cached_prompt_tokens: int | None = None, cache_write_tokens: int | None = None) -> float | None:
+    """Cost in USD (see ``prices_of``, ``batch_prices_of``): the prompt tokens the provider read from its cache
+    at the cached price, those it wrote to it at the write price; None when the price is unknown."""
     prices = batch_prices_of(spec) if batch else prices_of(spec)
     if prices is None:
         return None
     cached = min(cached_prompt_tokens or 0, prompt_tokens)
-    return (prices[0] * (prompt_tokens - cached) + cached_prompt_price(spec, prices) * cached
-            + prices[1] * completion_tokens)
+    written = min(cache_write_tokens or 0, prompt_tokens - cached)
+    return (prices[0] * (prompt_tokens - cached - written) + cached_prompt_price(spec, prices) * cached
+            + cache_write_price(spec, prices) * written + prices[1] * completion_tokens)
 
 
 _batch_locks: dict[str, threading.Lock] = {}
@@ -167,6 +178,7 @@ class Gateway:
         self.batchable = False
         # Replies a batch of this run brought, by cache key, until the call that asked is made (see _reply).
         self._batched: dict[str, dict[str, Any]] = {}
+        self._prefixes = PrefixMemory()  # recent prompts, to mark the prefixes Anthropic should cache
         tune_litellm()
         register_local_provider(config.local_models)
 
@@ -240,6 +252,8 @@ class Gateway:
         them records how many it made.
         """
         policy = self.config.retry
+        if family_of(spec.model) == "anthropic":  # Anthropic caches a prompt only up to a marked block
+            messages = with_cache_marks(messages, self._prefixes, (self.stage, record.role))
         kwargs = request_kwargs(spec, messages, response_format)
         pool = self._pool_for(spec) if spec.processes > 1 else None
         bounds = bounds_for(spec.endpoint(), spec.max_concurrency, spec.rpm)
@@ -279,8 +293,8 @@ class Gateway:
                     reply, latency = await attempt_once()
         n_in, n_out = reply["prompt_tokens"], reply["completion_tokens"]
         # None when the price is unknown: recorded as unknown, never as free.
-        cost = call_cost(spec, n_in, n_out or 0, cached_prompt_tokens=reply.get("cached_prompt_tokens")
-                         ) if n_in is not None else None
+        cost = call_cost(spec, n_in, n_out or 0, cached_prompt_tokens=reply.get("cached_prompt_tokens"),
+                         cache_write_tokens=reply.get("cache_write_tokens")) if n_in is not None else None
         return {**reply, "latency_s": latency, "cost_usd": cost}
 
     async def _reply(self, spec: ModelSpec, record: CallRecord, convo: list[Message],

@@ -103,6 +103,8 @@ def reply_fields(response: Any) -> dict[str, Any]:
         n_in = n_out = None
     details = getattr(usage, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", None) if details is not None else None
+    written = (getattr(details, "cache_write_tokens", None) if details is not None else None) or \
+        getattr(usage, "cache_creation_input_tokens", None)
     return {
         "text": choice.message.content or "",
         "finish_reason": choice.finish_reason,
@@ -110,6 +112,8 @@ def reply_fields(response: Any) -> dict[str, Any]:
         "completion_tokens": n_out,
         # OpenAI's (and, through litellm, Anthropic's) count of prompt tokens read from the provider's cache.
         "cached_prompt_tokens": int(cached) if cached else None,
+        # Anthropic's count of prompt tokens written to its cache (billed above the input price).
+        "cache_write_tokens": int(written) if written else None,
     }
 
 
