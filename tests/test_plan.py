@@ -78,3 +78,35 @@ def test_the_plan_matches_the_run_it_plans(mode, loopback, tmp_path, monkeypatch
     assert again["calls"] == 0 and again["cost_usd"] == 0 and again["cached_calls"] > 0, again
     assert planned_steps, f"mode {mode}'s smoke scenario calls no model, so nothing was planned"
     assert judged_itself or mode == "roleinteract", f"{mode}: no run of it said its judge judged its own model"
+
+
+def _commands():
+    """Every command of the command line (each mode loaded), by its words."""
+    from rpbench.flows.cli.main import make_cli
+    from rpbench.flows.kit.registry import modes
+
+    cli = make_cli()
+    for mode in modes().values():
+        cli._load(mode)
+    out = {}
+
+    def walk(cmd, words):
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk(sub, (*words, name))
+        else:
+            out[" ".join(words)] = cmd
+
+    walk(cli, ())
+    return out
+
+
+def test_every_command_that_calls_models_through_its_stages_plans_and_no_other_does():
+    offered = {words for words, cmd in _commands().items() if any(p.name == "plan" for p in cmd.params)}
+    must = {"demo", "build", "eval", "pool build", "characters synthesize", "suite run", "pingpong run",
+            "pingpong rejudge", "dmt run", "roleinteract run", "rolellm eval", "rolellm context-instruct",
+            "rolellm general", "rolellm profile", "rolellm select"}
+    assert must <= offered, f"no --plan on {sorted(must - offered)}"
+    # Training would be carried out by a plan (its work is not model calls); `models check` sends on its own.
+    assert not offered & {"train", "merge", "models", "prepare", "pool chunk"}

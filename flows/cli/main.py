@@ -162,7 +162,7 @@ def make_app() -> typer.Typer:
         no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
         callback=choose_runner, cls=ModesGroup,
     )
-    app.command("models")(settings_command(ModelsSettings, models))
+    app.command("models")(settings_command(ModelsSettings, models, plans=False))
     app.command("modes")(show_modes)
     app.command("trigger")(trigger_run)
     app.command("report")(report_runs)

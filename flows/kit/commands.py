@@ -66,11 +66,14 @@ def parse_settings(model: type[S], values: dict[str, Any]) -> S:
         raise InputError(f"{where}: {msg}") from None
 
 
-def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers: bool = True) -> Callable[..., None]:
+def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers: bool = True,
+                     plans: bool = True) -> Callable[..., None]:
     """A typer command taking ``model``'s fields as options and calling ``run`` with the settings.
 
     For a run (``RunSettings``) the gateway's worker processes start as soon as the settings are checked
-    (``run_workers``), unless ``starts_workers`` is False (a command that sends no model calls).
+    (``run_workers``), unless ``starts_workers`` is False (a command that sends no model calls). A run that
+    calls models through its stages takes ``--plan``, unless ``plans`` is False (a command whose work is not
+    its model calls, such as training, which a plan would carry out).
     """
     # The command's own options first, then those it shares with other commands (inherited), then LAST.
     own = [n for n in model.__annotations__ if n in model.model_fields and n not in LAST]
@@ -79,7 +82,7 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
 
     old = _deprecated(model, names)
 
-    plans = issubclass(model, RunSettings) and starts_workers  # a command that calls models can plan first
+    plans = plans and issubclass(model, RunSettings) and starts_workers  # it calls models: it can plan first
 
     def command(**values: Any) -> None:
         plan, as_json = values.pop("plan", False), values.pop("plan_json", False)

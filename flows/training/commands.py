@@ -70,5 +70,5 @@ def merge(s: MergeSettings) -> None:
 
 
 def add_commands(app: typer.Typer) -> None:
-    app.command("train")(settings_command(TrainSettings, train))
+    app.command("train")(settings_command(TrainSettings, train, plans=False))
     app.command("merge")(settings_command(MergeSettings, merge))
