@@ -42,7 +42,7 @@ def high(value: object) -> float:
 def main() -> None:
     import pyarrow.parquet as pq
 
-    from rpbench.flows.kit.registry import modes
+    from rpbench.flows.kit.front.registry import modes
     from tests.helpers import TEST_KEY_ENV, any_mode_responder, rpbench
     from tests.loopback import LoopbackServer
 

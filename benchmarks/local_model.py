@@ -35,11 +35,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rpbench.tasks.llm.llamacpp_engine import LlamaCppEngine  # noqa: E402
-from rpbench.tasks.llm.local_engine import GenRequest, GenResult  # noqa: E402
-from rpbench.tasks.llm.local_models import EMBEDDED_SPEC, find_embedded_gguf  # noqa: E402
-from rpbench.tasks.llm.tokens import tokenizer  # noqa: E402
-from rpbench.tasks.llm.transformers_engine import TransformersEngine  # noqa: E402
+from rpbench.tasks.llm.local.generation import GenRequest, GenResult  # noqa: E402
+from rpbench.tasks.llm.local.hf import TransformersEngine  # noqa: E402
+from rpbench.tasks.llm.local.llamacpp import LlamaCppEngine  # noqa: E402
+from rpbench.tasks.llm.local.models import EMBEDDED_SPEC, find_embedded_gguf  # noqa: E402
+from rpbench.tasks.llm.local.tokens import tokenizer  # noqa: E402
 
 BOOK = ROOT / "samples" / "books" / "the_keepers_ledger.en.txt"
 SCHEMA = {

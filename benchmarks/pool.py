@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
 from rpbench.tasks.llm.gateway import Gateway  # noqa: E402
-from rpbench.tasks.llm.tokens import tokenizer  # noqa: E402
+from rpbench.tasks.llm.local.tokens import tokenizer  # noqa: E402
 from rpbench.tasks.modes.furina.pool.chunking import static_chunks  # noqa: E402
 from rpbench.tasks.modes.furina.pool.extract import extraction_request  # noqa: E402
 from rpbench.tasks.modes.furina.pool.ingest import read_book  # noqa: E402

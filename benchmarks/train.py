@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rpbench.tasks.llm.hf_weights import transformers_folder  # noqa: E402
-from rpbench.tasks.llm.local_models import EMBEDDED, local_model, weights_path  # noqa: E402
+from rpbench.tasks.llm.local.hf_weights import transformers_folder  # noqa: E402
+from rpbench.tasks.llm.local.models import EMBEDDED, local_model, weights_path  # noqa: E402
 from rpbench.tasks.modes.rolellm.training import rolebench_samples  # noqa: E402
 from rpbench.tasks.training.recipe import LoraOptions, recipe  # noqa: E402
 from rpbench.tasks.training.trainer import build_trainer, load_base, sft_rows  # noqa: E402

@@ -26,12 +26,12 @@ from prefect.exceptions import ObjectAlreadyExists
 from prefect.schedules import Cron
 from prefect.utilities.asyncutils import run_coro_as_sync
 
-from rpbench.flows.kit.registry import modes
+from rpbench.flows.kit.front.registry import modes
 from rpbench.flows.suite.flow import suite
 from rpbench.flows.training.flows import train_lora_flow
 
 # What a work pool's workers need to run a flow the way this process would: the runner choice (see
-# flows/kit/runners.py). Keys never travel this way: each worker reads its own environment.
+# flows/kit/scale/runners.py). Keys never travel this way: each worker reads its own environment.
 RUNNER_ENV = ("RPBENCH_RUNNER", "RPBENCH_DASK_ADDRESS", "RPBENCH_DASK_WORKERS")
 
 

@@ -123,7 +123,7 @@ def check_server() -> str:
 
 def _flow_checks(flow_name: str) -> tuple[type[BaseModel], Callable[[Any], Any] | None] | None:
     """The settings model of the flow Prefect calls ``flow_name``, and its input check (if it has one)."""
-    from rpbench.flows.kit.registry import load_ref, modes
+    from rpbench.flows.kit.front.registry import load_ref, modes
     from rpbench.flows.suite.flow import suite
     from rpbench.flows.suite.plan import check_suite
     from rpbench.flows.training.checks import check_train

@@ -9,7 +9,7 @@ from pathlib import Path
 
 # Offline and quiet before anything imports prefect, litellm or transformers.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from rpbench.flows.kit.environment import setup_environment
+from rpbench.flows.kit.running.environment import setup_environment
 
 # Two workers share two cores: the local model's threads (llama.cpp, torch) take one core each, as threads that
 # wait on a core another worker holds slow every step (set before torch is imported; subprocesses inherit it).

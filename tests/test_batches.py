@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rpbench.flows.kit.registry import modes
+from rpbench.flows.kit.front.registry import modes
 from rpbench.tasks.llm.batches import batch_digest, send_batch
 from rpbench.tasks.llm.cache import CallCache
 from rpbench.tasks.llm.config import ModelSpec
@@ -165,3 +165,11 @@ def test_the_batch_option_batches_every_role_of_a_models_file_that_does_not(serv
                   "--out", str(tmp_path / "again"))
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert len(server.batches) == 1 and server.requests
+
+
+def test_a_role_whose_route_has_no_batch_api_cannot_ask_for_batches():
+    with pytest.raises(ValueError, match="has no batch API"):
+        ModelSpec(model="local/smollm2-135m", batch=True)
+    with pytest.raises(ValueError, match="has no batch API"):
+        ModelSpec(model="gemini/gemini-2.0-flash", batch=True)
+    assert ModelSpec(model="azure/my-deployment", api_base="https://x.openai.azure.com", batch=True).batch

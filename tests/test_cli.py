@@ -149,7 +149,7 @@ def test_models_file_is_the_option_and_models_still_works_with_a_warning(tmp_pat
 
 
 def test_each_modes_models_file_help_names_that_modes_roles():
-    from rpbench.flows.kit.registry import modes
+    from rpbench.flows.kit.front.registry import modes
 
     for args, mode in ((["roleinteract", "run", "--help"], "roleinteract"), (["pingpong", "run", "--help"],
                                                                               "pingpong"), (["eval", "--help"], "furina")):
@@ -162,7 +162,7 @@ def test_each_modes_models_file_help_names_that_modes_roles():
 def test_a_modes_commands_listed_by_its_spec_are_the_ones_it_adds():
     """The one-line help `rpbench --help` shows before a mode loads is the loaded command's own first line."""
     from rpbench.flows.cli.main import make_cli
-    from rpbench.flows.kit.registry import modes
+    from rpbench.flows.kit.front.registry import modes
 
     cli = make_cli()
     for mode in modes().values():

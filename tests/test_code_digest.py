@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from rpbench.flows.kit.code_digest import code_digest, dependencies, package_root
-from rpbench.flows.kit.registry import modes
+from rpbench.flows.kit.front.registry import modes
+from rpbench.flows.kit.running.code_digest import code_digest, dependencies, package_root
 
 
 def _copy(tmp_path: Path) -> Path:

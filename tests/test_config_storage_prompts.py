@@ -166,7 +166,7 @@ def test_render_is_strict_and_records_the_template_hash():
 
 
 def test_each_stage_records_only_its_own_templates(tmp_path):
-    from rpbench.flows.kit.stage import StageRun, StageSpec
+    from rpbench.flows.kit.running.stage import StageRun, StageSpec
 
     def run(name: str, language: str):
         stage = StageRun(StageSpec(name, templates=("furina/eval/checker",)), {"out": str(tmp_path / name)})
@@ -182,7 +182,7 @@ def test_each_stage_records_only_its_own_templates(tmp_path):
 
 def test_a_stage_that_renders_an_undeclared_template_is_refused(tmp_path):
     """Its cache key would miss edits to that template: a programming error, caught at once."""
-    from rpbench.flows.kit.stage import StageRun, StageSpec
+    from rpbench.flows.kit.running.stage import StageRun, StageSpec
 
     def run():
         stage = StageRun(StageSpec("s", templates=("furina/eval/judge",)), {"out": str(tmp_path)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def test_deployments_declare_every_flow_and_a_nightly_schedule():
     from rpbench.deployments.serve import deployments
-    from rpbench.flows.kit.registry import modes
+    from rpbench.flows.kit.front.registry import modes
     from rpbench.flows.modes.furina.settings import EvalSettings
 
     deps = {(d.flow_name, d.name): d for d in deployments()}

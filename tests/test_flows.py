@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rpbench.flows.kit.stage import slug
+from rpbench.flows.kit.running.stage import slug
 from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings, PoolSettings
 from rpbench.samples import sample_path
 from rpbench.storage.schemas import CALLS

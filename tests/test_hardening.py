@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rpbench.flows.kit.registry import SmokeStep, modes
+from rpbench.flows.kit.front.registry import SmokeStep, modes
 from tests.helpers import CLI, any_mode_responder
 
 pytestmark = pytest.mark.slow
@@ -98,7 +98,7 @@ _last_code = [0]
 def _expected_outcome(out: Path, code: int, limit: float = 0.1) -> None:
     """The exit code a run must give, worked out from its published tables: 3 when a model lost more than
     ``limit`` of its items or a stage got no usable reply to any call, 0 otherwise."""
-    from rpbench.flows.kit.stage import slug
+    from rpbench.flows.kit.running.stage import slug
 
     failures = pq.read_table(out / "failures.parquet").to_pylist() if (out / "failures.parquet").is_file() else []
     failed = Counter(m for m, _ in {(f["model"], f["item_id"]) for f in failures if not f["scored"]})

@@ -22,7 +22,7 @@ ROLEINTERACT = sample_path("roleinteract", "example.json")
 @pytest.fixture
 def no_flow(monkeypatch):
     """A command that starts a flow fails the test: these errors come before any."""
-    import rpbench.flows.kit.run as run
+    import rpbench.flows.kit.running.run as run
 
     def refuse(*_args, **_kwargs):
         raise AssertionError("a flow was started")
@@ -179,7 +179,7 @@ def test_context_instruct_limit_keeps_the_first_roles(tmp_path):
 
 
 def test_a_judge_bound_to_the_model_under_test_is_pointed_out(tmp_path):
-    from rpbench.flows.kit.self_judging import self_judging
+    from rpbench.flows.kit.running.self_judging import self_judging
     from rpbench.flows.modes.pingpong.settings import PingPongSettings
     from rpbench.tasks.llm import load_models_config
 

@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 
-from rpbench.flows.kit import leases
-from rpbench.flows.kit.leases import Leaser, block_size
+from rpbench.flows.kit.scale import leases
+from rpbench.flows.kit.scale.leases import Leaser, block_size
 
 
 class FakeServer:
@@ -202,7 +202,7 @@ def test_a_busy_holder_gives_its_oldest_lease_back_so_another_gets_a_turn(monkey
 
 _EXITING = """
 import asyncio, sys, uuid
-from rpbench.flows.kit import leases
+from rpbench.flows.kit.scale import leases
 
 async def lease(name, slots):
     return uuid.uuid4()
@@ -245,7 +245,7 @@ def test_an_endpoints_limits_are_made_once_however_many_requests_start_together(
     """64 requests starting at once: one of them creates the limits on the server and its leaser; the others
     wait for it and share it. When making them fails, every waiting request hears why, and a later one tries
     again."""
-    from rpbench.flows.kit import shared_limits
+    from rpbench.flows.kit.scale import shared_limits
 
     made: list[str] = []
     fail = {"now": True}

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from rpbench.tasks.llm.llamacpp_engine import LlamaCppEngine, LocalModelError, strict
-from rpbench.tasks.llm.local_engine import EngineMeter, GenRequest, GenResult
-from rpbench.tasks.llm.local_models import EMBEDDED_SPEC, LocalModelSpec
-from rpbench.tasks.llm.transformers_engine import _PerRowSampler
+from rpbench.tasks.llm.local.generation import EngineMeter, GenRequest, GenResult
+from rpbench.tasks.llm.local.hf import _PerRowSampler
+from rpbench.tasks.llm.local.llamacpp import LlamaCppEngine, LocalModelError, strict
+from rpbench.tasks.llm.local.models import EMBEDDED_SPEC, LocalModelSpec
 
 SCHEMA = {"type": "object", "properties": {"reasoning": {"type": "string"}, "score": {"type": "integer"}},
           "required": ["reasoning", "score"]}
@@ -126,14 +126,14 @@ def test_top_p_keeps_only_the_most_likely_tokens():
 
 
 def test_a_gguf_runs_on_transformers_when_cuda_is_here_but_llamacpp_is_the_cpu_build(tmp_path, monkeypatch):
-    from rpbench.tasks.llm import local_engine
-    from rpbench.tasks.llm.local_models import register_local_models
-    from rpbench.tasks.llm.transformers_engine import TransformersEngine
+    from rpbench.tasks.llm.local import engines
+    from rpbench.tasks.llm.local.hf import TransformersEngine
+    from rpbench.tasks.llm.local.models import register_local_models
 
     (tmp_path / "gpu.gguf").write_bytes(b"GGUF")
     register_local_models({"on-gpu": LocalModelSpec(path=str(tmp_path / "gpu.gguf")),
                            "on-cpu": LocalModelSpec(path=str(tmp_path / "gpu.gguf"))})
-    monkeypatch.setattr(local_engine, "_cuda_without_llamacpp_gpu", lambda: True)
-    assert isinstance(local_engine.Engines.for_model("on-gpu"), TransformersEngine)
-    monkeypatch.setattr(local_engine, "_cuda_without_llamacpp_gpu", lambda: False)
-    assert isinstance(local_engine.Engines.for_model("on-cpu"), LlamaCppEngine)
+    monkeypatch.setattr(engines, "_cuda_without_llamacpp_gpu", lambda: True)
+    assert isinstance(engines.Engines.for_model("on-gpu"), TransformersEngine)
+    monkeypatch.setattr(engines, "_cuda_without_llamacpp_gpu", lambda: False)
+    assert isinstance(engines.Engines.for_model("on-cpu"), LlamaCppEngine)

@@ -9,9 +9,9 @@ from pydantic import BaseModel, Field
 
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.gateway import Gateway
-from rpbench.tasks.llm.llamacpp_engine import LlamaCppEngine
-from rpbench.tasks.llm.local_engine import GenRequest
-from rpbench.tasks.llm.local_models import EMBEDDED_SPEC, find_embedded_gguf
+from rpbench.tasks.llm.local.generation import GenRequest
+from rpbench.tasks.llm.local.llamacpp import LlamaCppEngine
+from rpbench.tasks.llm.local.models import EMBEDDED_SPEC, find_embedded_gguf
 
 # The module's tests share module-scoped fixtures (a server, a trained adapter, a work folder): one worker
 # runs them all, so the fixtures are made once.
@@ -93,7 +93,7 @@ def test_a_prompt_prefix_already_read_is_reused():
 
 def test_transformers_engine_samples_each_row_by_its_own_seed():
     """The engine for model folders: a sampled row's reply is the same alone and beside other rows."""
-    from rpbench.tasks.llm.transformers_engine import TransformersEngine
+    from rpbench.tasks.llm.local.hf import TransformersEngine
 
     engine = TransformersEngine("transformers-check", find_embedded_gguf())
     msg = [{"role": "user", "content": "Name one fruit."}]

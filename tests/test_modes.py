@@ -11,9 +11,9 @@ import random
 import pyarrow.parquet as pq
 import pytest
 
-from rpbench.flows.kit.registry import BenchmarkMode, annotation_kinds, get_mode, modes, register, unregister
-from rpbench.flows.kit.report import report_stage
-from rpbench.flows.kit.run import publish_outputs
+from rpbench.flows.kit.front.registry import BenchmarkMode, annotation_kinds, get_mode, modes, register, unregister
+from rpbench.flows.kit.running.report import report_stage
+from rpbench.flows.kit.running.run import publish_outputs
 from rpbench.storage.schemas import FAILURES, TableSpec
 from rpbench.storage.tables import write_records
 from rpbench.tasks.annotation.kinds import AnnotationKind
@@ -159,7 +159,7 @@ def test_two_modes_of_one_name_or_one_role_in_two_modes_are_refused(toy):
 
 
 def test_a_modes_settings_references_are_its_flows_own_settings_models():
-    from rpbench.flows.kit.registry import load_ref, modes
+    from rpbench.flows.kit.front.registry import load_ref, modes
     from rpbench.flows.suite.plan import settings_model
 
     named = 0
@@ -175,7 +175,7 @@ def test_a_suite_file_is_checked_without_importing_prefect_or_litellm():
     import subprocess
     import sys
 
-    code = ("from rpbench.flows.kit.environment import setup_environment; setup_environment()\n"
+    code = ("from rpbench.flows.kit.running.environment import setup_environment; setup_environment()\n"
             "from rpbench.flows.suite.plan import check_suite\n"
             "from rpbench.flows.suite.settings import SuiteSettings\n"
             "plan = check_suite(SuiteSettings(models=['test']))\n"

@@ -58,10 +58,11 @@ def test_a_models_file_may_name_local_models_and_must_name_only_those(tmp_path):
 
 def test_local_engines_are_picked_by_weights_and_cached_by_name(tmp_path, monkeypatch):
     """A GGUF file runs on llama.cpp, a model folder on transformers; one engine per name; unknown names fail."""
-    from rpbench.tasks.llm.llamacpp_engine import LlamaCppEngine
-    from rpbench.tasks.llm.local_engine import Engines, GenRequest, GenResult
-    from rpbench.tasks.llm.local_models import LocalModelSpec, register_local_models
-    from rpbench.tasks.llm.transformers_engine import TransformersEngine
+    from rpbench.tasks.llm.local.engines import Engines
+    from rpbench.tasks.llm.local.generation import GenRequest, GenResult
+    from rpbench.tasks.llm.local.hf import TransformersEngine
+    from rpbench.tasks.llm.local.llamacpp import LlamaCppEngine
+    from rpbench.tasks.llm.local.models import LocalModelSpec, register_local_models
 
     loaded: list[str] = []
 

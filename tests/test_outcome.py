@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rpbench.flows.kit.outcome import model_reasons, stage_reasons
+from rpbench.flows.kit.running.outcome import model_reasons, stage_reasons
 from rpbench.samples import sample_path
 from rpbench.tasks.core.records import CallRecord, Failure
 from tests.helpers import TEST_KEY_ENV, rpbench

@@ -11,7 +11,7 @@ from pathlib import Path
 import litellm
 import pytest
 
-from rpbench.flows.kit.registry import modes
+from rpbench.flows.kit.front.registry import modes
 from tests.helpers import TEST_KEY_ENV, loopback_models_file, rpbench, stand_in_responder
 
 pytestmark = pytest.mark.usefixtures("harness")
@@ -83,7 +83,7 @@ def test_the_plan_matches_the_run_it_plans(mode, loopback, tmp_path, monkeypatch
 def _commands():
     """Every command of the command line (each mode loaded), by its words."""
     from rpbench.flows.cli.main import make_cli
-    from rpbench.flows.kit.registry import modes
+    from rpbench.flows.kit.front.registry import modes
 
     cli = make_cli()
     for mode in modes().values():

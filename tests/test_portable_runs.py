@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from rpbench.flows.kit.registry import modes
+from rpbench.flows.kit.front.registry import modes
 from rpbench.storage.recorded_paths import PATHS_KEY, PATHS_RELATIVE
 from tests.helpers import TEST_KEY_ENV, any_mode_responder, rpbench
 

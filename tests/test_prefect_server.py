@@ -270,8 +270,8 @@ def test_two_runs_sharing_a_key_hold_its_limit_together(served, _server):
 
 _LEASING = """
 import asyncio, json, sys
-from rpbench.flows.kit.leases import all_stats
-from rpbench.flows.kit.shared_limits import install_shared_limits
+from rpbench.flows.kit.scale.leases import all_stats
+from rpbench.flows.kit.scale.shared_limits import install_shared_limits
 from rpbench.tasks.llm import Request, load_models_config
 from rpbench.tasks.llm.gateway import Gateway
 

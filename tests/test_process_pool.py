@@ -160,7 +160,7 @@ def test_a_run_starts_its_workers_as_it_starts_and_its_first_stage_takes_them_ov
     The first stage to use them takes them over, so they stop with the last stage using them (a report stage
     after it does not carry them); a run whose stages never used them stops them as it ends. A subflow (the
     suite's modes) starts none of its own. Stages on Dask workers start their own, so none start here."""
-    from rpbench.flows.kit.run_workers import workers_for_run
+    from rpbench.flows.kit.scale.run_workers import workers_for_run
     from rpbench.tasks.llm import process_pool
 
     models = tmp_path / "models.toml"
@@ -208,8 +208,8 @@ def test_the_command_line_starts_the_workers_before_its_flow_and_a_command_witho
     import typer
     from typer.testing import CliRunner
 
-    from rpbench.flows.kit.commands import settings_command
-    from rpbench.flows.kit.settings import RunSettings
+    from rpbench.flows.kit.front.commands import settings_command
+    from rpbench.flows.kit.front.settings import RunSettings
     from rpbench.tasks.llm import process_pool
 
     models = tmp_path / "models.toml"

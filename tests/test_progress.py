@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
-from rpbench.flows.kit.progress import StageProgress
+from rpbench.flows.kit.running.progress import StageProgress
 
 
 def test_a_silent_wait_still_logs_a_line_every_heartbeat(caplog):

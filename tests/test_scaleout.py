@@ -16,7 +16,7 @@ def test_the_runner_comes_from_the_environment_and_an_unknown_one_is_an_error(mo
     from prefect.task_runners import ThreadPoolTaskRunner
     from prefect_dask import DaskTaskRunner
 
-    from rpbench.flows.kit.runners import stage_runner, with_chosen_runner
+    from rpbench.flows.kit.scale.runners import stage_runner, with_chosen_runner
     from rpbench.flows.modes.roleinteract.flows import roleinteract
     from rpbench.tasks.core.errors import InputError
 
@@ -99,7 +99,7 @@ def test_a_missing_key_variable_is_said_plainly(monkeypatch):
 
 
 def test_the_vllm_preset_points_every_role_at_one_openai_compatible_server():
-    from rpbench.flows.kit.registry import builtin_roles
+    from rpbench.flows.kit.front.registry import builtin_roles
     from rpbench.tasks.llm import load_models_config
     from rpbench.tasks.llm.config import presets
 

@@ -17,8 +17,8 @@ import pytest
 
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm.hf_weights import transformers_folder
-from rpbench.tasks.llm.local_models import EMBEDDED, local_model, weights_path
+from rpbench.tasks.llm.local.hf_weights import transformers_folder
+from rpbench.tasks.llm.local.models import EMBEDDED, local_model, weights_path
 from rpbench.tasks.modes.furina.character_files import write_characters
 from rpbench.tasks.modes.furina.scene_files import write_scenes
 from rpbench.tasks.modes.furina.tables import DIALOGUES, SCENES
@@ -190,7 +190,7 @@ def test_a_killed_run_resumes_from_its_checkpoint(trained):
 
 
 async def test_the_saved_adapter_loads_back_and_answers_through_the_gateway(trained):
-    from rpbench.flows.kit.registry import builtin_roles
+    from rpbench.flows.kit.front.registry import builtin_roles
     from rpbench.tasks.llm import load_models_config
     from rpbench.tasks.llm.gateway import Gateway
     from rpbench.tasks.llm.names import resolve

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rpbench.flows.kit.registry import modes
+from rpbench.flows.kit.front.registry import modes
 from rpbench.tasks.reports.viewer import VIEWER_FILE, read_viewer
 from tests.helpers import TEST_KEY_ENV, any_mode_responder, headless_chromium, rpbench
 

@@ -53,7 +53,7 @@ def push(
     """Push a sample of an evaluation's items to a Label Studio project (made if missing) as annotation tasks.
 
     Pushing the same items again adds nothing: each task is keyed by item, model and task kind."""
-    from rpbench.flows.kit.registry import annotation_kinds, load_ref
+    from rpbench.flows.kit.front.registry import annotation_kinds, load_ref
     from rpbench.tasks.annotation.label_studio import LabelStudioProjects
     from rpbench.tasks.core.errors import unknown_name
 
@@ -102,7 +102,7 @@ def pull(
     """Pull a project's annotations back as rows `rpbench validate` reads (pairwise scores un-randomised: 1 =
     the reply under test much better), or `rpbench pingpong agreement` for a pingpong project; skipped and
     unsure answers are counted, not scored."""
-    from rpbench.flows.kit.registry import annotation_kinds, load_ref
+    from rpbench.flows.kit.front.registry import annotation_kinds, load_ref
     from rpbench.tasks.annotation.label_studio import LabelStudioProjects
     from rpbench.tasks.annotation.results import read_back
 

@@ -18,11 +18,11 @@ import typer
 
 from rpbench.flows.cli.models_command import ModelsSettings, models
 from rpbench.flows.cli.modes_group import ModesGroup
-from rpbench.flows.kit import interrupts
-from rpbench.flows.kit.commands import settings_command
-from rpbench.flows.kit.environment import setup_environment
-from rpbench.flows.kit.registry import modes
-from rpbench.flows.kit.settings import RunSettings
+from rpbench.flows.kit.front import interrupts
+from rpbench.flows.kit.front.commands import settings_command
+from rpbench.flows.kit.front.registry import modes
+from rpbench.flows.kit.front.settings import RunSettings
+from rpbench.flows.kit.running.environment import setup_environment
 from rpbench.flows.suite.commands import add_commands as suite_commands
 from rpbench.flows.training.commands import add_commands as training_commands
 from rpbench.tasks.core.errors import InputError, ModelUnusable, RunFailed
@@ -36,9 +36,9 @@ def prepare(s: RunSettings) -> None:
     import time
 
     from rpbench.tasks.llm import load_models_config
-    from rpbench.tasks.llm.gguf_requantize import requantized
-    from rpbench.tasks.llm.local_models import EMBEDDED, local_model, register_local_models, weights_path
-    from rpbench.tasks.llm.tokens import tokenizer
+    from rpbench.tasks.llm.local.gguf_requantize import requantized
+    from rpbench.tasks.llm.local.models import EMBEDDED, local_model, register_local_models, weights_path
+    from rpbench.tasks.llm.local.tokens import tokenizer
 
     config = load_models_config(s.models_file)
     register_local_models(config.local_models)
@@ -143,7 +143,7 @@ def choose_runner(
                                                                                    "Dask cluster (default 2).")] = None,
 ) -> None:
     """Options before the command: where the flow's stage shards run (see `Scaling out` in the README)."""
-    from rpbench.flows.kit.runners import check_dask_address, chosen_runner
+    from rpbench.flows.kit.scale.runners import check_dask_address, chosen_runner
 
     # The environment carries the choice, so that flow runs in other processes (a served deployment's
     # subprocess) see the same as this one.
@@ -248,7 +248,7 @@ def run_cli(args: Sequence[str]) -> int:
 
 def main() -> None:
     """Entry point: run the command and exit with its status."""
-    from rpbench.flows.kit.environment import shutdown_prefect
+    from rpbench.flows.kit.running.environment import shutdown_prefect
 
     setup_environment()
     interrupts.install()

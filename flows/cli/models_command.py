@@ -9,7 +9,7 @@ from typing import Literal
 import typer
 from pydantic import Field
 
-from rpbench.flows.kit.settings import RunSettings, cli
+from rpbench.flows.kit.front.settings import RunSettings, cli
 
 PING = [{"role": "user", "content": "Reply with the single word: ready"}]
 
@@ -22,10 +22,10 @@ class ModelsSettings(RunSettings):
 
 
 def show_models(s: RunSettings) -> None:
-    from rpbench.flows.kit.registry import builtin_roles
+    from rpbench.flows.kit.front.registry import builtin_roles
     from rpbench.tasks.llm import load_models_config
     from rpbench.tasks.llm.config import presets
-    from rpbench.tasks.llm.local_models import EMBEDDED
+    from rpbench.tasks.llm.local.models import EMBEDDED
 
     config = load_models_config(s.models_file)
     typer.echo(f"default: {config.default.model} (temperature={config.default.temperature})")

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from rpbench.flows.kit.registry import BenchmarkMode, modes
+from rpbench.flows.kit.front.registry import BenchmarkMode, modes
 
 
 class _Placeholder(TyperCommand):

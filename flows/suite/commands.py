@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from rpbench.flows.kit.commands import settings_command
+from rpbench.flows.kit.front.commands import settings_command
 from rpbench.flows.suite.settings import SuiteSettings
 from rpbench.tasks.reports.render import fmt
 
@@ -21,7 +21,7 @@ def run(s: SuiteSettings) -> None:
     check_suite(s)  # a typo in the suite file is one line here, before Prefect starts
     import pyarrow.parquet as pq
 
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.suite.flow import suite
 
     manifest = run_flow(suite, settings=s)

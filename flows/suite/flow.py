@@ -16,10 +16,10 @@ from typing import Any
 import pyarrow.parquet as pq
 from prefect import flow
 
-from rpbench.flows.kit.registry import get_mode
-from rpbench.flows.kit.run import Stages, finish_run, flow_body
-from rpbench.flows.kit.stage import StageResult, StageRun, stage
-from rpbench.flows.kit.ui import publish_markdown
+from rpbench.flows.kit.front.registry import get_mode
+from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.ui import publish_markdown
 from rpbench.flows.suite.plan import PlannedMode, check_suite
 from rpbench.flows.suite.settings import SuiteSettings
 from rpbench.storage.schemas import CALLS

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from rpbench.flows.kit.registry import BenchmarkMode, SuitePart, load_ref, modes
-from rpbench.flows.kit.settings import RunSettings, path_fields
+from rpbench.flows.kit.front.registry import BenchmarkMode, SuitePart, load_ref, modes
+from rpbench.flows.kit.front.settings import RunSettings, path_fields
 from rpbench.flows.suite.settings import SuiteSettings
 from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError, first_error, unknown_name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from rpbench.flows.kit.settings import MaybeInputPath, OutputFolder, RunSettings, cli
+from rpbench.flows.kit.front.settings import MaybeInputPath, OutputFolder, RunSettings, cli
 from rpbench.samples import sample_path
 
 DEFAULT_SUITE = str(sample_path("suites", "default.toml"))

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rpbench.flows.kit.registry import load_ref, modes
+from rpbench.flows.kit.front.registry import load_ref, modes
 from rpbench.flows.training.settings import TrainSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.local_models import (
+from rpbench.tasks.llm.local.models import (
     EMBEDDED,
     local_model,
     local_name,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from rpbench.flows.kit.commands import settings_command, stages_line
+from rpbench.flows.kit.front.commands import settings_command, stages_line
 from rpbench.flows.training.settings import MergeSettings, TrainSettings
 from rpbench.tasks.reports.render import fmt
 
@@ -19,7 +19,7 @@ def train(s: TrainSettings) -> None:
     from rpbench.flows.training.checks import check_train
 
     check_train(s)  # bad input fails here, before Prefect, torch or the gateway is even imported
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.training.flows import train_lora_flow
 
     manifest = run_flow(train_lora_flow, settings=s)
@@ -44,8 +44,8 @@ def merge(s: MergeSettings) -> None:
     server that loads transformers models)."""
     from rpbench.tasks.core.errors import InputError
     from rpbench.tasks.llm import load_models_config
-    from rpbench.tasks.llm.hf_weights import transformers_folder
-    from rpbench.tasks.llm.local_models import (
+    from rpbench.tasks.llm.local.hf_weights import transformers_folder
+    from rpbench.tasks.llm.local.models import (
         check_adapter,
         local_model,
         local_name,

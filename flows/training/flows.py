@@ -17,16 +17,16 @@ from typing import Any
 
 from prefect import flow
 
-from rpbench.flows.kit.registry import load_ref
-from rpbench.flows.kit.run import Stages, failed_state, finish_run, flow_body
-from rpbench.flows.kit.stage import StageResult, StageRun, file_digest, stage
-from rpbench.flows.kit.ui import publish_markdown
+from rpbench.flows.kit.front.registry import load_ref
+from rpbench.flows.kit.running.run import Stages, failed_state, finish_run, flow_body
+from rpbench.flows.kit.running.stage import StageResult, StageRun, file_digest, stage
+from rpbench.flows.kit.running.ui import publish_markdown
 from rpbench.flows.training.checks import check_train, evaluator, training_sources
 from rpbench.flows.training.settings import TrainSettings
 from rpbench.storage.tables import atomic_write_bytes, read_records
 from rpbench.tasks.core.errors import InputError, RunFailed
-from rpbench.tasks.llm.hf_weights import transformers_folder
-from rpbench.tasks.llm.local_models import (
+from rpbench.tasks.llm.local.hf_weights import transformers_folder
+from rpbench.tasks.llm.local.models import (
     ADAPTER_MARK,
     local_model,
     weights_path,

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rpbench.flows.kit.settings import InputPaths, MaybeInputPath, OutputFolder, RunSettings, cli
+from rpbench.flows.kit.front.settings import InputPaths, MaybeInputPath, OutputFolder, RunSettings, cli
 from rpbench.tasks.training.recipe import LoraOptions
 
 _LORA = LoraOptions()

@@ -26,8 +26,8 @@ import orjson
 
 from rpbench.tasks.llm.cache import CallCache
 from rpbench.tasks.llm.config import ModelSpec
+from rpbench.tasks.llm.provider_schema import BATCH_PROVIDERS, batch_provider
 
-BATCH_PROVIDERS = ("openai", "azure", "vertex_ai", "bedrock", "hosted_vllm", "anthropic", "mistral")
 ENDPOINT = "/v1/chat/completions"
 DONE, GIVEN_UP = "completed", ("failed", "expired", "cancelled", "cancelling")
 log = logging.getLogger("rpbench")
@@ -46,13 +46,6 @@ class _EveryRole:
 
 
 batch_every_role = _EveryRole()
-
-
-def batch_provider(model: str) -> str | None:
-    """The litellm provider whose batch API serves ``model``, or None when it has none."""
-    provider, slash, _ = model.partition("/")
-    provider = provider if slash else "openai"
-    return provider if provider in BATCH_PROVIDERS else None
 
 
 def _model_name(model: str) -> str:

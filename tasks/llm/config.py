@@ -20,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rpbench.storage.user_files import load_yaml, read_user_text
 from rpbench.tasks.core.errors import InputError, first_error
 from rpbench.tasks.core.secrets import looks_like_key, register_pasted_key, register_secret_names
-from rpbench.tasks.llm.local_models import EMBEDDED, LocalModelSpec, local_name, model_fingerprint, split_adapter
-from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
-from rpbench.tasks.llm.provider_schema import Family
+from rpbench.tasks.llm.local.models import EMBEDDED, LocalModelSpec, local_name, model_fingerprint, split_adapter
+from rpbench.tasks.llm.local.models import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.llm.provider_schema import BATCH_PROVIDERS, Family, batch_provider
 
 LOCAL_MODEL = f"{LOCAL_PROVIDER}/{EMBEDDED}"
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_models.toml")
@@ -102,12 +102,9 @@ class ModelSpec(BaseModel):
     def _local_model_stays_in_process(self) -> ModelSpec:
         if self.processes > 1 and self.model.startswith(LOCAL_PROVIDER + "/"):
             raise ValueError("the embedded local model runs in the rpbench process: processes must be 1")
-        if self.batch:
-            from rpbench.tasks.llm.batches import BATCH_PROVIDERS, batch_provider
-
-            if batch_provider(self.model) is None:
-                raise ValueError(f"batch: {self.model} has no batch API litellm can use (providers with one: "
-                                 f"{', '.join(BATCH_PROVIDERS)})")
+        if self.batch and batch_provider(self.model) is None:
+            raise ValueError(f"batch: {self.model} has no batch API litellm can use (providers with one: "
+                             f"{', '.join(BATCH_PROVIDERS)})")
         return self
 
     def sampling(self) -> dict[str, Any]:

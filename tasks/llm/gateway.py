@@ -35,20 +35,20 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from rpbench.tasks.core.errors import ModelUnusable
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.core.secrets import scrub_text
-from rpbench.tasks.llm.batches import Item, batch_digest, batch_every_role, batch_provider, send_batch
+from rpbench.tasks.llm.batches import Item, batch_digest, batch_every_role, send_batch
 from rpbench.tasks.llm.bounds import bounds_for
 from rpbench.tasks.llm.budget import run_budget
 from rpbench.tasks.llm.cache import CallCache, request_key
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec
 from rpbench.tasks.llm.ledger import Ledger, next_call_id
 from rpbench.tasks.llm.litellm_call import add_transport, new_session, request_kwargs, send, tune_litellm
-from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
-from rpbench.tasks.llm.local_models import model_fingerprint
-from rpbench.tasks.llm.local_provider import register_local_provider
+from rpbench.tasks.llm.local.models import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.llm.local.models import model_fingerprint
+from rpbench.tasks.llm.local.provider import register_local_provider
 from rpbench.tasks.llm.planning import run_plan
 from rpbench.tasks.llm.process_pool import ProcessPool, acquire_pool, release_pool
 from rpbench.tasks.llm.prompt_cache import PrefixMemory, with_cache_marks
-from rpbench.tasks.llm.provider_schema import family_of, response_format
+from rpbench.tasks.llm.provider_schema import batch_provider, family_of, response_format
 from rpbench.tasks.llm.requests import CallResult, Message, NoReply, Parser, Reply, Request
 from rpbench.tasks.llm.stopping import gate, on_the_wire
 from rpbench.tasks.llm.structured import (

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec
-from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.llm.local.models import PROVIDER as LOCAL_PROVIDER
 
 
 def missing_key(spec: ModelSpec) -> str | None:

@@ -15,7 +15,7 @@ import litellm
 
 from rpbench.tasks.llm.call_errors import MissingKeyError
 from rpbench.tasks.llm.config import ModelSpec
-from rpbench.tasks.llm.local_models import PROVIDER as LOCAL_PROVIDER
+from rpbench.tasks.llm.local.models import PROVIDER as LOCAL_PROVIDER
 
 Message = dict[str, Any]
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from rpbench.tasks.core.errors import InputError, unknown_name
 from rpbench.tasks.llm.config import ModelsConfig
 from rpbench.tasks.llm.keys import require_keys
-from rpbench.tasks.llm.local_models import EMBEDDED, check_adapter, local_name, split_adapter
+from rpbench.tasks.llm.local.models import EMBEDDED, check_adapter, local_name, split_adapter
 
 
 @functools.cache

@@ -116,7 +116,7 @@ _OPENAI_NAMES = re.compile(r"^(gpt-|o\d|chatgpt-|text-|davinci|babbage)")
 def count_prompt_tokens(model: str, family: str, messages: Sequence[Mapping[str, Any]]) -> tuple[int, str]:
     """The request's prompt tokens, and what counted them."""
     if family == "local":
-        from rpbench.tasks.llm.tokens import count_tokens
+        from rpbench.tasks.llm.local.tokens import count_tokens
 
         # The embedded model's own tokenizer, plus a few tokens per message for its chat template's markers.
         texts = [str(m.get("content") or "") for m in messages]

@@ -59,6 +59,17 @@ def family_of(model: str) -> Family:
     return "vllm"
 
 
+# Providers whose batch API litellm's files and batches calls reach (see ``batches``).
+BATCH_PROVIDERS = ("openai", "azure", "vertex_ai", "bedrock", "hosted_vllm", "anthropic", "mistral")
+
+
+def batch_provider(model: str) -> str | None:
+    """The litellm provider whose batch API serves ``model``'s route, or None when it has none."""
+    provider, slash, _ = model.partition("/")
+    provider = provider if slash else "openai"
+    return provider if provider in BATCH_PROVIDERS else None
+
+
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema with every ``$ref`` replaced by the definition it names (record types are not recursive)."""
     defs = schema.get("$defs", {})

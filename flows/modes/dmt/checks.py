@@ -4,7 +4,7 @@ Nothing here imports Prefect or the gateway, so a bad seed file or an unknown mo
 
 from __future__ import annotations
 
-from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.kit.front.registry import builtin_roles
 from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from rpbench.flows.kit.commands import settings_command, stages_line
+from rpbench.flows.kit.front.commands import settings_command, stages_line
 from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.reports.render import fmt
@@ -19,7 +19,7 @@ def run(s: DmtSettings) -> None:
     from rpbench.flows.modes.dmt.checks import check_run
 
     check_run(s)  # bad input fails here, before Prefect or the gateway is even imported
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.dmt.flows import dmt
 
     manifest = run_flow(dmt, settings=s)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rpbench.flows.kit.settings import InputPath, OutputFolder, RunSettings, cli
+from rpbench.flows.kit.front.settings import InputPath, OutputFolder, RunSettings, cli
 from rpbench.tasks.modes.dmt.catalog import FORMATS
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from prefect import flow
 
-from rpbench.flows.kit.run import Stages, finish_run, flow_body
-from rpbench.flows.kit.runners import stage_runner
-from rpbench.flows.kit.stage import StageResult, StageRun, stage
-from rpbench.flows.kit.ui import publish_table
+from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.ui import publish_table
+from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.furina.checks import check
 from rpbench.flows.modes.furina.settings import BuildSettings
 from rpbench.storage.tables import read_records, write_table

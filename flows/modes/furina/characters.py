@@ -11,8 +11,8 @@ from pathlib import Path
 
 from prefect import flow
 
-from rpbench.flows.kit.run import Stages, finish_run, flow_body
-from rpbench.flows.kit.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.modes.furina.settings import SynthesisSettings
 from rpbench.samples import sample_path
 from rpbench.storage.tables import read_records

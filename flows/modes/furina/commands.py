@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from rpbench.flows.kit.commands import settings_command, stages_line
+from rpbench.flows.kit.front.commands import settings_command, stages_line
 from rpbench.flows.modes.furina.settings import (
     BuildSettings,
     ChunkSettings,
@@ -55,7 +55,7 @@ def pool_build(s: PoolSettings) -> None:
     book_shards(s.books)
     for path in s.books:  # fail on a bad book before Prefect or the gateway is even imported
         read_book(path, s.language)
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.furina.pool import build_pool
 
     manifest = run_flow(build_pool, settings=s)
@@ -115,7 +115,7 @@ def characters_check(
 
 def characters_synthesize(s: SynthesisSettings) -> None:
     """Synthesize original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.furina.characters import synthesize_characters
     from rpbench.tasks.llm import load_models_config
     from rpbench.tasks.llm.names import resolve_all
@@ -140,7 +140,7 @@ def build(s: BuildSettings) -> None:
     from rpbench.flows.modes.furina.checks import check
 
     check(s)  # bad input fails here, before Prefect or the gateway is even imported
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.furina.build import build_benchmark
 
     manifest = run_flow(build_benchmark, settings=s)
@@ -177,7 +177,7 @@ def evaluate(s: EvalSettings) -> None:
 
     check_models(s)  # bad input fails here, before Prefect or the gateway is even imported
     load_bench(**bench_files(s.bench))
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.furina.evaluate import evaluate as evaluate_flow
 
     manifest = run_flow(evaluate_flow, settings=s)
@@ -221,7 +221,7 @@ def validate(
 # -- the demo ---------------------------------------------------------------------------------------
 def demo(s: DemoSettings) -> None:
     """The whole pipeline on the embedded local model (no keys, no network): pool, benchmark, evaluation."""
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.furina.demo import demo as demo_flow
     from rpbench.tasks.reports.summary import run_summary_markdown
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from prefect import flow
 
-from rpbench.flows.kit.run import Stages, finish_run, flow_body
-from rpbench.flows.kit.runners import stage_runner
-from rpbench.flows.kit.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.furina.checks import book_shards
 from rpbench.flows.modes.furina.settings import PoolSettings
 from rpbench.storage.tables import read_records

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rpbench.flows.kit.registry import Schedule
+from rpbench.flows.kit.front.registry import Schedule
 
 
 def _nightly_eval() -> dict[str, Any]:

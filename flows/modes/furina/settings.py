@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from rpbench.flows.kit.settings import (
+from rpbench.flows.kit.front.settings import (
     NAMES_A_PATH,
     InputPath,
     MaybeInputPath,

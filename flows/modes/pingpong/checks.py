@@ -4,7 +4,7 @@ Nothing here imports Prefect or the gateway, so a bad settings file or an unknow
 
 from __future__ import annotations
 
-from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.kit.front.registry import builtin_roles
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, Scoring
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config

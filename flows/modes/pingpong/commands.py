@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from rpbench.flows.kit.commands import settings_command, stages_line
+from rpbench.flows.kit.front.commands import settings_command, stages_line
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.reports.render import fmt
@@ -31,7 +31,7 @@ def run(s: PingPongSettings) -> None:
     from rpbench.flows.modes.pingpong.checks import check_run
 
     check_run(s)  # bad input fails here, before Prefect or the gateway is even imported
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.pingpong.flows import pingpong
 
     _print_board(run_flow(pingpong, settings=s))
@@ -39,7 +39,7 @@ def run(s: PingPongSettings) -> None:
 
 def rejudge(s: RejudgeSettings) -> None:
     """Score the stored conversations of a run with more judges (no player is called again)."""
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.pingpong.flows import rejudge as rejudge_flow
     from rpbench.flows.modes.pingpong.flows import stored_run
 

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.kit.front.registry import builtin_roles
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config

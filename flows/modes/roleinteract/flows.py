@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from prefect import flow
 
-from rpbench.flows.kit.report import publish_report
-from rpbench.flows.kit.run import Stages, finish_run, flow_body
-from rpbench.flows.kit.runners import stage_runner
-from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.kit.running.report import publish_report
+from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.roleinteract.checks import check_run, select
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.storage.schemas import FAILURES

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rpbench.flows.kit.registry import builtin_roles
+from rpbench.flows.kit.front.registry import builtin_roles
 from rpbench.flows.modes.rolellm.settings import (
     ContextInstructSettings,
     EvalSettings,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from rpbench.flows.kit.commands import settings_command, stages_line
+from rpbench.flows.kit.front.commands import settings_command, stages_line
 from rpbench.flows.modes.rolellm.settings import (
     ContextInstructSettings,
     EvalSettings,
@@ -22,7 +22,7 @@ def evaluate(s: EvalSettings) -> None:
     from rpbench.flows.modes.rolellm.checks import check_eval
 
     check_eval(s)  # bad input fails here, before Prefect or the gateway is even imported
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.rolellm.flows import rolellm_eval
 
     manifest = run_flow(rolellm_eval, settings=s)
@@ -43,7 +43,7 @@ def context_instruct(s: ContextInstructSettings) -> None:
     """Role-specific questions with answers in the role's voice, generated from each role's script segments
     (completeness) and description (factualness); only High confidence kept, cleaned, de-duplicated with
     BM25; written in RoleBench's layout with instruction- and role-generalisation splits."""
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.rolellm.checks import check_roles
 
     _, _, dropped = check_roles(s)
@@ -69,7 +69,7 @@ def general(s: GeneralSettings) -> None:
     from rpbench.flows.modes.rolellm.checks import check_general
 
     check_general(s)
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.rolellm.flows import rolebench_general
 
     manifest = run_flow(rolebench_general, settings=s)
@@ -85,7 +85,7 @@ def general(s: GeneralSettings) -> None:
 def profile(s: ProfileSettings) -> None:
     """A role file for context-instruct, general and eval: the generator describes the role in the third person
     (without its name), turns that into the second person, and lists its catchphrases."""
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.rolellm.flows import role_profile
 
     manifest = run_flow(role_profile, settings=s)
@@ -97,7 +97,7 @@ def profile(s: ProfileSettings) -> None:
 def select(s: SelectSettings) -> None:
     """Role selection: for each script, its main character and how distinct that character's speech is
     (not, somewhat, very, extremely); the top two levels are listed for auditing."""
-    from rpbench.flows.kit.run import run_flow
+    from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.rolellm.flows import read_scripts, role_selection
 
     read_scripts(s.scripts)

@@ -15,10 +15,10 @@ from typing import Any
 import yaml
 from prefect import flow
 
-from rpbench.flows.kit.report import publish_report
-from rpbench.flows.kit.run import Stages, finish_run, flow_body
-from rpbench.flows.kit.runners import stage_runner
-from rpbench.flows.kit.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.kit.running.report import publish_report
+from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.rolellm.checks import BASELINE, _plan, check_eval, check_general, check_roles, first_rows
 from rpbench.flows.modes.rolellm.settings import (
     ContextInstructSettings,

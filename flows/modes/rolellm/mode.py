@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rpbench.flows.kit.registry import BenchmarkMode, SmokeStep, SuitePart, with_models
+from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, SuitePart, with_models
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.rolellm.roles import ROLES
 

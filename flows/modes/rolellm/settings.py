@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from rpbench.flows.kit.settings import InputPath, InputPaths, MaybeInputPath, OutputFolder, RunSettings, cli
+from rpbench.flows.kit.front.settings import InputPath, InputPaths, MaybeInputPath, OutputFolder, RunSettings, cli
 
 
 class EvalSettings(RunSettings):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rpbench.tasks.llm import Model
-from rpbench.tasks.llm.tokens import count_tokens
+from rpbench.tasks.llm.local.tokens import count_tokens
 from rpbench.tasks.modes.furina.config import PoolConfig
 from rpbench.tasks.modes.furina.domain import Scene
 from rpbench.tasks.modes.furina.pool.assemble import assemble, fragment_request

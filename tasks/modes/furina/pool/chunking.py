@@ -13,7 +13,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from rpbench.tasks.llm.tokens import count_tokens
+from rpbench.tasks.llm.local.tokens import count_tokens
 from rpbench.tasks.modes.furina.config import ChunkingConfig
 from rpbench.tasks.modes.furina.pool.chapters import find_headings
 

@@ -4,8 +4,8 @@ never silently accepted."""
 
 from __future__ import annotations
 
-from rpbench.flows.kit.registry import builtin_roles
-from rpbench.flows.kit.settings import RunSettings
+from rpbench.flows.kit.front.registry import builtin_roles
+from rpbench.flows.kit.front.settings import RunSettings
 from rpbench.tasks.llm import ModelsConfig
 
 

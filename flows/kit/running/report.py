@@ -6,9 +6,9 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rpbench.flows.kit.registry import get_mode
-from rpbench.flows.kit.stage import StageResult, StageRun, stage
-from rpbench.flows.kit.ui import publish_markdown, publish_table
+from rpbench.flows.kit.front.registry import get_mode
+from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.ui import publish_markdown, publish_table
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.records import Failure

@@ -25,7 +25,7 @@ import orjson
 import typer
 from pydantic import BaseModel
 
-from rpbench.flows.kit.settings import RunSettings
+from rpbench.flows.kit.front.settings import RunSettings
 from rpbench.storage.tables import atomic_write_bytes
 from rpbench.storage.user_files import check_output_file, check_output_folder
 from rpbench.tasks.core.errors import RunFailed

@@ -1,8 +1,8 @@
 """The engines behind ``local/<name>``: what a request and a result are, and which engine serves a name.
 
-A GGUF file runs on llama.cpp (``llamacpp_engine``): continuous batching over
+A GGUF file runs on llama.cpp (``llamacpp``): continuous batching over
 parallel slots, reuse of cached prompt prefixes, the file's own quantization.
-A transformers model folder runs on transformers (``transformers_engine``),
+A transformers model folder runs on transformers (``hf``),
 which is also what LoRA training and adapters need. Both take the same
 request, honour its temperature and seed per row (a row's reply does not
 depend on which other rows share the machine's work at that moment, up to the
@@ -16,88 +16,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
-from concurrent.futures import Future
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar
 
-from rpbench.tasks.llm.local_models import local_model, weights_path
+from rpbench.tasks.llm.local.generation import Engine
+from rpbench.tasks.llm.local.models import local_model, weights_path
 
 log = logging.getLogger("rpbench.local_model")
-
-
-@dataclass
-class GenRequest:
-    messages: list[dict[str, Any]]
-    max_tokens: int
-    temperature: float
-    top_p: float | None
-    seed: int | None
-    schema: dict[str, Any] | None
-    repetition_penalty: float = 1.0
-    future: Future = field(default_factory=Future)
-
-
-@dataclass
-class GenResult:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str
-    cached_tokens: int = 0  # prompt tokens read from a cached prefix instead of computed
-
-
-class EngineMeter:
-    """Running totals of one engine: requests in flight, tokens made, and a recent tokens/s."""
-
-    WINDOW_S = 30.0
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.in_flight = 0
-        self.requests_done = 0
-        self.completion_tokens = 0
-        self.prompt_tokens = 0
-        self.cached_tokens = 0
-        self._recent: list[tuple[float, int]] = []
-
-    def track(self, future: Future) -> Future:
-        """Count ``future`` as in flight until it ends; a result adds its tokens, a failure adds nothing."""
-        with self._lock:
-            self.in_flight += 1
-        future.add_done_callback(lambda f: self.finished(None if f.exception() else f.result()))
-        return future
-
-    def finished(self, result: GenResult | None) -> None:
-        now = time.monotonic()
-        with self._lock:
-            self.in_flight -= 1
-            if result is None:
-                return
-            self.requests_done += 1
-            self.completion_tokens += result.completion_tokens
-            self.prompt_tokens += result.prompt_tokens
-            self.cached_tokens += result.cached_tokens
-            self._recent.append((now, result.completion_tokens))
-            self._recent = [(t, n) for t, n in self._recent if now - t <= self.WINDOW_S]
-
-    def tokens_per_s(self) -> float:
-        """Reply tokens per second over the last WINDOW_S seconds (0 before anything finished)."""
-        now = time.monotonic()
-        with self._lock:
-            recent = [(t, n) for t, n in self._recent if now - t <= self.WINDOW_S]
-        if len(recent) < 2:
-            return 0.0
-        span = max(now - recent[0][0], 1e-6)
-        return sum(n for _, n in recent[1:]) / span
-
-
-class Engine(Protocol):
-    name: str
-    meter: EngineMeter
-
-    def submit(self, request: GenRequest) -> Future: ...
 
 
 def _cuda_without_llamacpp_gpu() -> bool:
@@ -112,7 +37,7 @@ def _cuda_without_llamacpp_gpu() -> bool:
 
     if not torch.cuda.is_available():
         return False
-    from rpbench.tasks.llm.llamacpp_engine import has_gpu
+    from rpbench.tasks.llm.local.llamacpp import has_gpu
 
     if has_gpu():
         return False
@@ -134,17 +59,17 @@ class Engines:
         with cls._lock:
             if key not in cls._engines:
                 if spec.adapter is not None:  # LoRA adapters run on transformers, over a transformers copy
-                    from rpbench.tasks.llm.hf_weights import transformers_folder
-                    from rpbench.tasks.llm.transformers_engine import TransformersEngine
+                    from rpbench.tasks.llm.local.hf import TransformersEngine
+                    from rpbench.tasks.llm.local.hf_weights import transformers_folder
 
                     cls._engines[key] = TransformersEngine(name, transformers_folder(weights),
                                                            adapter=Path(spec.adapter).expanduser())
                 elif weights.is_file() and not _cuda_without_llamacpp_gpu():
-                    from rpbench.tasks.llm.llamacpp_engine import LlamaCppEngine
+                    from rpbench.tasks.llm.local.llamacpp import LlamaCppEngine
 
                     cls._engines[key] = LlamaCppEngine(name, weights, spec)
                 else:
-                    from rpbench.tasks.llm.transformers_engine import TransformersEngine
+                    from rpbench.tasks.llm.local.hf import TransformersEngine
 
                     cls._engines[key] = TransformersEngine(name, weights)
             return cls._engines[key]

@@ -11,7 +11,7 @@ import hashlib
 import threading
 from pathlib import Path
 
-from rpbench.flows.kit.shared_limits import install_shared_limits
+from rpbench.flows.kit.scale.shared_limits import install_shared_limits
 from rpbench.tasks.core.secrets import install_log_redaction
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.cache import CallCache

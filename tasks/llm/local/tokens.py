@@ -24,7 +24,7 @@ def tokenizer() -> Tokenizer:
         if not path.is_file():
             from transformers import AutoTokenizer
 
-            from rpbench.tasks.llm.local_models import find_embedded_gguf
+            from rpbench.tasks.llm.local.models import find_embedded_gguf
 
             gguf = find_embedded_gguf()
             hf = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)

@@ -35,18 +35,18 @@ from prefect.context import TaskRunContext
 from pydantic import BaseModel, Field
 
 from rpbench import prompts
-from rpbench.flows.kit.code_digest import code_digest
-from rpbench.flows.kit.progress import StageProgress
-from rpbench.flows.kit.runtime import shared_gateway
-from rpbench.flows.kit.ui import publish_table
+from rpbench.flows.kit.running.code_digest import code_digest
+from rpbench.flows.kit.running.progress import StageProgress
+from rpbench.flows.kit.running.runtime import shared_gateway
+from rpbench.flows.kit.running.ui import publish_table
 from rpbench.storage.schemas import CALLS, TableSpec
 from rpbench.storage.tables import to_arrow, write_records, write_table
 from rpbench.tasks.core.errors import ModelUnusable
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.gateway import Gateway
 from rpbench.tasks.llm.ledger import Ledger, read_journal
-from rpbench.tasks.llm.local_engine import local_activity
-from rpbench.tasks.llm.local_models import local_name
+from rpbench.tasks.llm.local.engines import local_activity
+from rpbench.tasks.llm.local.models import local_name
 
 R = TypeVar("R", bound=BaseModel)
 ARTIFACT_ROWS = 20

@@ -12,7 +12,7 @@ import logging
 import math
 from typing import Any
 
-from rpbench.flows.kit.progress import in_prefect_run
+from rpbench.flows.kit.running.progress import in_prefect_run
 
 log = logging.getLogger("rpbench")
 

@@ -6,7 +6,7 @@ and every call still goes through litellm. The name picks the model from the
 local registry; an unknown name fails the call, it never falls back to the
 embedded model. A JSON schema given as ``response_format`` is enforced by
 constrained decoding. Which engine runs the model (llama.cpp for a GGUF file,
-transformers for a model folder) is ``local_engine``'s choice.
+transformers for a model folder) is ``engines``' choice.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from typing import Any
 import litellm
 from litellm import CustomLLM, ModelResponse
 
-from rpbench.tasks.llm.local_engine import Engines, GenRequest, GenResult
-from rpbench.tasks.llm.local_models import PROVIDER, LocalModelSpec, register_local_models
+from rpbench.tasks.llm.local.engines import Engines
+from rpbench.tasks.llm.local.generation import GenRequest, GenResult
+from rpbench.tasks.llm.local.models import PROVIDER, LocalModelSpec, register_local_models
 
 
 def _schema_of(optional_params: dict[str, Any]) -> dict[str, Any] | None:

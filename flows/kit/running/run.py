@@ -17,17 +17,17 @@ from typing import Any, TypeVar, cast
 
 from prefect import Task
 
-from rpbench.flows.kit import interrupts
-from rpbench.flows.kit.environment import start_temporary_server
-from rpbench.flows.kit.outcome import judge_run
-from rpbench.flows.kit.plan import planned_for
-from rpbench.flows.kit.run_workers import workers_for_run
-from rpbench.flows.kit.runners import chosen_runner, with_chosen_runner
-from rpbench.flows.kit.runtime import new_run
-from rpbench.flows.kit.self_judging import self_judging
-from rpbench.flows.kit.settings import RunSettings
-from rpbench.flows.kit.stage import KEEP_FAILURES_ENV, StageResult, final_folder, slug
-from rpbench.flows.kit.ui import publish_markdown_now
+from rpbench.flows.kit.front import interrupts
+from rpbench.flows.kit.front.settings import RunSettings
+from rpbench.flows.kit.running.environment import start_temporary_server
+from rpbench.flows.kit.running.outcome import judge_run
+from rpbench.flows.kit.running.plan import planned_for
+from rpbench.flows.kit.running.runtime import new_run
+from rpbench.flows.kit.running.self_judging import self_judging
+from rpbench.flows.kit.running.stage import KEEP_FAILURES_ENV, StageResult, final_folder, slug
+from rpbench.flows.kit.running.ui import publish_markdown_now
+from rpbench.flows.kit.scale.run_workers import workers_for_run
+from rpbench.flows.kit.scale.runners import chosen_runner, with_chosen_runner
 from rpbench.storage.runs import RunDir
 from rpbench.storage.schemas import CALLS
 from rpbench.storage.tables import read_records, write_records

@@ -31,8 +31,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from rpbench.tasks.llm.local_engine import EngineMeter, GenRequest, GenResult
-from rpbench.tasks.llm.local_models import LocalModelSpec
+from rpbench.tasks.llm.local.generation import EngineMeter, GenRequest, GenResult
+from rpbench.tasks.llm.local.models import LocalModelSpec
 
 log = logging.getLogger("rpbench.local_model")
 DEFAULT_CONTEXT = 8192
@@ -148,7 +148,7 @@ class LlamaCppEngine:
         started = time.monotonic()
         path = self.weights
         if self.spec.requantize:
-            from rpbench.tasks.llm.gguf_requantize import requantized
+            from rpbench.tasks.llm.local.gguf_requantize import requantized
 
             path = requantized(path, self.spec.requantize)
         context = self.spec.context or min(_trained_context(path) or DEFAULT_CONTEXT, DEFAULT_CONTEXT)

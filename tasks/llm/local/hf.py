@@ -1,6 +1,6 @@
 """Local models in a transformers folder, or with a LoRA adapter on top, run with transformers.
 
-GGUF files run on llama.cpp (``llamacpp_engine``), which is several times
+GGUF files run on llama.cpp (``llamacpp``), which is several times
 faster on a CPU; this engine serves what llama.cpp cannot load: a transformers
 checkpoint such as a fine-tuned model. It loads its weights lazily, once per
 process, on CUDA when present. Requests from any thread or event loop are
@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from rpbench.tasks.llm.local_engine import EngineMeter, GenRequest, GenResult
+from rpbench.tasks.llm.local.generation import EngineMeter, GenRequest, GenResult
 
 log = logging.getLogger("rpbench.local_model")
 MAX_BATCH = 8
@@ -35,7 +35,7 @@ def _batch_key(request: GenRequest) -> float:
 
 
 class TransformersEngine:
-    """A transformers model behind a batcher. Use ``Engines.for_model(name)`` (``local_engine``)."""
+    """A transformers model behind a batcher. Use ``Engines.for_model(name)`` (``engines``)."""
 
     def __init__(self, name: str, weights: Path, max_batch: int = MAX_BATCH, adapter: Path | None = None) -> None:
         self.name = name

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from rpbench.flows.kit.runners import chosen_runner
+from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.planning import run_plan

@@ -85,7 +85,7 @@ async def _leaser(server: str, endpoint: str, max_concurrency: int, rpm: int | N
             await asyncio.wrap_future(pending)  # made, or given up (cancelled): look again
             continue
         try:
-            from rpbench.flows.kit.leases import leaser_for
+            from rpbench.flows.kit.scale.leases import leaser_for
 
             name = limit_name(endpoint)
             await _ensure(name, max_concurrency)

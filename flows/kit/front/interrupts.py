@@ -100,7 +100,7 @@ def _stop() -> None:
 
 def quit_now(reason: str) -> None:
     """Kill what the command started and exit with the interrupted status, at once."""
-    from rpbench.flows.kit.environment import kill_prefect_server
+    from rpbench.flows.kit.running.environment import kill_prefect_server
     from rpbench.tasks.llm.process_pool import kill_workers
 
     kill_workers()

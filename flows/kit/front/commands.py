@@ -12,10 +12,10 @@ from typing import Any, TypeVar
 import typer
 from pydantic import BaseModel, ValidationError
 
-from rpbench.flows.kit.registry import builtin_roles
-from rpbench.flows.kit.run_workers import workers_for_run
-from rpbench.flows.kit.runners import chosen_runner
-from rpbench.flows.kit.settings import RunSettings
+from rpbench.flows.kit.front.registry import builtin_roles
+from rpbench.flows.kit.front.settings import RunSettings
+from rpbench.flows.kit.scale.run_workers import workers_for_run
+from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.storage.folder_lock import folder_lock
 from rpbench.tasks.core.errors import InputError, first_error
 from rpbench.tasks.llm import ModelsConfig, load_models_config
@@ -139,7 +139,7 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
 def _print_plan(run: Callable[[Any], None], settings: RunSettings, as_json: bool) -> None:
     import json
 
-    from rpbench.flows.kit.plan import keep_plan, make_plan, plan_text
+    from rpbench.flows.kit.running.plan import keep_plan, make_plan, plan_text
 
     plan = make_plan(run, settings)
     kept = keep_plan(plan, settings)
@@ -185,7 +185,7 @@ def check_role_sections(config: ModelsConfig, models_file: str | None,
 
 def run_folder(model: type[BaseModel], settings: BaseModel) -> str | None:
     """The folder the command writes its run into (an ``out`` field checked as a folder), if it has one."""
-    from rpbench.flows.kit.plan import output_fields
+    from rpbench.flows.kit.running.plan import output_fields
 
     if "out" not in output_fields(model, folders_only=True):
         return None
@@ -199,7 +199,7 @@ def stages_line(manifest: dict[str, Any]) -> str:
     plan = manifest.get("plan")
     planned = ""
     if plan:
-        from rpbench.flows.kit.plan import fmt_range
+        from rpbench.flows.kit.running.plan import fmt_range
 
         planned = f" (planned: {fmt_range(plan.get('calls'))}, USD {fmt_range(plan.get('cost_usd'), 4)})"
     return (f"stages: {this.get('stages', 0)} ({this.get('cached', 0)} cached); "
