@@ -33,6 +33,13 @@ for _name in ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router"):
     for _handler in logging.getLogger(_name).handlers:
         if isinstance(_handler, logging.StreamHandler):
             _handler.setStream(sys.__stderr__)
+# absl (under rouge-score) makes its handler on import, on the stream stderr is then; when logging is configured
+# again (Prefect's first flow in the process), the old handlers are closed, and absl's closes its stream if that
+# is not the stderr of that moment: pytest's capture file, which takes pytest's stderr down with it ("lost
+# sys.stderr") in whichever test comes next. Bound to the process's real stderr, which it never closes.
+import absl.logging  # noqa: E402
+
+absl.logging.get_absl_handler().python_handler.stream = sys.__stderr__
 from tests.loopback import LoopbackServer  # noqa: E402
 
 

@@ -19,7 +19,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -103,11 +103,11 @@ async def _find(provider: str, digest: str, credentials: dict[str, Any]) -> str 
     return None
 
 
-async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, label: str
-                     ) -> tuple[str, dict[str, dict[str, Any]]]:
+async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, label: str,
+                     on_poll: Callable[[str], Any] | None = None) -> tuple[str, dict[str, dict[str, Any]]]:
     """Submit ``items`` as one batch (or find the one submitted before) and wait for it; its id, and the reply
     fields of each line answered, by cache key (lines the provider failed are left out: they are sent again
-    interactively)."""
+    interactively). ``on_poll`` is told where the batch stands at each look (the stage's progress line)."""
     import litellm
 
     provider = batch_provider(spec.model)
@@ -149,8 +149,10 @@ async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, l
             log.warning("%s: batch %s ended %s: its requests are sent one by one", label, batch.id, batch.status)
             cache.journal_batch(digest, {**state, "status": batch.status})
             return str(batch.id), {}
-        log.info("%s: batch %s %s, %s of %d answered, %.0f s", label, batch.id, batch.status, done, len(items),
-                 time.monotonic() - started)
+        status = f"batch {batch.id} {batch.status}, {done} of {len(items)} answered"
+        if on_poll is not None:
+            on_poll(status)
+        log.info("%s: %s, %.0f s", label, status, time.monotonic() - started)
         await asyncio.sleep(spec.batch_poll_s)
     replies: dict[str, dict[str, Any]] = {}
     if batch.output_file_id:

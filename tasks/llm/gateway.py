@@ -179,6 +179,7 @@ class Gateway:
         # Replies a batch of this run brought, by cache key, until the call that asked is made (see _reply).
         self._batched: dict[str, dict[str, Any]] = {}
         self._prefixes = PrefixMemory()  # recent prompts, to mark the prefixes Anthropic should cache
+        self.batch_status = ""  # where this fork's batch in flight stands, for the stage's progress line
         tune_litellm()
         register_local_provider(config.local_models)
 
@@ -534,8 +535,8 @@ class Gateway:
                 for _key, convo, _rf, _i in items.values():
                     reserved += run_budget.reserve(role, spec.model, spec.max_cost, prices, convo, spec.max_tokens)
             started = time.perf_counter()
-            batch_id, replies = await send_batch(spec, list(items.values()), self.cache,
-                                                 self.stage or "batch")
+            batch_id, replies = await send_batch(spec, list(items.values()), self.cache, self.stage or "batch",
+                                                 on_poll=lambda status: setattr(self, "batch_status", status))
             latency = time.perf_counter() - started
             for key, fields in replies.items():
                 n_in, n_out = fields["prompt_tokens"], fields["completion_tokens"]
@@ -546,6 +547,7 @@ class Gateway:
                 self._batched[key] = reply
                 spent += cost or 0.0
         finally:
+            self.batch_status = ""
             if reserved:
                 run_budget.settle(role, reserved, spent)
 

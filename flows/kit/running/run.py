@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import gc
 import inspect
@@ -12,6 +13,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -24,7 +26,7 @@ from rpbench.flows.kit.running.outcome import judge_run
 from rpbench.flows.kit.running.plan import planned_for
 from rpbench.flows.kit.running.runtime import new_run
 from rpbench.flows.kit.running.self_judging import self_judging
-from rpbench.flows.kit.running.stage import KEEP_FAILURES_ENV, StageResult, final_folder, slug
+from rpbench.flows.kit.running.stage import KEEP_FAILURES, StageResult, final_folder, slug
 from rpbench.flows.kit.running.ui import publish_markdown_now
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import chosen_runner, with_chosen_runner
@@ -41,17 +43,34 @@ from rpbench.tasks.llm.ledger import summarize_calls
 from rpbench.tasks.reports.summary import run_summary_markdown
 
 
-class Stages:
-    """The stage tasks one flow run ran: their results, and which of them Prefect took from its cache."""
+@dataclass(frozen=True)
+class RunPlace:
+    """Where a run works: its folder, its models file and its call cache. Every stage of the run is handed them
+    (``Stages.map`` fills in those a stage takes), so no flow lists them again."""
 
-    def __init__(self, settings: Any = None) -> None:
+    out: str | None = None
+    models_file: str | None = None
+    cache: str | None = None
+
+    @classmethod
+    def of(cls, settings: Any, out: str | None = None) -> RunPlace:
+        return cls(out if out is not None else getattr(settings, "out", None), getattr(settings, "models_file", None),
+                   getattr(settings, "cache", None))
+
+
+class Stages:
+    """The stage tasks one flow run ran: their results, and which of them Prefect took from its cache.
+
+    ``out``: the run's folder when it is not the settings' ``out``."""
+
+    def __init__(self, settings: Any = None, out: str | None = None) -> None:
         self.started = time.time()  # the run's wall time counts from here
         self.results: list[StageResult] = []
         self.cached: list[bool] = []
+        self.place = RunPlace.of(settings, out)
         # By default a rerun heals: a cached stage with calls that got no usable reply runs again (its answered
         # calls come from the call cache; the failed ones are sent again). --keep-failures replays them instead.
         self.keep_failures = bool(getattr(settings, "keep_failures", False))
-        os.environ[KEEP_FAILURES_ENV] = "1" if self.keep_failures else "0"
         # Warnings every report of the run carries (a judge scoring its own model's answers), handed to each
         # stage that takes ``notes`` (the report stages): part of their cache key, so a report says them.
         self.notes = (self_judging(settings, load_models_config(settings.models_file))
@@ -64,9 +83,7 @@ class Stages:
         A cached result whose tables are gone (a deleted folder) is run again, never trusted; so is one with
         calls that got no usable reply, unless the run keeps failures.
         """
-        fn = getattr(stage, "fn", None)
-        if fn is not None and "notes" in inspect.signature(fn).parameters:
-            shards = [{"notes": self.notes, **shard} for shard in shards]
+        shards = [{**self._given(stage), **shard} for shard in shards]
         futures = [stage.submit(**shard) for shard in shards]
         results: list[StageResult] = [f.result() for f in futures]
         cached = [f.state.name == "Cached" for f in futures]
@@ -83,6 +100,15 @@ class Stages:
         self.results += results
         self.cached += cached
         return results
+
+    def _given(self, stage: Task[..., Any]) -> dict[str, Any]:
+        """What the run hands every stage that takes it: its place, whether it keeps failures, its notes."""
+        fn = getattr(stage, "fn", None)
+        if fn is None:
+            return {}
+        takes = inspect.signature(fn).parameters
+        offered = {**dataclasses.asdict(self.place), KEEP_FAILURES: self.keep_failures, "notes": self.notes}
+        return {k: v for k, v in offered.items() if k in takes}
 
     def run(self, stage: Task[..., Any], **params: Any) -> StageResult:
         return self.map(stage, [params])[0]

@@ -19,7 +19,6 @@ import hashlib
 import inspect
 import itertools
 import json
-import os
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -102,9 +101,11 @@ class StageSpec:
 
 
 # -- the cache key --------------------------------------------------------------------------------
-# Set by the flow (``Stages``) for its stages: replay an earlier run's failures rather than retry them.
-KEEP_FAILURES_ENV = "RPBENCH_KEEP_FAILURES"
-_NOT_HASHED = ("cache", "models_file")  # where calls are cached, and the file whose effect comes in resolved
+# A parameter every stage task takes (its function need not): replay an earlier run's failures rather than retry
+# them (--keep-failures), handed down by the flow (``Stages``). How a rerun treats failures, not what a stage makes.
+KEEP_FAILURES = "keep_failures"
+# Where calls are cached, the file whose effect comes in resolved, and how failures are treated: not in the key.
+_NOT_HASHED = ("cache", "models_file", KEEP_FAILURES)
 
 
 _file_digests: dict[tuple[str, int, int], str] = {}
@@ -198,8 +199,9 @@ def final_folder(out: str | Path) -> Path:
 class StageRun:
     """What a stage function is handed: where to write, a gateway with its own accounting, progress."""
 
-    def __init__(self, spec: StageSpec, params: Mapping[str, Any]) -> None:
+    def __init__(self, spec: StageSpec, params: Mapping[str, Any], keep_failures: bool = False) -> None:
         self.spec = spec
+        self.keep_failures = keep_failures
         self.out = Path(params["out"])
         self.shard = str(params.get("shard") or "")
         self.models_file, self.cache = params.get("models_file"), params.get("cache")
@@ -221,6 +223,7 @@ class StageRun:
         if ledgers:
             done = sum(ledger.count() for ledger in ledgers)
             parts.append(f"calls {done} done, {sum(ledger.in_flight for ledger in ledgers)} in flight")
+        parts += [g.batch_status for g in self._gateways if g.batch_status]
         local = local_activity()
         if local:
             parts.append(local)
@@ -241,7 +244,7 @@ class StageRun:
     async def gateway(self) -> AsyncIterator[Gateway]:
         """The run's gateway, with this stage's own ledger; its HTTP session and workers close after."""
         gateway = shared_gateway(self.models_file, self.cache).fork(Ledger(self.journal))
-        gateway.heal = os.environ.get(KEEP_FAILURES_ENV) != "1"
+        gateway.heal = not self.keep_failures
         gateway.stage, gateway.batchable = self.spec.name, self.spec.batch
         self._gateways.append(gateway)
         try:
@@ -331,11 +334,15 @@ def stage(name: str, *, templates: Templates = (), roles: Roles = (), inputs: Se
     def decorate(fn: StageFn) -> Task[..., Awaitable[StageResult]]:
         signature = inspect.signature(fn)
         params = list(signature.parameters.values())[1:]  # without `run`
-        outer = signature.replace(parameters=params)
+        inner = signature.replace(parameters=params)
+        outer = signature.replace(parameters=[*params, inspect.Parameter(
+            KEEP_FAILURES, inspect.Parameter.KEYWORD_ONLY, default=False, annotation=bool)])
 
         async def run_stage(*args: Any, **kwargs: Any) -> StageResult:
             kwargs = dict(outer.bind(*args, **kwargs).arguments)  # Prefect passes some parameters by position
-            run = StageRun(spec, kwargs)
+            keep = bool(kwargs.pop(KEEP_FAILURES, False))
+            kwargs = dict(inner.bind(**kwargs).arguments)
+            run = StageRun(spec, kwargs, keep)
             prompts.record_into(run.templates)
             started = time.monotonic()
             with run.progress:

@@ -121,15 +121,14 @@ def dmt(settings: DmtSettings) -> dict:
     """DMT-RoleBench: dialogues steered by topic and intent (role `dmt-generator`), labels (role `dmt-judge`)."""
     s, stages = settings, Stages(settings)
     roles, n = check_run(s)
-    common = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
     systems: list[tuple[str, str | None, str | None]] = [(n, r, None) for n, r in roles.items()]
     systems += [(n, None, path) for n, path in given_systems(s.answers).items()]
     made = stages.map(dialogues, [
-        {**common, "seeds_file": s.seeds, "only_seeds": s.only_seeds, "formats": list(s.formats),
+        {"seeds_file": s.seeds, "only_seeds": s.only_seeds, "formats": list(s.formats),
          "limit": s.limit, "role": role,
          "given": path, "name": name, "max_rounds": s.max_rounds, "max_regenerations": s.max_regenerations,
          "merge_system": s.no_system_role, "shard": slug(name)} for name, role, path in systems])
-    labelled = stages.map(labels, [{**common, "rounds": m.path("rounds"), "seeds": m.path("seeds"),
+    labelled = stages.map(labels, [{"rounds": m.path("rounds"), "seeds": m.path("seeds"),
                                     "ends": m.path("dialogue_ends"), "name": name, "shard": slug(name)}
                                    for m, (name, _r, _p) in zip(made, systems, strict=True)])
     done = stages.run(report, rounds=[m.path("rounds") for m in made], steps=[m.path("steps") for m in made],
@@ -138,7 +137,7 @@ def dmt(settings: DmtSettings) -> dict:
                       failures=[m.path("dialogue_failures") for m in made]
                       + [lb.path("label_failures") for lb in labelled],
                       max_rounds=s.max_rounds, policy=s.policy, n_dialogues=n, resamples=s.resamples,
-                      seed=s.bootstrap_seed, out=s.out)
+                      seed=s.bootstrap_seed)
     summary = {"leaderboard": done.summary["leaderboard"], "table4": done.summary["table4"],
                "round_curve": done.summary["round_curve"], "policy": s.policy, "dialogues": n,
                "report": done.path("report_html")}

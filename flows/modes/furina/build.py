@@ -118,7 +118,7 @@ def build_benchmark(settings: BuildSettings) -> dict:
     characters, sources = check(s)
     config = s.build(sources)
     pool = str(Path(s.pool) / SCENES.filename)
-    run = {"pool": pool, "config": config, "out": s.out, "models_file": s.models_file, "cache": s.cache}
+    run = {"pool": pool, "config": config}
     kept = {c.name: dict.fromkeys(DIMENSIONS, 0) for c in characters}  # accepted items: the tau stop rule
     selected = {c.name: dict.fromkeys(DIMENSIONS, 0) for c in characters}  # DWRS selections: the steering
     started = dict.fromkeys(kept, 0)
@@ -146,7 +146,7 @@ def build_benchmark(settings: BuildSettings) -> dict:
             failures.update(gr.summary["failures"])
     cfg = load_models_config(s.models_file)
     built = stages.run(items, characters=characters, pool=pool, dialogues=dialogues, grades=grades, config=config,
-                       coverage=kept, source_models={r: cfg.for_role(r).model for r in sources}, out=s.out)
+                       coverage=kept, source_models={r: cfg.for_role(r).model for r in sources})
     summary = {"dialogues": built.summary["dialogues"], "items": built.summary["items"], "coverage": kept,
                "budget_exhausted": built.summary["budget_exhausted"], "failed_calls": dict(failures), "tau": s.tau}
     return finish_run(s.out, stages, s, "build-benchmark", build=summary,

@@ -88,7 +88,7 @@ async def collect(run: StageRun, characters: list[str], scenes: list[str], chara
 @flow_body
 def synthesize_characters(settings: SynthesisSettings) -> dict:
     """Synthesize original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
-    s, stages = settings, Stages(settings)
+    s, stages = settings, Stages(settings, out=settings.run_dir)
     roles = resolve_all(load_models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer",
                         option="--seed-role")
     pool = str(Path(s.pool) / SCENES.filename) if s.pool else None
@@ -97,10 +97,9 @@ def synthesize_characters(settings: SynthesisSettings) -> dict:
         worlds.append(stages.run(
             world, group=g, n=s.n, language=s.language, seed_roles=[roles[r] for r in s.seed_roles],
             max_refine=s.max_refine, starters=starter_files(), pool=pool,
-            earlier=[w.path("characters") for w in worlds], out=s.run_dir, shard=f"world-{g}",
-            models_file=s.models_file, cache=s.cache))
+            earlier=[w.path("characters") for w in worlds], shard=f"world-{g}"))
     done = stages.run(collect, characters=[w.path("characters") for w in worlds],
-                      scenes=[w.path("scenes") for w in worlds], characters_file=s.out, out=s.run_dir)
+                      scenes=[w.path("scenes") for w in worlds], characters_file=s.out)
     summary = {"characters": done.summary["characters"], "scenes": done.summary["scenes"],
                "scenes_file": done.summary["scenes_file"],
                "failed_groups": [w.summary["failed"] for w in worlds if w.summary["failed"]]}

@@ -120,8 +120,7 @@ def evaluate(settings: EvalSettings) -> dict:
         files["items"] = first_items(files["items"], s.limit, Path(s.out) / "stages" / "limit")
     n_items = len(load_bench(**files).items)
     roles = check_models(s)
-    run = {**files, "extras": shows_scene_extras(s.bench), "out": s.out, "models_file": s.models_file,
-           "cache": s.cache}
+    run = {**files, "extras": shows_scene_extras(s.bench)}
     given = given_systems(s.answers)
     systems: list[tuple[str, str | None, str | None]] = [(BASE, BASE, None), *((n, r, None) for n, r in roles.items()),
                                                           *((n, None, path) for n, path in given.items())]
@@ -134,14 +133,14 @@ def evaluate(settings: EvalSettings) -> dict:
     shards = [{**sh, "judgments": j.path("judgments")} for sh, j in zip(shards, judged, strict=True)]
     checked = stages.map(checks, [{k: v for k, v in sh.items() if k not in ("base", "answers", "extras")}
                                   for sh in shards])
-    scored = stages.map(scores, [{**{k: v for k, v in sh.items() if k not in ("models_file", "cache", "extras")},
+    scored = stages.map(scores, [{**{k: v for k, v in sh.items() if k != "extras"},
                                   "checks": c.path("checks")} for sh, c in zip(shards, checked, strict=True)])
     done = stages.run(report, **files, generations=[m.path("generations") for m in made],
                       judgments=[j.path("judgments") for j in judged], checks=[c.path("checks") for c in checked],
                       item_scores=[x.path("item_scores") for x in scored],
                       failures=[x.path("failures") for x in scored],
                       n_items=n_items, resamples=s.resamples, seed=s.seed,
-                      judge_model=load_models_config(s.models_file).for_role("judge").model, out=s.out)
+                      judge_model=load_models_config(s.models_file).for_role("judge").model)
     failures = failure_counts(read_records(done.path("failures"), FAILURES))
     summary = {"items": n_items, "models": [*s.models, *given], "leaderboard": done.summary["leaderboard"],
                "pareto": done.summary["pareto"], "separability_index": done.summary["separability_index"],

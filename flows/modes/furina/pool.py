@@ -117,12 +117,11 @@ async def merge(run: StageRun, books: list[str], chunks: list[str], scenes: list
 def build_pool(settings: PoolSettings) -> dict:
     """Books to a pool of scenes (tables under ``settings.out``)."""
     s, stages = settings, Stages(settings)
-    run = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
     shards = book_shards(s.books)
     chunked = stages.map(chunk, [{"book": b, "language": s.language, "target_tokens": s.target_tokens,
-                                  "min_tokens": s.min_tokens, "max_tokens": s.max_tokens, "out": s.out, "shard": n}
+                                  "min_tokens": s.min_tokens, "max_tokens": s.max_tokens, "shard": n}
                                  for b, n in zip(s.books, shards, strict=True)])
-    tables = [{"book_table": c.path("book"), "shard": n, **run} for c, n in zip(chunked, shards, strict=True)]
+    tables = [{"book_table": c.path("book"), "shard": n} for c, n in zip(chunked, shards, strict=True)]
     moved = stages.map(boundaries, [{**t, "chunks": c.path("static_chunks"), "plot_aware": s.plot_aware}
                                     for t, c in zip(tables, chunked, strict=True)])
     tables = [{**t, "chunks": m.path("chunks")} for t, m in zip(tables, moved, strict=True)]
@@ -131,8 +130,7 @@ def build_pool(settings: PoolSettings) -> dict:
     made = stages.map(assemble, [{**t, "raw_scenes": r.path("raw_scenes"), "min_utterances": s.min_utterances,
                                   "min_speakers": s.min_speakers} for t, r in zip(tables, raw, strict=True)])
     merged = stages.run(merge, books=[t["book_table"] for t in tables], chunks=[t["chunks"] for t in tables],
-                        scenes=[m.path("scenes") for m in made], dropped=[m.path("dropped_scenes") for m in made],
-                        out=s.out)
+                        scenes=[m.path("scenes") for m in made], dropped=[m.path("dropped_scenes") for m in made])
     failures = {"boundary": sum(m.summary["failed"] for m in moved),
                 "extraction": sum(f.summary["failed"] for f in found),
                 "aliases": sum(r.summary["failed"] for r in raw),

@@ -146,11 +146,10 @@ def pingpong(settings: PingPongSettings) -> dict:
     """PingPong: players chat with an emulated user (role `interrogator`); judges score every turn."""
     s, stages = settings, Stages(settings)
     players, judges = check_run(s)
-    common = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
     systems: list[tuple[str, str | None, str | None]] = [(n, r, None) for n, r in players.items()]
     systems += [(n, None, path) for n, path in given_systems(s.answers).items()]
     made = stages.map(conversations, [
-        {**common, "settings_file": s.settings, "characters": s.characters, "situations": s.situations,
+        {"settings_file": s.settings, "characters": s.characters, "situations": s.situations,
          "max_turns": s.max_turns, "limit": s.limit, "role": role, "given": path, "name": name,
          "version": s.version,
          "merge_system": s.no_system_role, "symmetric": s.symmetric, "shard": slug(name)}
@@ -158,7 +157,7 @@ def pingpong(settings: PingPongSettings) -> dict:
     pairs = [(m, name, judge, role) for m, (name, _r, _p) in zip(made, systems, strict=True)
              for judge, role in judges.items()]
     judged = stages.map(judgments, [
-        {**common, "conversations": m.path("conversations"), "cards": m.path("cards"), "model": name,
+        {"conversations": m.path("conversations"), "cards": m.path("cards"), "model": name,
          "judge": judge, "judge_role": role, "shard": f"{slug(name)}--{slug(judge)}"}
         for m, name, judge, role in pairs])
     v1 = s.version == "v1"
@@ -168,7 +167,7 @@ def pingpong(settings: PingPongSettings) -> dict:
                       failures=[m.path("failures") for m in made] + [j.path("failures") for j in judged],
                       judges=[TESTER] if v1 else list(judges), judge_weights=s.judge_weight_map(),
                       criterion_weights=s.criterion_weight_map(), scale="1-10" if v1 else "1-5",
-                      resamples=s.resamples, seed=s.seed, out=s.out)
+                      resamples=s.resamples, seed=s.seed)
     return _finish(s, stages, s.out, "pingpong", done, [TESTER] if v1 else list(judges))
 
 
@@ -188,15 +187,14 @@ def rejudge(settings: RejudgeSettings) -> dict:
     """Score a run's stored conversations with more judges; the report pools them with the run's own."""
     s, stages = settings, Stages(settings)
     tables = stored_run(s.run)
-    out = s.out or s.run
+    out = s.out or s.run  # the settings make the run folder itself the default
     judges = _judge_roles(s, s.judges)
     carried = carried_calls(s.run, list(judges))  # read now: finishing this run replaces the file
     turns = read_records(tables["conversations"], CONVERSATIONS)
     earlier = sorted({j.judge for j in read_records(tables["judgments"], TURN_JUDGMENTS)} - set(judges))
-    common = {"out": out, "models_file": s.models_file, "cache": s.cache}
     models = sorted({t.model for t in turns})
     judged = stages.map(judgments, [
-        {**common, "conversations": tables["conversations"], "cards": tables["cards"], "model": model,
+        {"conversations": tables["conversations"], "cards": tables["cards"], "model": model,
          "judge": judge, "judge_role": role, "shard": f"{slug(model)}--{slug(judge)}", "limit": s.limit}
         for model in models for judge, role in judges.items()])
     scale = "1-10" if earlier == [TESTER] else "1-5"
@@ -204,6 +202,5 @@ def rejudge(settings: RejudgeSettings) -> dict:
                       judgments=[tables["judgments"], *(j.path("judgments") for j in judged)],
                       failures=[tables["failures"], *(j.path("failures") for j in judged)],
                       judges=[*earlier, *judges], judge_weights=s.judge_weight_map(),
-                      criterion_weights=s.criterion_weight_map(), scale=scale, resamples=s.resamples, seed=s.seed,
-                      out=out)
+                      criterion_weights=s.criterion_weight_map(), scale=scale, resamples=s.resamples, seed=s.seed)
     return _finish(s, stages, out, "pingpong-rejudge", done, [*earlier, *judges], carried, rejudged_from=s.run)

@@ -70,11 +70,11 @@ def roleinteract(settings: RoleInteractSettings) -> dict:
     """RoleInteract: each model answers every question; the nine-column table and its average."""
     s, stages = settings, Stages(settings)
     roles = check_run(s)
-    common = {"out": s.out, "data": s.data, "columns": s.columns, "languages": s.languages, "limit": s.limit}
+    common = {"data": s.data, "columns": s.columns, "languages": s.languages, "limit": s.limit}
     systems: list[tuple[str, str | None, str | None]] = [(name, role, None) for name, role in roles.items()]
     systems += [(name, None, path) for name, path in given_systems(s.answers).items()]
-    made = stages.map(answers, [{**common, "role": role, "given": path, "name": name, "shard": slug(name),
-                                 "models_file": s.models_file, "cache": s.cache} for name, role, path in systems])
+    made = stages.map(answers, [{**common, "role": role, "given": path, "name": name, "shard": slug(name)}
+                                for name, role, path in systems])
     done = stages.run(report, **common, answers=[m.path("answers") for m in made], policy=s.policy,
                       scoring=s.scoring, resamples=s.resamples, seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "table": done.summary["table"], "policy": s.policy,

@@ -174,17 +174,16 @@ def rolellm_eval(settings: EvalSettings) -> dict:
     """RoleLLM evaluation: models answer RoleBench questions in role; Rouge-L (CUS, RAW, SPE); optional ranking."""
     s, stages = settings, Stages(settings)
     got = check_eval(s)
-    common = {"out": s.out, "models_file": s.models_file, "cache": s.cache}
-    made = stages.map(answers, [{**common, "data": got.data, "profiles": got.profiles, "limit": s.limit,
+    made = stages.map(answers, [{"data": got.data, "profiles": got.profiles, "limit": s.limit,
                                  "mode": s.mode, "top_k": s.top_k, "role": role, "name": name, "shard": slug(name)}
                                 for name, role in got.players.items()])
     # Systems whose answers are read, not asked: the user's --answers, and the RoleGPT baseline beside the data.
     read = [(name, [path], "answers") for name, path in given_systems(s.answers).items()]
     read += [(BASELINE, got.baselines, "baseline")] if got.baselines else []
-    made += stages.map(given_answers, [{"out": s.out, "data": got.data, "limit": s.limit, "mode": s.mode,
+    made += stages.map(given_answers, [{"data": got.data, "limit": s.limit, "mode": s.mode,
                                         "given": files, "kind": kind, "name": name, "shard": slug(name)}
                                        for name, files, kind in read])
-    ranked = stages.map(rankings, [{**common, "data": got.data, "baselines": got.baselines, "profiles": got.profiles,
+    ranked = stages.map(rankings, [{"data": got.data, "baselines": got.baselines, "profiles": got.profiles,
                                     "limit": s.limit, "answers": [m.path("answers") for m in made],
                                     "per_role": s.judge_per_role, "judge": judge, "judge_role": role,
                                     "shard": slug(judge)} for judge, role in got.judges.items()])
@@ -192,7 +191,7 @@ def rolellm_eval(settings: EvalSettings) -> dict:
                       rankings=[r.path("rankings") for r in ranked], ranking_failures=[r.path("failures")
                                                                                       for r in ranked],
                       raw=s.raw, combine=s.combine, mode=s.mode, reference=s.reference, resamples=s.resamples,
-                      seed=s.seed, out=s.out)
+                      seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "by_split": done.summary["by_split"],
                "win_rates": done.summary["win_rates"], "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "rolellm-eval", rolellm=summary,
@@ -240,12 +239,11 @@ def context_instruct(settings: ContextInstructSettings) -> dict:
     files, kept, dropped = check_roles(s)
     plan = _plan(s)
     made = stages.map(triplets, [{"roles": files, "role": name, "plan": plan, "max_segments": s.max_segments,
-                                  "seed": s.seed, "out": s.out, "shard": slug(name), "models_file": s.models_file,
-                                  "cache": s.cache} for name in sorted(kept)])
+                                  "seed": s.seed, "shard": slug(name)} for name in sorted(kept)])
     done = stages.run(write_layout, triplets=[m.path("triplets") for m in made],
                       failures=[m.path("failures") for m in made],
                       languages={n: p.language for n, p in kept.items()},
-                      turns={n: role_turns(p) for n, p in kept.items()}, plan=plan, seed=s.seed, out=s.out)
+                      turns={n: role_turns(p) for n, p in kept.items()}, plan=plan, seed=s.seed)
     return finish_run(s.out, stages, s, "rolellm-context-instruct",
                       context_instruct={**done.summary, "left_out": dropped},
                       context_instruct_settings=s.recorded(s.out))
@@ -292,9 +290,9 @@ def rolebench_general(settings: GeneralSettings) -> dict:
     references, the sixth the RoleGPT baseline; split 4:1 by instruction and by held-out roles."""
     s, stages = settings, Stages(settings)
     files, profiles, _ = check_general(s)
-    common = {"instructions": s.instructions, "duplicate_share": s.duplicate_share, "limit": s.limit, "out": s.out}
+    common = {"instructions": s.instructions, "duplicate_share": s.duplicate_share, "limit": s.limit}
     made = stages.map(general_responses, [{**common, "roles": files, "role": name, "mode": s.mode, "top_k": s.top_k,
-                                           "shard": slug(name), "models_file": s.models_file, "cache": s.cache}
+                                           "shard": slug(name)}
                                           for name in sorted(profiles)])
     done = stages.run(general_files, **common, responses=[m.path("general_responses") for m in made],
                       languages={n: p.language for n, p in profiles.items()}, seed=s.seed)
@@ -331,7 +329,7 @@ def role_profile(settings: ProfileSettings) -> dict:
     """A role file: the generator describes the role (third person, then second) and names its catchphrases."""
     s, stages = settings, Stages(settings)
     done = stages.run(write_profile, name=s.name, script_name=s.script_name, language=s.language, script=s.script,
-                      aliases=s.aliases, out=s.out, models_file=s.models_file, cache=s.cache)
+                      aliases=s.aliases)
     return finish_run(s.out, stages, s, "rolellm-profile", profile={
         "role_file": done.path("role_file"), "catchphrases": done.summary["catchphrases"]})
 
@@ -370,6 +368,5 @@ def role_selection(settings: SelectSettings) -> dict:
     """Role selection: for each script, its main character and how distinct that character's speech is."""
     s, stages = settings, Stages(settings)
     read_scripts(s.scripts)
-    done = stages.run(select, scripts=s.scripts, language=s.language, out=s.out, models_file=s.models_file,
-                      cache=s.cache)
+    done = stages.run(select, scripts=s.scripts, language=s.language)
     return finish_run(s.out, stages, s, "rolellm-select", selection=done.summary)
