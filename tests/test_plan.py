@@ -110,3 +110,19 @@ def test_every_command_that_calls_models_through_its_stages_plans_and_no_other_d
     assert must <= offered, f"no --plan on {sorted(must - offered)}"
     # Training would be carried out by a plan (its work is not model calls); `models check` sends on its own.
     assert not offered & {"train", "merge", "models", "prepare", "pool chunk"}
+
+
+def test_a_plan_made_for_other_settings_is_not_shown_beside_the_run(loopback, tmp_path, monkeypatch):
+    """The plan kept in the folder is shown only by the run it planned: the same settings and models file."""
+    monkeypatch.setenv(TEST_KEY_ENV, "sk-test-abcdef0123456789")
+    loopback.responder = stand_in_responder
+    models, cache = _models_file(tmp_path, loopback), tmp_path / "calls.sqlite"
+    (step,) = modes()["roleinteract"].smoke_steps(tmp_path / "work")
+    shared = ["--models-file", str(models), "--cache", str(cache)]
+    assert rpbench(*step.args, *shared, "--plan").returncode == 0
+    assert (step.out / "plan.json").is_file()
+    models.write_text(models.read_text().replace("0.000004", "0.000008"))  # another price: another plan
+    ran = rpbench(*step.args, *shared)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "plan" not in json.loads((step.out / "manifest.json").read_text())
+    assert "planned:" not in ran.stdout
