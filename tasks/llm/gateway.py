@@ -411,14 +411,12 @@ class Gateway:
         plan_schema = (({"const": schema.stand_in_reply()} if hasattr(schema, "stand_in_reply")
                         else schema.model_json_schema()) if run_plan.active and schema is not None else None)
         all_cached = True
-        fingerprint = model_fingerprint(spec.model)
         per_round = self.config.retry.parse_attempts
         start, attempt, limit, fresh = convo, 0, per_round, False
         while attempt < limit:
             if attempt and attempt % per_round == 0:  # a fresh round starts from the request itself
                 convo = start
-            key = request_key(model=fingerprint, api_base=spec.api_base, messages=convo, sampling=spec.sampling(),
-                              sample_index=sample_index, attempt=attempt, response_schema=response_format)
+            key = self._key(spec, convo, response_format, sample_index, attempt)
             record = CallRecord(call_id=next_call_id(), cache_key=key, role=role, model=spec.model, tag=tag,
                                 attempt=attempt, cached=True, outcome="ok")
             try:
@@ -485,6 +483,14 @@ class Gateway:
         return schema, response_format, convo
 
     @staticmethod
+    def _key(spec: ModelSpec, convo: list[Message], response_format: dict[str, Any] | None, sample_index: int,
+             attempt: int) -> str:
+        """The cache key of one attempt: what a batch files a request under is what the call then looks up."""
+        return request_key(model=model_fingerprint(spec.model), api_base=spec.api_base, messages=convo,
+                           sampling=spec.sampling(), sample_index=sample_index, attempt=attempt,
+                           response_schema=response_format)
+
+    @staticmethod
     def _wants_batch(spec: ModelSpec) -> bool:
         return spec.batch or batch_every_role.on
 
@@ -503,9 +509,7 @@ class Gateway:
             if not self._batches(spec):
                 continue
             _schema, response_format, convo = self._prepared(spec, req.messages, req.schema)
-            key = request_key(model=model_fingerprint(spec.model), api_base=spec.api_base, messages=convo,
-                              sampling=spec.sampling(), sample_index=req.sample_index, attempt=0,
-                              response_schema=response_format)
+            key = self._key(spec, convo, response_format, req.sample_index, 0)
             group = groups.setdefault((spec.model, spec.api_base), (spec, req.role, {}))
             if key not in group[2] and key not in self._batched and self.cache.get(key) is None:
                 group[2][key] = (key, convo, response_format, req.sample_index)
