@@ -35,17 +35,18 @@ log = logging.getLogger("rpbench")
 Item = tuple[str, list[dict[str, Any]], dict[str, Any] | None, int]  # cache key, messages, response format, sample
 
 
-class _EveryRole:
-    """``--batch``: every role's independent calls go in batches, as if each had ``batch = true`` (set by the
-    run's outermost flow, for the run)."""
-
-    on = False
-
-    def __call__(self, on: bool) -> None:
-        type(self).on = on
+# ``--batch``: every role's independent calls go in batches, as if each had ``batch = true`` (set by the run's
+# outermost flow, for the run; flows refer to the functions, which pickle by name).
+_every_role = False
 
 
-batch_every_role = _EveryRole()
+def batch_every_role(on: bool) -> None:
+    global _every_role
+    _every_role = on
+
+
+def batching_every_role() -> bool:
+    return _every_role
 
 
 def _model_name(model: str) -> str:

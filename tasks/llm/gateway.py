@@ -35,7 +35,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from rpbench.tasks.core.errors import ModelUnusable
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.core.secrets import scrub_text
-from rpbench.tasks.llm.batches import Item, batch_digest, batch_every_role, send_batch
+from rpbench.tasks.llm.batches import Item, batch_digest, batching_every_role, send_batch
 from rpbench.tasks.llm.bounds import bounds_for
 from rpbench.tasks.llm.budget import run_budget
 from rpbench.tasks.llm.cache import CallCache, request_key
@@ -492,7 +492,7 @@ class Gateway:
 
     @staticmethod
     def _wants_batch(spec: ModelSpec) -> bool:
-        return spec.batch or batch_every_role.on
+        return spec.batch or batching_every_role()
 
     def _batches(self, spec: ModelSpec) -> bool:
         """Whether this stage sends ``spec``'s independent calls as a batch."""
