@@ -13,7 +13,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from rpbench.flows.kit.front.registry import builtin_roles
-from rpbench.flows.kit.front.settings import RunSettings
+from rpbench.flows.kit.front.settings import RunSettings, output_fields
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.storage.folder_lock import folder_lock
@@ -185,8 +185,6 @@ def check_role_sections(config: ModelsConfig, models_file: str | None,
 
 def run_folder(model: type[BaseModel], settings: BaseModel) -> str | None:
     """The folder the command writes its run into (an ``out`` field checked as a folder), if it has one."""
-    from rpbench.flows.kit.running.plan import output_fields
-
     if "out" not in output_fields(model, folders_only=True):
         return None
     out = settings.model_dump()["out"]

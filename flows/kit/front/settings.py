@@ -3,6 +3,7 @@ parameters are all made from it, so no default is written twice."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
@@ -26,17 +27,27 @@ OutputFolder = Annotated[str, AfterValidator(check_output_folder), NAMES_A_PATH]
 OutputFile = Annotated[str, AfterValidator(check_output_file), NAMES_A_PATH]
 
 
-def _marked(annotation: Any) -> bool:
-    """Whether a type, or any type inside it (``list[InputPath]``, ``InputPath | None``), names a path."""
-    if any(m is NAMES_A_PATH for m in getattr(annotation, "__metadata__", ())):
+def _carries(metadata: Any, annotation: Any, found: Callable[[Any], bool]) -> bool:
+    """Whether a field's metadata, or any type inside its annotation (``list[InputPath]``, ``OutputFolder |
+    None``), has a mark ``found`` recognises."""
+    if any(found(m) for m in metadata):
         return True
-    return any(_marked(arg) for arg in get_args(annotation))
+    return any(_carries(getattr(arg, "__metadata__", ()), arg, found) for arg in get_args(annotation))
 
 
 def path_fields(model: type[BaseModel]) -> list[str]:
     """The fields of a settings model that name files or folders."""
     return [name for name, f in model.model_fields.items()
-            if any(m is NAMES_A_PATH for m in f.metadata) or _marked(f.annotation)]
+            if _carries(f.metadata, f.annotation, lambda m: m is NAMES_A_PATH)]
+
+
+def output_fields(model: type[BaseModel], folders_only: bool = False) -> list[str]:
+    """The fields of a settings model naming a folder (or file, unless ``folders_only``) the command writes."""
+    checks = (check_output_folder,) if folders_only else (check_output_folder, check_output_file)
+    return [name for name, f in model.model_fields.items()
+            if _carries(f.metadata, f.annotation, lambda m: getattr(m, "func", None) in checks)]
+
+
 CacheFile = Annotated[str | None, AfterValidator(check_cache_file)]
 
 

@@ -19,35 +19,19 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import orjson
 import typer
-from pydantic import BaseModel
 
-from rpbench.flows.kit.front.settings import RunSettings
+from rpbench.flows.kit.front.settings import RunSettings, output_fields
 from rpbench.storage.tables import atomic_write_bytes
-from rpbench.storage.user_files import check_output_file, check_output_folder
 from rpbench.tasks.core.errors import RunFailed
 from rpbench.tasks.llm.keys import keys_checked_elsewhere
 from rpbench.tasks.llm.planning import run_plan
 from rpbench.tasks.reports.summary import span_text
 
 PLAN_FILE = "plan.json"
-
-
-def _writes(metadata: Any, annotation: Any, checks: tuple[Any, ...]) -> bool:
-    """Whether a field's metadata, or any type inside its annotation (``OutputFolder | None``), has a check of
-    ``checks``."""
-    if any(getattr(m, "func", None) in checks for m in metadata):
-        return True
-    return any(_writes(getattr(arg, "__metadata__", ()), arg, checks) for arg in get_args(annotation))
-
-
-def output_fields(model: type[BaseModel], folders_only: bool = False) -> list[str]:
-    """The settings fields naming a folder (or file, unless ``folders_only``) the command writes."""
-    checks = (check_output_folder,) if folders_only else (check_output_folder, check_output_file)
-    return [name for name, f in model.model_fields.items() if _writes(f.metadata, f.annotation, checks)]
 
 
 def _link_or_copy(src: str, dst: str) -> None:
