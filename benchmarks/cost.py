@@ -7,6 +7,12 @@ sent earlier in the run (what OpenAI bills at its cached price; Anthropic with c
 planned dollars per scored item, low (replies as long as the cache's, or the stand-ins') and high (every reply
 at max_tokens, every attempt), at litellm's price for openai/gpt-4o-mini.
 
+Then the released data at its real sizes, planned only (nothing is run): RoleInteract on SocialBench's
+emotional_perception.json and RoleLLM (zero-shot) on RoleBench's English and Chinese test sets, where present
+in ../shared/data/: each one's prompt tokens per call, cacheable share and dollars per item. The templates put what
+repeats across a stage's calls first (rubric, profile, scene, then what varies), so there is no reordering to
+measure before and after; these lines say whether a stage's prompts are long enough for a provider to cache at all.
+
 Prints key=value lines; the headline (the cacheable share of all prompt tokens) is last.
 Usage: .venv/bin/python benchmarks/cost.py
 """
@@ -89,8 +95,42 @@ def main() -> None:
                 say(f"{name}.usd_per_item_low", f"{cost_low / items:.6f}")
                 say(f"{name}.usd_per_item_high", f"{cost_high / items:.6f}")
     server.stop()
+    released_sizes()
     say("prompt_tokens", int(all_prompt))
     say("cacheable_share_of_prompt_tokens", f"{all_cacheable / all_prompt:.3f}" if all_prompt else "0")
+
+
+RELEASED = ROOT.parent / "shared" / "data"
+# (name, files under RELEASED, the command's words before its data)
+RELEASED_RUNS = [
+    ("socialbench_ep", ["socialbench/emotional_perception.json"], ["roleinteract", "run", "--drop-unanswerable"]),
+    ("rolebench_eng", ["rolebench/rolebench-eng"], ["rolellm", "eval", "--mode", "zsp"]),
+    ("rolebench_zh", ["rolebench/rolebench-zh"], ["rolellm", "eval", "--mode", "zsp"]),
+]
+
+
+def released_sizes() -> None:
+    from tests.helpers import rpbench
+
+    with tempfile.TemporaryDirectory(prefix="rpbench-cost-released-") as tmp:
+        models = Path(tmp) / "models.toml"
+        models.write_text('[default]\nmodel = "openai/gpt-4o-mini"\n')
+        for name, files, words in RELEASED_RUNS:
+            paths = [RELEASED / f for f in files]
+            if not all(p.exists() for p in paths):
+                say(f"released.{name}", f"skipped (not in {RELEASED})")
+                continue
+            data = [x for p in paths for x in ("--data", str(p))]
+            planned = rpbench(*words, *data, "--model", "openai/gpt-4o-mini", "--models-file", str(models),
+                              "--out", str(Path(tmp) / name), "--plan", "--json")
+            if planned.returncode:
+                sys.exit(f"released {name} --plan failed:\n{planned.stderr[-2000:]}")
+            total = json.loads(planned.stdout.strip().splitlines()[-1])["total"]
+            calls, prompt = low(total["calls"]), low(total["prompt_tokens"])
+            say(f"released.{name}.calls", int(calls))
+            say(f"released.{name}.prompt_tokens_per_call", f"{prompt / calls:.0f}" if calls else "0")
+            say(f"released.{name}.cacheable_share", f"{total['cacheable_share']:.3f}")
+            say(f"released.{name}.usd_per_item_low", f"{low(total['cost_usd']) / calls:.6f}" if calls else "0")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from rpbench.tasks.llm import ModelsConfig, ModelSpec
 from rpbench.tasks.llm.config import RetryPolicy
@@ -16,6 +17,20 @@ from tests.loopback import LoopbackServer
 TEST_KEY_ENV = "RPBENCH_TEST_API_KEY"
 # How tests run the command line in a process of its own (kills, a fresh interpreter): the installed entry
 # point's module, with this interpreter. Tests of the command line's own behaviour use ``rpbench`` below.
+# The benchmarks' released files, beside the checkout (never in it: no license to redistribute them).
+RELEASED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def released(relative: str) -> Path:
+    """A released data file, or the test skipped saying which file is missing and where it was looked for."""
+    import pytest
+
+    path = RELEASED_DATA / relative
+    if not path.is_file():
+        pytest.skip(f"released data not here: {path} (see ../shared/data/README.md)")
+    return path
+
+
 CLI = [sys.executable, "-m", "rpbench.flows.cli.main"]
 
 
@@ -118,15 +133,20 @@ def any_mode_responder(body: dict) -> str:
     return stand_in_responder(body)
 
 
-def stand_in_responder(body: dict) -> str:
+def stand_in_responder(body: dict, ending: bool = False) -> str:
     """What ``--plan`` answers in place of a model, from the request as it arrives (a plan and a run on this
-    server then take the same course)."""
+    server then take the same course: its longest, or with ``ending`` its shortest)."""
     from rpbench.tasks.llm.stand_in import request_schema, stand_in_text
 
     name = str(((body.get("response_format") or {}).get("json_schema") or {}).get("name"))
     if name.startswith("Ranking"):  # the reply RoleLLM's ranking schema offers a plan (stand_in_reply)
         return schema_responder(body).replace('"clear"', '"stand-in"')
-    return stand_in_text(body["messages"], request_schema(body))
+    return stand_in_text(body["messages"], request_schema(body), ending)
+
+
+def ending_stand_in_responder(body: dict) -> str:
+    """As ``stand_in_responder``, ending every dialogue at its first chance (the low end of a plan)."""
+    return stand_in_responder(body, ending=True)
 
 
 def headless_chromium(window: str = "1400,1000"):

@@ -6,6 +6,7 @@ import random
 from collections import Counter
 
 import pytest
+from pydantic import ValidationError
 
 from rpbench.tasks.llm import ModelsConfig, NoReply, Reply
 from rpbench.tasks.modes.furina.builder.build import build_benchmark, build_stats
@@ -70,6 +71,7 @@ class Scripted:
         self.director = director
         self.grade, self.director_fails = grade, director_fails
         self.prompts: list[tuple[str, str]] = []
+        self.requests: list = []
         self.n = Counter()
         self.config = ModelsConfig()
 
@@ -82,12 +84,17 @@ class Scripted:
     async def run(self, req):
         kind = req.tag.rsplit(":", 1)[1]
         self.prompts.append((req.tag, req.messages[-1]["content"]))
+        self.requests.append(req)
         self.n[kind] += 1
         if kind == "director":
             if self.director_fails:
                 return NoReply(req.role, "fake", "??", "unparseable", 1)
             nxt = self.director(self.n[kind]) if self.director else "Starbuck"
-            return self._ok(req, nxt, req.schema.model_validate({"reason": "r", "next": nxt}))
+            try:
+                parsed = req.schema.model_validate({"reason": "r", "next": nxt})
+            except ValidationError:  # off the schema, as the gateway ends it after its retries
+                return NoReply(req.role, "fake", nxt, "unparseable", 3)
+            return self._ok(req, nxt, parsed)
         if kind == "scene":
             return self._ok(req, f"(nods) scene line {self.n[kind]}")
         if kind in ("source", "base"):
@@ -145,11 +152,15 @@ async def test_director_failures_and_early_ends_use_a_recorded_fallback():
     d = await simulate(gw, Dialogue("z-d0", TEST, SCENE, "source"), dict.fromkeys(DIMENSIONS, 0), _cfg(),
                        random.Random(0))
     assert d.failures["director"] >= 1 and all(t.director in ("fallback", "forced") for t in d.turns)
+    # END is not on offer before min_rounds: a director that answers it anyway is off its schema, a counted
+    # failure with a recorded fallback; from min_rounds on END ends the scene.
     gw = Scripted(director=lambda n: "END")
     d = await simulate(gw, Dialogue("z-d1", TEST, SCENE, "source"), dict.fromkeys(DIMENSIONS, 0), _cfg(),
                        random.Random(0))
-    assert len(d.turns) == 4  # END refused until min_rounds, accepted at round 4
+    assert len(d.turns) == 4 and d.failures["director"] >= 1
     assert {t.director for t in d.turns} <= {"fallback", "forced"}
+    offered = [r.schema.model_fields["next"].annotation.__args__ for r in gw.requests if r.role == "director"]
+    assert all("END" not in o for o in offered[:-1]) and "END" in offered[-1]
 
 
 async def test_build_stops_when_every_dimension_reaches_tau_and_items_are_source_wins():

@@ -104,7 +104,8 @@ async def test_build_stats_describe_the_kept_dialogues_and_source_models_are_cou
             if req.tag.endswith(":grade"):
                 return self._ok(req, "{}", DialogueGrade(reason="r", grade="poor" if first else "high"))
             if req.tag.endswith(":director"):
-                nxt = "END" if first else ("Starbuck" if self.n["director"] % 2 else "Zero")
+                may_end = "END" in req.schema.model_fields["next"].annotation.__args__
+                nxt = "END" if first and may_end else ("Starbuck" if self.n["director"] % 2 else "Zero")
                 self.n["director"] += 1
                 return self._ok(req, nxt, req.schema.model_validate({"reason": "r", "next": nxt}))
             return await super().run(req)

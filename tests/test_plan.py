@@ -1,7 +1,8 @@
 """``--plan`` against the run it plans: every registered mode's smoke scenario (FURINA's covers the demo's flows:
 a pool, a build, an evaluation) is planned with ``--plan --json`` and then run on the loopback server, which
 answers as the plan's stand-ins do. The plan's calls must be within 5% of the requests the server received, its
-prompt tokens within 20% of theirs, and the plan must send nothing and write nothing but plan.json."""
+prompt tokens within 20% of theirs, and the plan must send nothing and write nothing but plan.json. The server
+ends every dialogue at its first chance, so the run is the plan's low end (FURINA's director may end a scene)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ import litellm
 import pytest
 
 from rpbench.flows.kit.front.registry import modes
-from tests.helpers import TEST_KEY_ENV, loopback_models_file, rpbench, stand_in_responder
+from tests.helpers import (
+    TEST_KEY_ENV,
+    ending_stand_in_responder,
+    loopback_models_file,
+    rpbench,
+    stand_in_responder,
+)
 
 pytestmark = pytest.mark.usefixtures("harness")
 
@@ -33,7 +40,7 @@ def _files(folder: Path) -> set[str]:
 @pytest.mark.parametrize("mode", sorted(modes()))
 def test_the_plan_matches_the_run_it_plans(mode, loopback, tmp_path, monkeypatch):
     monkeypatch.setenv(TEST_KEY_ENV, "sk-test-abcdef0123456789")
-    loopback.responder = stand_in_responder
+    loopback.responder = ending_stand_in_responder
     models, cache = _models_file(tmp_path, loopback), tmp_path / "calls.sqlite"
     steps = modes()[mode].smoke_steps(tmp_path / "work")
     planned_steps, judged_itself = 0, False
@@ -56,7 +63,7 @@ def test_the_plan_matches_the_run_it_plans(mode, loopback, tmp_path, monkeypatch
         sent = loopback.requests
         tokens = sum(litellm.token_counter(model="gpt-4o-mini", messages=b["messages"]) for b in sent)
         planned_calls, planned_tokens = _low(total["calls"]), _low(total["prompt_tokens"])
-        print(f"{step.name}: planned {planned_calls} calls, {planned_tokens} prompt tokens; "
+        print(f"{step.name}: planned {planned_calls} calls ({total['calls']}), {planned_tokens} prompt tokens; "
               f"sent {len(sent)}, {tokens}")
         assert not [n for n in plan["notes"] if "could not be read" in n], (step.name, plan["notes"])
         assert abs(planned_calls - len(sent)) <= 0.05 * len(sent), (step.name, planned_calls, len(sent))
@@ -126,3 +133,32 @@ def test_a_plan_made_for_other_settings_is_not_shown_beside_the_run(loopback, tm
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert "plan" not in json.loads((step.out / "manifest.json").read_text())
     assert "planned:" not in ran.stdout
+
+
+def test_a_dialogue_that_may_end_early_is_planned_from_its_shortest_to_its_longest():
+    """The first pass declines every offer to end (the high figures), the second takes the first (the low ones);
+    a stage only the longer pass reaches has a low of 0, and the cacheable share stays that of the first pass."""
+    from rpbench.tasks.llm.planning import CallPlan
+    from rpbench.tasks.llm.stand_in import stand_in_text
+
+    schema = {"type": "object", "properties": {"next": {"enum": ["Ann", "END"]}}}
+    assert '"END"' in stand_in_text([{"role": "user", "content": "x"}], schema, ending=True)
+    assert '"Ann"' in stand_in_text([{"role": "user", "content": "x"}], schema)
+    plan = CallPlan()
+
+    def ask(stage: str, n: int, with_schema: bool) -> None:
+        for k in range(n):
+            msgs = [{"role": "user", "content": f"{stage} turn {k}"}]
+            plan.stand_in(stage, "player", "openai/gpt-4o-mini", "openai", f"{stage}{k}", msgs,
+                          schema if with_schema else None, 50, (1e-6, 4e-6), 1)
+
+    plan.start()
+    ask("talk", 6, True)
+    ask("grade", 2, False)
+    assert plan.endings_offered == 6
+    plan.start(ending=True)
+    ask("talk", 2, True)
+    rows = {r["stage"]: r for r in plan.result()["stages"]}
+    assert rows["talk"]["calls"] == [2, 6] and rows["grade"]["calls"] == [0, 2]
+    assert rows["talk"]["cost_usd"][0] < rows["talk"]["cost_usd"][1]
+    assert plan.result()["total"]["calls"] == [2, 8]

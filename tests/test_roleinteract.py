@@ -32,7 +32,7 @@ from rpbench.tasks.modes.roleinteract.scoring import (
 from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEM_SCORES, ITEMS
 from rpbench.tasks.reports.scores import model_scores
 from rpbench.tasks.reports.spec import GroupKey, MetricSpec, Scoring
-from tests.helpers import CLI, TEST_KEY_ENV, rpbench
+from tests.helpers import CLI, TEST_KEY_ENV, released, rpbench
 
 EXAMPLE = sample_path("roleinteract", "example.json")
 EMOTIONS = {"A": "neutral", "B": "non-neutral", "C": "joy", "D": "fear"}
@@ -137,7 +137,7 @@ def test_items_share_their_identical_parts_and_read_as_when_parsed_alone(tmp_pat
     records = json.loads(sample_path("roleinteract", "example.json").read_text(encoding="utf-8"))
     twice = tmp_path / "twice.json"
     twice.write_text(json.dumps(records + records, ensure_ascii=False), encoding="utf-8")
-    items, _ = load_files([str(twice)])
+    items = load_files([str(twice)])[0]
     n = len(records)
     first, second = items[:n], items[n:]
     for a, b in zip(first, second, strict=True):
@@ -348,6 +348,32 @@ def test_cli_errors_are_one_line(tmp_path):
     ]:
         p = rpbench("roleinteract", "run", *args, "--out", str(tmp_path / "o"))
         assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_the_released_file_with_a_gold_letter_among_no_options(harness, loopback, tmp_path, monkeypatch):
+    """SocialBench's own emotional_perception.json has one item (758) whose gold letter D is none of its
+    options A-C: the command refuses the file naming that item and the way out; --drop-unanswerable runs the
+    rest and the report names what was left out."""
+    from rpbench.flows.modes.roleinteract.flows import roleinteract
+
+    data = released("socialbench/emotional_perception.json")
+    refused = rpbench("roleinteract", "run", "--data", str(data), "--model", "roleinteract-player",
+                      "--out", str(tmp_path / "o"))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "emotional_perception.json: item 758: field 'label': 'D' is not one of the options (A, B, C)" \
+        in refused.stderr and "--drop-unanswerable" in refused.stderr
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _respond
+    out = tmp_path / "run"
+    s = RoleInteractSettings(data=[str(data)], models=["always-b"], out=str(out), resamples=50, limit=1,
+                             drop_unanswerable=True, models_file=_models(tmp_path, loopback),
+                             cache=str(tmp_path / "c.sqlite"))
+    roleinteract(s)
+    items = read_records(out / ITEMS.filename, ITEMS)
+    assert items and "emotional_perception:00758" not in {i.item_id for i in items}
+    report = (out / "report.md").read_text()
+    assert "Left out because no answer can be right (--drop-unanswerable): 1." in report
+    assert "- emotional_perception.json item 758: field 'label': 'D' is not one of the options" in report
 
 
 @pytest.mark.local_model

@@ -11,7 +11,9 @@ model's own tokenizer for it), their reply tokens and their cost. The figures th
   the stand-in (about the least a usable reply takes); high, ``max_tokens`` for every attempt;
 - dollars: the low and high tokens at the model's prices (``prices`` is given by the gateway).
 
-A dialogue's stand-ins never end it early, so a dialogue stage's count is that of dialogues run to their longest.
+A dialogue that may end early is counted both ways: the command runs once with stand-ins that decline every
+offer to end (the high figures) and, where any such offer was seen, once more with stand-ins that take the first
+(the low figures: calls, tokens and dollars; a stage only the longer run reaches has a low of 0).
 """
 
 from __future__ import annotations
@@ -145,10 +147,17 @@ class CallPlan:
         self._rows: dict[tuple[str, str, str], _Row] = {}
         self._answered: dict[str, dict[str, Any]] = {}  # stand-ins given, by cache key: the same request is sent once
         self._prefixes: dict[str, set[bytes]] = {}  # by model: prefixes of the prompts counted so far
+        self.ending = False  # stand-ins take every offer to end (the shortest dialogues)
+        self.endings_offered = 0  # stand-ins whose schema offered to end something
+        self._longest: dict[tuple[str, str, str], _Row] | None = None
 
-    def start(self) -> None:
+    def start(self, ending: bool = False) -> None:
+        """A new plan; or, with ``ending``, the second pass of this one: the rows counted so far are kept as
+        its high figures, and this pass, its dialogues ended at the first offer, gives the low ones."""
         with self._lock:
+            self._longest = self._rows if ending else None
             self.active, self._rows, self._answered, self._prefixes = True, {}, {}, {}
+            self.ending, self.endings_offered = ending, 0
 
     def stop(self) -> None:
         with self._lock:
@@ -175,7 +184,7 @@ class CallPlan:
                  prices: Prices, attempts: int, sent_as: str = "") -> dict[str, Any]:
         """The stand-in reply to a request not in the cache, counted as a request the run would send (once:
         the same request again is answered as the run's cache would answer it)."""
-        from rpbench.tasks.llm.stand_in import stand_in_text
+        from rpbench.tasks.llm.stand_in import offers_ending, stand_in_text
 
         with self._lock:
             given = self._answered.get(key)
@@ -184,7 +193,10 @@ class CallPlan:
             return given
         prompt, counted_by = count_prompt_tokens(model, family, messages)
         prefixes = prefix_digests(prompt_ids(messages)) if family != "local" and prompt >= CACHE_MIN else []
-        text = stand_in_text(messages, schema)
+        text = stand_in_text(messages, schema, self.ending)
+        if schema is not None and offers_ending(schema):
+            with self._lock:
+                self.endings_offered += 1
         reply_tokens = min(count_reply_tokens(text), max_tokens)
         reply = {"text": text, "prompt_tokens": prompt, "completion_tokens": reply_tokens, "latency_s": 0.0,
                  "cost_usd": None, "stand_in": True}
@@ -211,7 +223,12 @@ class CallPlan:
     def result(self) -> dict[str, Any]:
         """The plan: a row per stage, role and model, the totals by role, and the run's ``total``."""
         with self._lock:
-            rows = [r.figures() for _, r in sorted(self._rows.items())]
+            longest = self._rows if self._longest is None else self._longest
+            shortest = None if self._longest is None else self._rows
+            rows = [r.figures() if shortest is None else _lowered(r.figures(), shortest.get(key))
+                    for key, r in sorted(longest.items())]
+            # The share of what the longest pass would send at its first attempts (as without a second pass).
+            low_prompt = sum(r.prompt_tokens for r in longest.values())
         keys = ("calls", "cached_calls", "prompt_tokens", "reply_tokens", "cost_usd", "cacheable_prompt_tokens")
         roles: dict[str, dict[str, Any]] = {}
         total: dict[str, Any] = {k: 0 for k in keys}
@@ -222,7 +239,6 @@ class CallPlan:
             for k in keys:
                 by_role[k] = _add(by_role[k], row[k])
                 total[k] = _add(total[k], row[k])
-        low_prompt = total["prompt_tokens"][0] if isinstance(total["prompt_tokens"], list) else total["prompt_tokens"]
         total["cacheable_share"] = round(total["cacheable_prompt_tokens"] / low_prompt, 4) if low_prompt else 0.0
         unknown = sorted({r["model"] for r in rows if r["cost_usd"] is None})
         notes = []
@@ -243,6 +259,27 @@ class CallPlan:
         if unknown and rows:
             total["cost_usd"] = _sum_known([r["cost_usd"] for r in rows])
         return {"stages": rows, "roles": list(roles.values()), "total": total, "notes": notes}
+
+
+def _lo(value: Range | None) -> float | None:
+    return None if value is None else (value[0] if isinstance(value, list) else value)
+
+
+def _hi(value: Range | None) -> float | None:
+    return None if value is None else (value[1] if isinstance(value, list) else value)
+
+
+def _lowered(figures: dict[str, Any], shortest: _Row | None) -> dict[str, Any]:
+    """A row's figures with their low ends taken from the pass whose dialogues ended first (``shortest``: the
+    same row there, None when that pass never reached it)."""
+    low = shortest.figures() if shortest is not None else None
+    for k in ("calls", "prompt_tokens", "reply_tokens", "cost_usd"):
+        high = _hi(figures[k])
+        if high is None:
+            continue
+        least = _lo(low[k]) if low is not None else 0.0
+        figures[k] = _span(least if least is not None else 0.0, high)
+    return figures
 
 
 def _sum_known(costs: Sequence[Range | None]) -> Range:

@@ -4,8 +4,8 @@ them to count the calls it would make, and the test servers answer with them.
 A stand-in is usable: for a structured request, a value valid for the schema the request carries; for free text,
 a sentence naming an option letter (a multiple-choice reader finds one). It is the same for the same request, and
 varies between requests (so items do not all look alike). Where a schema offers to end something (an option
-named ``END``), the stand-in does not take it: a dialogue runs as long as its stage lets it, the high end of what
-it can cost.
+named ``END``), the stand-in declines it, so a dialogue runs as long as its stage lets it (the most it can cost);
+asked for ``ending`` replies it takes the first end offered (the least).
 """
 
 from __future__ import annotations
@@ -24,24 +24,39 @@ def _resolve(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str,
     return schema
 
 
-def _choice(options: Sequence[Any], salt: int) -> Any:
+def _choice(options: Sequence[Any], salt: int, ending: bool) -> Any:
+    endings = [o for o in options if o in ENDINGS]
+    if ending and endings:
+        return endings[0]
     going_on = [o for o in options if o not in ENDINGS] or list(options)
     return going_on[salt % len(going_on)]
 
 
-def schema_instance(schema: Mapping[str, Any], salt: int = 0, defs: Mapping[str, Any] | None = None) -> Any:
+def offers_ending(schema: Any) -> bool:
+    """Whether a schema anywhere offers an option that ends something (a dialogue's ``END``)."""
+    if isinstance(schema, Mapping):
+        if any(o in ENDINGS for o in schema.get("enum", ()) if isinstance(o, str)):
+            return True
+        return any(offers_ending(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(offers_ending(v) for v in schema)
+    return False
+
+
+def schema_instance(schema: Mapping[str, Any], salt: int = 0, defs: Mapping[str, Any] | None = None,
+                    ending: bool = False) -> Any:
     """A value valid for a JSON schema (the subset pydantic and rpbench's provider forms emit), varied by
-    ``salt``."""
+    ``salt``; an option that ends something taken where offered if ``ending``, else declined."""
     defs = schema.get("$defs", {}) if defs is None else defs
     schema = _resolve(schema, defs)
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:
-        return _choice(schema["enum"], salt)
+        return _choice(schema["enum"], salt, ending)
     for key in ("anyOf", "oneOf"):
         if key in schema:
             options = [o for o in schema[key] if _resolve(o, defs).get("type") != "null"] or schema[key]
-            return schema_instance(options[0], salt, defs)
+            return schema_instance(options[0], salt, defs, ending)
     kind = schema.get("type", "object")
     if isinstance(kind, list):  # ["string", "null"]: the first that is not null
         kind = next((k for k in kind if k != "null"), "null")
@@ -59,12 +74,12 @@ def schema_instance(schema: Mapping[str, Any], salt: int = 0, defs: Mapping[str,
         return bool(salt % 2)
     if kind == "array":
         if "prefixItems" in schema:
-            return [schema_instance(s, salt + k, defs) for k, s in enumerate(schema["prefixItems"])]
+            return [schema_instance(s, salt + k, defs, ending) for k, s in enumerate(schema["prefixItems"])]
         n = min(max(int(schema.get("minItems", 0)), 1), int(schema.get("maxItems", 1)))
-        return [schema_instance(schema.get("items", {"type": "string"}), salt + k, defs) for k in range(n)]
+        return [schema_instance(schema.get("items", {"type": "string"}), salt + k, defs, ending) for k in range(n)]
     # Flags named is_* (a refusal, say) stay off, so the items are scored rather than set aside.
     return {name: False if name.startswith("is_") and _resolve(sub, defs).get("type") == "boolean"
-            else schema_instance(sub, salt + k, defs)
+            else schema_instance(sub, salt + k, defs, ending)
             for k, (name, sub) in enumerate((schema.get("properties") or {}).items())}
 
 
@@ -72,11 +87,13 @@ def _digest(messages: Sequence[Mapping[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(list(messages), ensure_ascii=False).encode()).hexdigest()
 
 
-def stand_in_text(messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any] | None = None) -> str:
-    """The stand-in reply to ``messages``: JSON valid for ``schema`` when one is given, else a sentence."""
+def stand_in_text(messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any] | None = None,
+                  ending: bool = False) -> str:
+    """The stand-in reply to ``messages``: JSON valid for ``schema`` when one is given (ending what it offers to
+    end if ``ending``), else a sentence."""
     if schema is None:
         return f"(nods) A fair question; my answer is {_digest(messages)[:8]}. I choose B."
-    return json.dumps(schema_instance(schema, int(_digest(messages)[:6], 16)), ensure_ascii=False)
+    return json.dumps(schema_instance(schema, int(_digest(messages)[:6], 16), ending=ending), ensure_ascii=False)
 
 
 def request_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:

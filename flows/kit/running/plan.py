@@ -89,12 +89,26 @@ def settings_digest(settings: RunSettings) -> str:
 
 def make_plan(run: Callable[[Any], None], settings: RunSettings) -> dict[str, Any]:
     """Run the command ``run`` on ``settings`` sending nothing; the plan of what it would send."""
+    runner = os.environ.get("RPBENCH_RUNNER")
+    os.environ["RPBENCH_RUNNER"] = "threads"  # the gateway that counts is this process's
+    try:
+        _run_on_stand_ins(run, settings)
+        if run_plan.endings_offered:  # a dialogue may end early: count it ended at the first chance too (low)
+            _run_on_stand_ins(run, settings, ending=True)
+    finally:
+        run_plan.stop()
+        if runner is None:
+            os.environ.pop("RPBENCH_RUNNER", None)
+        else:
+            os.environ["RPBENCH_RUNNER"] = runner
+    return {**run_plan.result(), "settings_digest": settings_digest(settings)}
+
+
+def _run_on_stand_ins(run: Callable[[Any], None], settings: RunSettings, ending: bool = False) -> None:
     from prefect import tags
 
     scratch = Path(tempfile.mkdtemp(prefix="rpbench-plan-"))
-    runner = os.environ.get("RPBENCH_RUNNER")
-    os.environ["RPBENCH_RUNNER"] = "threads"  # the gateway that counts is this process's
-    run_plan.start()
+    run_plan.start(ending=ending)
     try:
         planned = _scratch(settings, scratch)
         # Nothing is sent, so no key is needed yet (the run itself checks them).
@@ -107,13 +121,7 @@ def make_plan(run: Callable[[Any], None], settings: RunSettings) -> dict[str, An
                 if exc.exit_code not in (0, 3):
                     raise
     finally:
-        run_plan.stop()
-        if runner is None:
-            os.environ.pop("RPBENCH_RUNNER", None)
-        else:
-            os.environ["RPBENCH_RUNNER"] = runner
         shutil.rmtree(scratch, ignore_errors=True)
-    return {**run_plan.result(), "settings_digest": settings_digest(settings)}
 
 
 def keep_plan(plan: dict[str, Any], settings: RunSettings) -> list[Path]:
@@ -166,6 +174,6 @@ def plan_text(plan: dict[str, Any]) -> str:
                f"price where the provider caches prompts): {t['cacheable_prompt_tokens']:,} "
                f"({100 * t['cacheable_share']:.0f}% of the low count)")
     out.append("ranges: low if every reply is read at its first attempt, high if every reply takes every attempt "
-               "and max_tokens; a dialogue is counted at its longest")
+               "and max_tokens; a dialogue that may end early: low ended at its first chance, high run to its longest")
     out += [f"note: {n}" for n in plan["notes"]]
     return "\n".join(out)

@@ -17,27 +17,29 @@ from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.roleinteract.loader import load_files
 from rpbench.tasks.modes.roleinteract.records import Item
 
-_Selected = tuple[list[Item], dict[str, int]]
+_Selected = tuple[list[Item], dict[str, int], list[str]]
 _selected: dict[tuple[Any, ...], _Selected] = {}
 _selected_lock = threading.Lock()
 
 
-def select(data: list[str], columns: list[str], languages: list[str], limit: int | None) -> _Selected:
-    """The items a run covers (file order), and the bytes of each file read as Windows-1252.
+def select(data: list[str], columns: list[str], languages: list[str], limit: int | None,
+           drop_unanswerable: bool = False) -> _Selected:
+    """The items a run covers (file order), the bytes of each file read as Windows-1252, and the unanswerable
+    items left out (``drop_unanswerable``; else such an item is an error).
 
     Read once per process for the same files (by size and modification time) and choice: every model's
     answers stage and the report read the same items, and at 100,000 calls the copies were most of a run's
     memory. Items are records nobody changes, so the stages share them."""
     stamps = tuple((str(Path(p).resolve()), *_stamp(p)) for p in data)
-    key = (stamps, tuple(columns), tuple(languages), limit)
+    key = (stamps, tuple(columns), tuple(languages), limit, drop_unanswerable)
     with _selected_lock:
         found = _selected.get(key)
     if found is None:
-        found = _select(data, columns, languages, limit)
+        found = _select(data, columns, languages, limit, drop_unanswerable)
         with _selected_lock:
             _selected.clear()  # one choice at a time: a served process runs many, one after another
             _selected[key] = found
-    return list(found[0]), dict(found[1])
+    return list(found[0]), dict(found[1]), list(found[2])
 
 
 def _stamp(path: str) -> tuple[int, int]:
@@ -48,8 +50,9 @@ def _stamp(path: str) -> tuple[int, int]:
     return (st.st_size, st.st_mtime_ns)
 
 
-def _select(data: list[str], columns: list[str], languages: list[str], limit: int | None) -> _Selected:
-    items, repaired = load_files(data)
+def _select(data: list[str], columns: list[str], languages: list[str], limit: int | None,
+            drop_unanswerable: bool) -> _Selected:
+    items, repaired, dropped = load_files(data, drop_unanswerable)
     picked = [i for i in items if (not columns or i.column in columns) and (not languages or i.language in languages)]
     if limit is not None:
         seen: dict[tuple[str, str], int] = {}
@@ -62,12 +65,12 @@ def _select(data: list[str], columns: list[str], languages: list[str], limit: in
         picked = kept
     if not picked:
         raise InputError(f"--data: no item matches the columns and languages asked for ({', '.join(data)})")
-    return picked, repaired
+    return picked, repaired, dropped
 
 
 def check_run(s: RoleInteractSettings) -> dict[str, str]:
     """Models resolved to roles, the data and the answer files read: every input error before any call."""
-    items, _ = select(s.data, s.columns, s.languages, s.limit)
+    items = select(s.data, s.columns, s.languages, s.limit, s.drop_unanswerable)[0]
     given = check_answers(s, items)
     roles = resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="roleinteract-player",
                         option="--model")
@@ -81,7 +84,7 @@ def check_answers(s: RoleInteractSettings, items: list[Item]) -> dict[str, str]:
     """--answers as {name: file}, each file read and its ids checked against the items (of all the data: a
     file may answer more than --limit or --column keep)."""
     given = given_systems(s.answers)
-    every = {i.item_id: i for i in load_files(s.data)[0]}
+    every = {i.item_id: i for i in load_files(s.data, s.drop_unanswerable)[0]}
     for path in given.values():
         read_answers(path, every)
     return given

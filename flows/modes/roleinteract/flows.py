@@ -24,10 +24,10 @@ WORKERS = 4
 @stage("roleinteract-answers", batch=True, templates=("roleinteract/",),
        roles=lambda p: [p["role"]] if p["role"] else [], inputs=("data", "given"))
 async def answers(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
-                  role: str | None, given: str | None, name: str, out: str, shard: str, models_file: str | None,
-                  cache: str | None) -> StageResult:
+                  drop_unanswerable: bool, role: str | None, given: str | None, name: str, out: str, shard: str,
+                  models_file: str | None, cache: str | None) -> StageResult:
     """``name``'s answers: asked of the model bound to ``role``, or read from the file ``given``."""
-    items, _ = select(data, columns, languages, limit)
+    items = select(data, columns, languages, limit, drop_unanswerable)[0]
     if given is not None:
         made = given_answers(items, read_answers(given), name, given)
     else:
@@ -42,9 +42,9 @@ async def answers(run: StageRun, data: list[str], columns: list[str], languages:
 
 @stage("roleinteract-report", inputs=("data", "answers"))
 async def report(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
-                 answers: list[str], policy: str, scoring: str, resamples: int, seed: int, out: str,
-                 notes: list[str] | None = None) -> StageResult:
-    items, repaired = select(data, columns, languages, limit)
+                 drop_unanswerable: bool, answers: list[str], policy: str, scoring: str, resamples: int, seed: int,
+                 out: str, notes: list[str] | None = None) -> StageResult:
+    items, repaired, dropped = select(data, columns, languages, limit, drop_unanswerable)
     pol: Policy = "zero" if policy == "zero" else "skip"
     # One model's answers at a time, read again for the viewer rather than kept: a run of 100,000 answers holds
     # their scores, never every answer at once. The answers table itself is the models' tables joined as columns.
@@ -60,8 +60,8 @@ async def report(run: StageRun, data: list[str], columns: list[str], languages: 
              for s in roleinteract_samples(items, read_records(p, ANSWERS), scored))
     done = await publish_report(run, "roleinteract", REPORT, rows, failures, len(items), resamples, seed,
                                 {"policy": policy, "scoring": scoring, "repaired_bytes": repaired,
-                                 "data": data_stats(items)}, samples=shown, notes=notes)
-    return run.result(leaderboard=done.board, **done.analysis.summary)
+                                 "dropped": dropped, "data": data_stats(items)}, samples=shown, notes=notes)
+    return run.result(leaderboard=done.board, unanswerable_left_out=len(dropped), **done.analysis.summary)
 
 
 @flow(name="rpbench-roleinteract", log_prints=True, task_runner=stage_runner(WORKERS))
@@ -70,7 +70,8 @@ def roleinteract(settings: RoleInteractSettings) -> dict:
     """RoleInteract: each model answers every question; the nine-column table and its average."""
     s, stages = settings, Stages(settings)
     roles = check_run(s)
-    common = {"data": s.data, "columns": s.columns, "languages": s.languages, "limit": s.limit}
+    common = {"data": s.data, "columns": s.columns, "languages": s.languages, "limit": s.limit,
+              "drop_unanswerable": s.drop_unanswerable}
     systems: list[tuple[str, str | None, str | None]] = [(name, role, None) for name, role in roles.items()]
     systems += [(name, None, path) for name, path in given_systems(s.answers).items()]
     made = stages.map(answers, [{**common, "role": role, "given": path, "name": name, "shard": slug(name)}

@@ -32,6 +32,10 @@ class RoleInteractSettings(RunSettings):
         default="paper", description="How a choice item scores. paper (Appendix C): any chosen option that is not "
                                      "gold gives 0, single-gold items included. released (SocialBench's dataset.py): "
                                      "a single-gold item is right when the first option chosen is gold.")
+    drop_unanswerable: bool = Field(
+        default=False, description="Leave out items whose gold letter is none of their options (no answer can be "
+                                   "right; SocialBench's emotional_perception.json has one) and name each in the "
+                                   "report. Without it such an item is an error.")
     columns: list[str] = Field(default_factory=list, json_schema_extra=cli("--column"),
                                description="Only these columns (SA Style, SA Know., EP Situ., EP Emo., CM Short, "
                                            "CM Long, Pos., Neu., Neg.). Repeat. Default: all.")

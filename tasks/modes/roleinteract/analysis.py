@@ -199,9 +199,16 @@ def _sections(rows: Sequence[ItemScore], context: dict[str, Any]) -> list[Sectio
             "characters for Chinese) and speakers per dialogue.", "",
             *_table(["column", "questions", "utterances", "tokens / utterance", "speakers"], body)])))
     repaired = {f: n for f, n in context.get("repaired_bytes", {}).items() if n}
-    if repaired:
-        sections.append(Section("Input files", "Bytes that were not UTF-8, read as Windows-1252: "
-                                 + ", ".join(f"{f} {n}" for f, n in sorted(repaired.items())) + "."))
+    dropped = context.get("dropped", [])
+    if repaired or dropped:
+        lines = []
+        if repaired:
+            lines.append("Bytes that were not UTF-8, read as Windows-1252: "
+                         + ", ".join(f"{f} {n}" for f, n in sorted(repaired.items())) + ".")
+        if dropped:
+            lines += ["", f"Left out because no answer can be right (--drop-unanswerable): {len(dropped)}.", "",
+                      *(f"- {d}" for d in dropped)]
+        sections.append(Section("Input files", "\n".join(lines)))
     return sections
 
 

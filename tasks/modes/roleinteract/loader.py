@@ -47,6 +47,7 @@ _C1 = re.compile("[\x80-\x9f]")
 class LoadedFile:
     items: list[Item]
     repaired_bytes: int  # bytes that were not UTF-8 and were read as Windows-1252
+    dropped: list[str]  # unanswerable items left out (when asked), each as "file item N: why"
 
 
 def readable(text: str) -> str:
@@ -78,6 +79,12 @@ def read_text(path: Path) -> tuple[str, int]:
 
 def _fail(path: Path, index: int, field: str, message: str) -> InputError:
     return InputError(f"{path}: item {index}: field '{field}': {message}")
+
+
+class UnanswerableItem(InputError):
+    """An item whose gold letter is none of its options: no answer can be right. SocialBench's own
+    emotional_perception.json has one (item 758, gold D of A-C); a run refuses it unless asked to leave such
+    items out (and then names each in the report)."""
 
 
 def _text(value: Any, path: Path, index: int, field: str) -> str:
@@ -202,7 +209,8 @@ def parse_item(raw: Any, path: Path, index: int, pieces: Pieces | None = None) -
         letters = {c.letter for c in choices}
         wrong = [x for x in label if x not in letters]
         if wrong:
-            raise _fail(path, index, "label", f"'{wrong[0]}' is not one of the options ({', '.join(sorted(letters))})")
+            raise UnanswerableItem(f"{path}: item {index}: field 'label': '{wrong[0]}' is not one of the options "
+                                   f"({', '.join(sorted(letters))}), so no answer can be right")
     target = meta.get("name")
     if target is not None and not isinstance(target, str):
         raise _fail(path, index, "meta.name", "expected the role's name as text")
@@ -224,7 +232,9 @@ def parse_item(raw: Any, path: Path, index: int, pieces: Pieces | None = None) -
         polarity=_polarity(meta, target, path, index) if group else None)
 
 
-def load_file(path: str | Path, pieces: Pieces | None = None) -> LoadedFile:
+def load_file(path: str | Path, pieces: Pieces | None = None, drop_unanswerable: bool = False) -> LoadedFile:
+    """The file's items; an item no answer can get right is an error, or (``drop_unanswerable``) left out and
+    named in ``dropped``."""
     path = Path(path)
     pieces = pieces if pieces is not None else Pieces()
     text, repaired = read_text(path)
@@ -236,19 +246,30 @@ def load_file(path: str | Path, pieces: Pieces | None = None) -> LoadedFile:
         raise InputError(f"{path}: expected a JSON list of items, found {type(data).__name__}")
     if not data:
         raise InputError(f"{path}: the file holds no items")
-    return LoadedFile([parse_item(raw, path, k, pieces) for k, raw in enumerate(data)], repaired)
+    items, dropped = [], []
+    for k, raw in enumerate(data):
+        try:
+            items.append(parse_item(raw, path, k, pieces))
+        except UnanswerableItem as exc:
+            if not drop_unanswerable:
+                raise InputError(f"{exc} (--drop-unanswerable leaves such items out and names them in the "
+                                 "report)") from None
+            dropped.append(f"{path.name} {str(exc).removeprefix(f'{path}: ')}")
+    return LoadedFile(items, repaired, dropped)
 
 
-def load_files(paths: list[str]) -> tuple[list[Item], dict[str, int]]:
+def load_files(paths: list[str], drop_unanswerable: bool = False) -> tuple[list[Item], dict[str, int], list[str]]:
     """Every item of every file (a file name given twice, or two files with one name, is an error: item ids
-    are made from it), and how many bytes of each file were read as Windows-1252."""
+    are made from it), how many bytes of each file were read as Windows-1252, and the unanswerable items left
+    out (``drop_unanswerable``; else such an item is an error)."""
     stems = Counter(Path(p).stem for p in paths)
     twice = [s for s, n in stems.items() if n > 1]
     if twice:
         raise InputError(f"--data: two files are named '{twice[0]}' (item ids are made from file names)")
-    items, repaired, pieces = [], {}, Pieces()
+    items, repaired, dropped, pieces = [], {}, [], Pieces()
     for p in paths:
-        loaded = load_file(p, pieces)
+        loaded = load_file(p, pieces, drop_unanswerable)
         items += loaded.items
         repaired[Path(p).name] = loaded.repaired_bytes
-    return items, repaired
+        dropped += loaded.dropped
+    return items, repaired, dropped

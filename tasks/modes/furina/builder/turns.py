@@ -40,9 +40,10 @@ class DialogueGrade(BaseModel):
     grade: Literal["poor", "moderate", "high"]
 
 
-def director_schema(roster: list[str]) -> type[BaseModel]:
-    """A schema whose `next` can only be someone on the roster, or END."""
-    choice = Literal[tuple([*roster, END])]  # type: ignore[valid-type]
+def director_schema(roster: list[str], may_end: bool = True) -> type[BaseModel]:
+    """A schema whose `next` can only be someone on the roster, or END once the scene may end (a model held to
+    the schema cannot end it before the minimum rounds; a plan's shortest pass ends it at the first round it may)."""
+    choice = Literal[tuple([*roster, END] if may_end else roster)]  # type: ignore[valid-type]
     return create_model("DirectorChoice", reason=(str, Field(max_length=REASONING_CAP, json_schema_extra=REASONING)),
                         next=(choice, ...))  # type: ignore[arg-type]
 
@@ -61,7 +62,8 @@ def director_request(scene: Scene, roster: list[str], history: list[Line], langu
         "furina/builder/director", language, background=scene.background, situation=scene.situation, roster=roster,
         history=history_lines(history), may_end=min_left <= 0,
     ).text
-    return Request("director", [{"role": "user", "content": text}], schema=director_schema(roster), tag=tag)
+    return Request("director", [{"role": "user", "content": text}], schema=director_schema(roster, min_left <= 0),
+                   tag=tag)
 
 
 def scene_turn_request(scene: Scene, me: SceneCharacter, others: list[Character | SceneCharacter],
