@@ -254,7 +254,7 @@ class LoopbackServer:
 
     def _app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        for prefix in ("/v1", ""):
+        for prefix in ("/v1", "", "/openai"):  # "/openai": Azure OpenAI's (the API version in the query)
             app.router.add_post(f"{prefix}/files", self._upload)
             app.router.add_get(prefix + "/files/{file_id}", self._file)
             app.router.add_get(prefix + "/files/{file_id}/content", self._content)

@@ -170,6 +170,33 @@ def test_the_batch_option_batches_every_role_of_a_models_file_that_does_not(serv
     assert len(server.batches) == 1 and server.requests
 
 
+def test_azures_route_batches_through_its_own_files_and_batches_endpoints(server, tmp_path):
+    """An ``azure/`` deployment (its api_base and api_version) sends RoleInteract's answers as one batch to Azure
+    OpenAI's /openai/files and /openai/batches, nothing one by one, at the batch price."""
+    models = tmp_path / "models.toml"
+    azure = server.base_url.removesuffix("/v1")  # an Azure endpoint: the client adds /openai/...
+    models.write_text(f'[default]\nmodel = "azure/rp-deployment"\napi_base = "{azure}"\n'
+                      f'api_version = "2024-10-21"\n')
+    refused = rpbench("models", "check", "--models-file", str(models))
+    assert refused.returncode == 2 and "field 'default.api_version'" in refused.stderr
+    assert "[default.extra]: api_version = ..." in refused.stderr
+    models.write_text(f'[default]\nmodel = "azure/rp-deployment"\napi_base = "{azure}"\n'
+                      f'extra = {{api_version = "2024-10-21"}}\napi_key_env = "{TEST_KEY_ENV}"\nbatch = true\n'
+                      f"batch_poll_s = 0.1\ninput_cost_per_token = {PRICE[0]}\noutput_cost_per_token = {PRICE[1]}\n"
+                      f"batch_input_cost_per_token = {BATCH_PRICE[0]}\n"
+                      f"batch_output_cost_per_token = {BATCH_PRICE[1]}\n")
+    step = _step("roleinteract", "roleinteract", tmp_path / "work")
+    ran = rpbench(*step.args, "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"))
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    # Both models under test are the one deployment asked the same questions: one batch, shared; none one by one.
+    assert len(server.batches) == 1 and not server.requests
+    calls = _calls(step.out, "roleinteract-answers")
+    assert calls and {c["cache_key"] for c in calls} <= {line["custom_id"] for line in server.batch_requests}
+    for c in calls:
+        expected = BATCH_PRICE[0] * c["prompt_tokens"] + BATCH_PRICE[1] * c["completion_tokens"]
+        assert c["cost_usd"] == pytest.approx(expected)
+
+
 def test_a_role_whose_route_has_no_batch_api_cannot_ask_for_batches():
     with pytest.raises(ValueError, match="has no batch API"):
         ModelSpec(model="local/smollm2-135m", batch=True)

@@ -287,6 +287,10 @@ def load_models_config(path: str | Path | None = None, environ: dict[str, str] |
         config = ModelsConfig.model_validate(data)
     except ValidationError as exc:
         where, msg = first_error(exc)
+        if exc.errors()[0]["type"] == "extra_forbidden" and where.count(".") == 1:
+            role, name = where.split(".")
+            msg = (f"not a setting of a role (see `rpbench models --help`); an option for litellm itself goes in "
+                   f"[{role}.extra]: {name} = ...")
         raise InputError(f"{path}: field '{where}': {msg}" if where != "record" else f"{path}: {msg}") from None
     # Whatever a models file names as holding a key is a secret, whatever the variable is called.
     register_secret_names(config.key_variables())
