@@ -19,7 +19,6 @@ import hashlib
 import inspect
 import itertools
 import json
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from prefect.context import TaskRunContext
 from pydantic import BaseModel, Field
 
 from rpbench import prompts
+from rpbench.flows.kit.front.systems import slug
 from rpbench.flows.kit.running.code_digest import code_digest
 from rpbench.flows.kit.running.progress import StageProgress
 from rpbench.flows.kit.running.runtime import shared_gateway
@@ -185,10 +185,6 @@ def stage_key(spec: StageSpec, fn: Callable[..., Any]) -> Callable[[TaskRunConte
 
 
 # -- running a stage ------------------------------------------------------------------------------
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
-
-
 FINAL = "_final"  # no slug has an underscore, so no shard's folder can be called this
 
 

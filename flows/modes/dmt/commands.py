@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.front.commands import settings_command, stages_line
 from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.tasks.core.errors import InputError
@@ -18,7 +19,7 @@ def run(s: DmtSettings) -> None:
     until the purpose is served or --max-rounds; every round is labelled good/bad per metric; DMT-Scores."""
     from rpbench.flows.modes.dmt.checks import check_run
 
-    check_run(s)  # bad input fails here, before Prefect or the gateway is even imported
+    checked(check_run, s)  # bad input fails here, before Prefect or the gateway is even imported
     from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.dmt.flows import dmt
 

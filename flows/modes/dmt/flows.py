@@ -6,16 +6,16 @@ from collections import Counter
 
 from prefect import flow
 
+from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.running.report import publish_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
-from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.dmt.checks import check_run, select
 from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.records import Failure
-from rpbench.tasks.llm.given import given_systems
 from rpbench.tasks.modes.dmt.analysis import REPORT, dialogue_scores
 from rpbench.tasks.modes.dmt.catalog import allocated
 from rpbench.tasks.modes.dmt.dialogue import GENERATOR, Dialogue, DialogueConfig, run_all
@@ -120,17 +120,14 @@ async def report(run: StageRun, rounds: list[str], steps: list[str], ends: list[
 def dmt(settings: DmtSettings) -> dict:
     """DMT-RoleBench: dialogues steered by topic and intent (role `dmt-generator`), labels (role `dmt-judge`)."""
     s, stages = settings, Stages(settings)
-    roles, n = check_run(s)
-    systems: list[tuple[str, str | None, str | None]] = [(n, r, None) for n, r in roles.items()]
-    systems += [(n, None, path) for n, path in given_systems(s.answers).items()]
+    systems, n = checked(check_run, s)
     made = stages.map(dialogues, [
-        {"seeds_file": s.seeds, "only_seeds": s.only_seeds, "formats": list(s.formats),
-         "limit": s.limit, "role": role,
-         "given": path, "name": name, "max_rounds": s.max_rounds, "max_regenerations": s.max_regenerations,
-         "merge_system": s.no_system_role, "shard": slug(name)} for name, role, path in systems])
+        {"seeds_file": s.seeds, "only_seeds": s.only_seeds, "formats": list(s.formats), "limit": s.limit,
+         "max_rounds": s.max_rounds, "max_regenerations": s.max_regenerations, "merge_system": s.no_system_role,
+         **system.params()} for system in systems])
     labelled = stages.map(labels, [{"rounds": m.path("rounds"), "seeds": m.path("seeds"),
-                                    "ends": m.path("dialogue_ends"), "name": name, "shard": slug(name)}
-                                   for m, (name, _r, _p) in zip(made, systems, strict=True)])
+                                    "ends": m.path("dialogue_ends"), "name": x.name, "shard": x.shard}
+                                   for m, x in zip(made, systems, strict=True)])
     done = stages.run(report, rounds=[m.path("rounds") for m in made], steps=[m.path("steps") for m in made],
                       ends=[m.path("dialogue_ends") for m in made], seeds=[m.path("seeds") for m in made],
                       labels=[lb.path("labels") for lb in labelled],

@@ -14,6 +14,7 @@ from typing import Any
 
 from prefect import flow
 
+from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.running.ui import publish_table
@@ -115,7 +116,7 @@ async def items(run: StageRun, characters: list[Character], pool: str, dialogues
 def build_benchmark(settings: BuildSettings) -> dict:
     """Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark items."""
     s, stages = settings, Stages(settings)
-    characters, sources = check(s)
+    characters, sources = checked(check, s)
     config = s.build(sources)
     pool = str(Path(s.pool) / SCENES.filename)
     run = {"pool": pool, "config": config}

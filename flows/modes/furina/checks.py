@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rpbench.flows.kit.front.systems import System, read_systems
 from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.given import given_systems, read_answers
+from rpbench.tasks.llm.given import read_answers
 from rpbench.tasks.llm.keys import require_keys
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.furina.builder.build import (
@@ -47,23 +48,22 @@ def check(s: BuildSettings) -> tuple[list[Character], tuple[str, ...]]:
     return characters, tuple(roles[name] for name in s.sources)
 
 
-def check_models(s: EvalSettings) -> dict[str, str]:
-    """Model name -> role; a name that is neither a role nor a model string is an input error; the answer
-    files (--answers) are read and their ids checked against the benchmark's items."""
+def check_models(s: EvalSettings) -> list[System]:
+    """The systems: the base (the reference every model is compared with) first, then the models (a name that
+    is neither a role nor a model string is an input error), then the answer files (--answers), read and their
+    ids checked against the benchmark's items."""
     if BASE in s.models:
         raise InputError(f"--model: '{BASE}' is the reference every model is compared with, not a model under test")
     config = load_models_config(s.models_file)
     require_keys(config, ["judge"], "--models-file")  # the judge of every item: no run without its key
     roles = resolve_all(config, s.models, ROLES, like="test", option="--model")
-    given = given_systems(s.answers)
+    systems = read_systems({BASE: BASE, **roles}, s.answers, model_option="--model (or the base)")
+    given = [x.answers for x in systems if x.answers]
     if given:
         items = {i.item_id: i for i in load_bench(**bench_files(s.bench)).items}
-        for name, path in given.items():
-            if name in roles or name == BASE:
-                raise InputError(f"--answers: '{name}' is also {'a --model' if name in roles else 'the base'}; "
-                                 "name the answers otherwise (NAME=FILE)")
+        for path in given:
             read_answers(path, items)
-    return roles
+    return systems
 
 
 def book_shards(books: list[str]) -> list[str]:

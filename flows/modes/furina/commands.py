@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.front.commands import settings_command, stages_line
 from rpbench.flows.modes.furina.settings import (
     BuildSettings,
@@ -139,7 +140,7 @@ def build(s: BuildSettings) -> None:
     """Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark items."""
     from rpbench.flows.modes.furina.checks import check
 
-    check(s)  # bad input fails here, before Prefect or the gateway is even imported
+    checked(check, s)  # bad input fails here, before Prefect or the gateway is even imported
     from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.furina.build import build_benchmark
 
@@ -175,7 +176,7 @@ def evaluate(s: EvalSettings) -> None:
     from rpbench.flows.modes.furina.checks import check_models
     from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench
 
-    check_models(s)  # bad input fails here, before Prefect or the gateway is even imported
+    checked(check_models, s)  # bad input fails here, before Prefect or the gateway is even imported
     load_bench(**bench_files(s.bench))
     from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.furina.evaluate import evaluate as evaluate_flow

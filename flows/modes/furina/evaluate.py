@@ -14,19 +14,20 @@ from typing import Any
 
 from prefect import flow
 
+from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.running.report import publish_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
-from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.furina.checks import check_models
 from rpbench.flows.modes.furina.settings import EvalSettings
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.given import given_systems, read_answers
+from rpbench.tasks.llm.given import read_answers
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.bench import bench_files, first_items, load_bench, shows_scene_extras
-from rpbench.tasks.modes.furina.evaluation.run import BASE, EvalConfig, answer, check, given_generations, judge, score
+from rpbench.tasks.modes.furina.evaluation.run import EvalConfig, answer, check, given_generations, judge, score
 from rpbench.tasks.modes.furina.evaluation.samples import samples as furina_samples
 from rpbench.tasks.modes.furina.tables import CHECKS, GENERATIONS, ITEM_SCORES, JUDGMENTS
 from rpbench.tasks.reports.report import failure_counts
@@ -119,30 +120,26 @@ def evaluate(settings: EvalSettings) -> dict:
     if s.limit is not None:
         files["items"] = first_items(files["items"], s.limit, Path(s.out) / "stages" / "limit")
     n_items = len(load_bench(**files).items)
-    roles = check_models(s)
+    systems = checked(check_models, s)  # the base first
     run = {**files, "extras": shows_scene_extras(s.bench)}
-    given = given_systems(s.answers)
-    systems: list[tuple[str, str | None, str | None]] = [(BASE, BASE, None), *((n, r, None) for n, r in roles.items()),
-                                                          *((n, None, path) for n, path in given.items())]
-    made = stages.map(answers, [{**run, "role": role, "given": path, "name": name, "shard": slug(name)}
-                                for name, role, path in systems])
+    made = stages.map(answers, [{**run, **system.params()} for system in systems])
     base = made[0].path("generations")
-    shards = [{**run, "name": name, "shard": slug(name), "base": base, "answers": m.path("generations")}
-              for (name, _r, _p), m in zip(systems[1:], made[1:], strict=True)]
+    shards = [{**run, "name": x.name, "shard": x.shard, "base": base, "answers": m.path("generations")}
+              for x, m in zip(systems[1:], made[1:], strict=True)]
     judged = stages.map(judgments, shards)
     shards = [{**sh, "judgments": j.path("judgments")} for sh, j in zip(shards, judged, strict=True)]
-    checked = stages.map(checks, [{k: v for k, v in sh.items() if k not in ("base", "answers", "extras")}
-                                  for sh in shards])
-    scored = stages.map(scores, [{**{k: v for k, v in sh.items() if k != "extras"},
-                                  "checks": c.path("checks")} for sh, c in zip(shards, checked, strict=True)])
+    hallucination = stages.map(checks, [{k: v for k, v in sh.items() if k not in ("base", "answers", "extras")}
+                                        for sh in shards])
+    scored = stages.map(scores, [{**{k: v for k, v in sh.items() if k != "extras"}, "checks": c.path("checks")}
+                                 for sh, c in zip(shards, hallucination, strict=True)])
     done = stages.run(report, **files, generations=[m.path("generations") for m in made],
-                      judgments=[j.path("judgments") for j in judged], checks=[c.path("checks") for c in checked],
+                      judgments=[j.path("judgments") for j in judged], checks=[c.path("checks") for c in hallucination],
                       item_scores=[x.path("item_scores") for x in scored],
                       failures=[x.path("failures") for x in scored],
                       n_items=n_items, resamples=s.resamples, seed=s.seed,
                       judge_model=load_models_config(s.models_file).for_role("judge").model)
     failures = failure_counts(read_records(done.path("failures"), FAILURES))
-    summary = {"items": n_items, "models": [*s.models, *given], "leaderboard": done.summary["leaderboard"],
+    summary = {"items": n_items, "models": [x.name for x in systems[1:]], "leaderboard": done.summary["leaderboard"],
                "pareto": done.summary["pareto"], "separability_index": done.summary["separability_index"],
                "failures": failures, "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "evaluate", evaluation=summary,

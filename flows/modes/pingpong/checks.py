@@ -5,10 +5,10 @@ Nothing here imports Prefect or the gateway, so a bad settings file or an unknow
 from __future__ import annotations
 
 from rpbench.flows.kit.front.registry import builtin_roles
+from rpbench.flows.kit.front.systems import System, read_systems
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, Scoring
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.given import given_systems
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.pingpong.cards import Settings, conversation_id, load_settings
 from rpbench.tasks.modes.pingpong.given import read_conversations
@@ -40,19 +40,19 @@ def _judge_roles(s: Scoring, judges: list[str]) -> dict[str, str]:
     return roles
 
 
-def check_run(s: PingPongSettings) -> tuple[dict[str, str], dict[str, str]]:
-    """Players and judges resolved to roles, the settings file read: every input error before any call."""
+def check_run(s: PingPongSettings) -> tuple[list[System], dict[str, str]]:
+    """The systems (players resolved to roles, conversation files read) and the judges resolved to roles, the
+    settings file read: every input error before any call."""
     grid = select(load_settings(s.settings), s.characters, s.situations, None, s.settings)
     players = resolve_all(load_models_config(s.models_file), s.players, builtin_roles(), like="player",
                           option="--player")
+    systems = read_systems(players, s.answers, model_option="--player", what="conversations")
     turns = {conversation_id(c, situation): situation.num_turns for c, situation in grid}
-    for name, path in given_systems(s.answers).items():
-        if name in players:
-            raise InputError(f"--answers: '{name}' is also a --player; name the conversations otherwise (NAME=FILE)")
+    for path in [x.answers for x in systems if x.answers]:
         for cid, exchanges in read_conversations(path, turns).items():
             # Fewer is a conversation that ended early; more cannot be this situation's (--max-turns cuts a run
             # short, not the file): scoring only the first turns would hide that.
             if len(exchanges) > turns[cid]:
                 raise InputError(f"--answers {path}: conversation '{cid}': {len(exchanges)} turns, but its "
                                  f"situation has {turns[cid]}; give at most that many")
-    return players, ({} if s.version == "v1" else _judge_roles(s, s.judges))
+    return systems, ({} if s.version == "v1" else _judge_roles(s, s.judges))

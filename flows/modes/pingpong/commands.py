@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.front.commands import settings_command, stages_line
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings
 from rpbench.tasks.core.errors import InputError
@@ -30,7 +31,7 @@ def run(s: PingPongSettings) -> None:
     scores every player turn (in character, entertaining, fluency, refusal); a leaderboard by LN score."""
     from rpbench.flows.modes.pingpong.checks import check_run
 
-    check_run(s)  # bad input fails here, before Prefect or the gateway is even imported
+    checked(check_run, s)  # bad input fails here, before Prefect or the gateway is even imported
     from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.pingpong.flows import pingpong
 

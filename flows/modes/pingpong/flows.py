@@ -14,6 +14,7 @@ from typing import Any
 
 from prefect import flow
 
+from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.running.report import publish_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
@@ -24,7 +25,6 @@ from rpbench.storage.schemas import CALLS, FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import CallRecord, Failure
-from rpbench.tasks.llm.given import given_systems
 from rpbench.tasks.modes.pingpong.analysis import REPORT, conversation_scores, per_judge, with_length_factors
 from rpbench.tasks.modes.pingpong.cards import conversation_id, load_settings
 from rpbench.tasks.modes.pingpong.conversation import ConversationConfig, converse_all, tester_judgments
@@ -145,17 +145,12 @@ def carried_calls(folder: str, judges: Sequence[str]) -> list[CallRecord]:
 def pingpong(settings: PingPongSettings) -> dict:
     """PingPong: players chat with an emulated user (role `interrogator`); judges score every turn."""
     s, stages = settings, Stages(settings)
-    players, judges = check_run(s)
-    systems: list[tuple[str, str | None, str | None]] = [(n, r, None) for n, r in players.items()]
-    systems += [(n, None, path) for n, path in given_systems(s.answers).items()]
+    systems, judges = checked(check_run, s)
     made = stages.map(conversations, [
         {"settings_file": s.settings, "characters": s.characters, "situations": s.situations,
-         "max_turns": s.max_turns, "limit": s.limit, "role": role, "given": path, "name": name,
-         "version": s.version,
-         "merge_system": s.no_system_role, "symmetric": s.symmetric, "shard": slug(name)}
-        for name, role, path in systems])
-    pairs = [(m, name, judge, role) for m, (name, _r, _p) in zip(made, systems, strict=True)
-             for judge, role in judges.items()]
+         "max_turns": s.max_turns, "limit": s.limit, "version": s.version, "merge_system": s.no_system_role,
+         "symmetric": s.symmetric, **system.params()} for system in systems])
+    pairs = [(m, x.name, judge, role) for m, x in zip(made, systems, strict=True) for judge, role in judges.items()]
     judged = stages.map(judgments, [
         {"conversations": m.path("conversations"), "cards": m.path("cards"), "model": name,
          "judge": judge, "judge_role": role, "shard": f"{slug(name)}--{slug(judge)}"}

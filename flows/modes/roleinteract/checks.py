@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from rpbench.flows.kit.front.registry import builtin_roles
+from rpbench.flows.kit.front.systems import System, read_systems
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.given import given_systems, read_answers
+from rpbench.tasks.llm.given import read_answers
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.roleinteract.loader import load_files
 from rpbench.tasks.modes.roleinteract.records import Item
@@ -68,23 +69,14 @@ def _select(data: list[str], columns: list[str], languages: list[str], limit: in
     return picked, repaired, dropped
 
 
-def check_run(s: RoleInteractSettings) -> dict[str, str]:
-    """Models resolved to roles, the data and the answer files read: every input error before any call."""
-    items = select(s.data, s.columns, s.languages, s.limit, s.drop_unanswerable)[0]
-    given = check_answers(s, items)
+def check_run(s: RoleInteractSettings) -> list[System]:
+    """The systems (models resolved to roles, answer files read and their ids checked against the items of
+    all the data: a file may answer more than --limit or --column keep): every input error before any call."""
+    select(s.data, s.columns, s.languages, s.limit, s.drop_unanswerable)
     roles = resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="roleinteract-player",
                         option="--model")
-    both = sorted(set(roles) & set(given))
-    if both:
-        raise InputError(f"--answers: '{both[0]}' is also a --model; name the answers otherwise (NAME=FILE)")
-    return roles
-
-
-def check_answers(s: RoleInteractSettings, items: list[Item]) -> dict[str, str]:
-    """--answers as {name: file}, each file read and its ids checked against the items (of all the data: a
-    file may answer more than --limit or --column keep)."""
-    given = given_systems(s.answers)
+    systems = read_systems(roles, s.answers)
     every = {i.item_id: i for i in load_files(s.data, s.drop_unanswerable)[0]}
-    for path in given.values():
+    for path in [x.answers for x in systems if x.answers]:
         read_answers(path, every)
-    return given
+    return systems

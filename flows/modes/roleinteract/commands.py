@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.front.commands import settings_command, stages_line
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.tasks.reports.render import fmt
@@ -14,7 +15,7 @@ def run(s: RoleInteractSettings) -> None:
     answered in words); the paper's nine-column table with its unweighted average, and the analyses."""
     from rpbench.flows.modes.roleinteract.checks import check_run
 
-    check_run(s)  # bad input fails here, before Prefect or the gateway is even imported
+    checked(check_run, s)  # bad input fails here, before Prefect or the gateway is even imported
     from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.roleinteract.flows import roleinteract
 

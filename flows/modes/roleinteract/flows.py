@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from prefect import flow
 
+from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.running.report import publish_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
-from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.roleinteract.checks import check_run, select
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records, read_table
-from rpbench.tasks.llm.given import given_systems, read_answers
+from rpbench.tasks.llm.given import read_answers
 from rpbench.tasks.modes.roleinteract.analysis import REPORT, Policy, Rule, data_stats, item_scores
 from rpbench.tasks.modes.roleinteract.answering import answer_all, given_answers
 from rpbench.tasks.modes.roleinteract.samples import samples as roleinteract_samples
@@ -69,13 +70,10 @@ async def report(run: StageRun, data: list[str], columns: list[str], languages: 
 def roleinteract(settings: RoleInteractSettings) -> dict:
     """RoleInteract: each model answers every question; the nine-column table and its average."""
     s, stages = settings, Stages(settings)
-    roles = check_run(s)
+    systems = checked(check_run, s)
     common = {"data": s.data, "columns": s.columns, "languages": s.languages, "limit": s.limit,
               "drop_unanswerable": s.drop_unanswerable}
-    systems: list[tuple[str, str | None, str | None]] = [(name, role, None) for name, role in roles.items()]
-    systems += [(name, None, path) for name, path in given_systems(s.answers).items()]
-    made = stages.map(answers, [{**common, "role": role, "given": path, "name": name, "shard": slug(name)}
-                                for name, role, path in systems])
+    made = stages.map(answers, [{**common, **system.params()} for system in systems])
     done = stages.run(report, **common, answers=[m.path("answers") for m in made], policy=s.policy,
                       scoring=s.scoring, resamples=s.resamples, seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "table": done.summary["table"], "policy": s.policy,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rpbench.flows.kit.front.registry import builtin_roles
+from rpbench.flows.kit.front.systems import System, read_systems
 from rpbench.flows.modes.rolellm.settings import (
     ContextInstructSettings,
     EvalSettings,
@@ -19,7 +20,6 @@ from rpbench.flows.modes.rolellm.settings import (
 )
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.given import given_systems
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.rolellm.answering import load_raw, read_rolebench_answers
 from rpbench.tasks.modes.rolellm.context_instruct import Plan
@@ -60,6 +60,7 @@ class Inputs:
     profiles: list[str]
     players: dict[str, str]
     judges: dict[str, str]
+    systems: list[System]  # the models asked, then the answer files
 
 BASELINE = "rolegpt-baseline"  # the RoleGPT answers RoleBench ships, scored as a system of their own
 
@@ -88,18 +89,20 @@ def check_eval(s: EvalSettings) -> Inputs:
     players = resolve_all(config, s.models, builtin_roles(), like="rolellm-player", option="--model")
     judges = resolve_all(config, s.judges, builtin_roles(), like=JUDGE, option="--judge") if s.judges else {}
     baselines = baseline_files(files)
-    for name, path in given_systems(s.answers).items():
-        if name in players or name == BASELINE:
-            raise InputError(f"--answers: '{name}' is also {'a --model' if name in players else 'the baseline'}; "
-                             "name the answers otherwise (NAME=FILE)")
-        _answers_some_question(path, read_rolebench_answers(path), rows)
+    systems = read_systems(players, s.answers)
+    for x in systems:
+        if x.answers:
+            if x.name == BASELINE:
+                raise InputError(f"--answers: '{x.name}' is the baseline's name; name the answers otherwise "
+                                 "(NAME=FILE)")
+            _answers_some_question(x.answers, read_rolebench_answers(x.answers), rows)
     if judges and s.reference == BASELINE and not baselines:
         raise InputError("--reference: no rolegpt_baseline.jsonl beside the test files; name one of the --model "
                          "values instead")
     if s.reference not in (BASELINE, *players):
         raise InputError(f"--reference: '{s.reference}' is neither {BASELINE} nor one of the models "
                          f"({', '.join(players)})")
-    return Inputs(files, baselines, found, players, judges)
+    return Inputs(files, baselines, found, players, judges, systems)
 
 
 def _answers_some_question(path: str, answered: dict[str, str], rows: Sequence[BenchRow]) -> None:

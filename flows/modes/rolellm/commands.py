@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.front.commands import settings_command, stages_line
 from rpbench.flows.modes.rolellm.settings import (
     ContextInstructSettings,
@@ -21,7 +22,7 @@ def evaluate(s: EvalSettings) -> None:
     --judge, a ranking judge and win rates against a reference system."""
     from rpbench.flows.modes.rolellm.checks import check_eval
 
-    check_eval(s)  # bad input fails here, before Prefect or the gateway is even imported
+    checked(check_eval, s)  # bad input fails here, before Prefect or the gateway is even imported
     from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.rolellm.flows import rolellm_eval
 
@@ -46,7 +47,7 @@ def context_instruct(s: ContextInstructSettings) -> None:
     from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.rolellm.checks import check_roles
 
-    _, _, dropped = check_roles(s)
+    _, _, dropped = checked(check_roles, s)
     from rpbench.flows.modes.rolellm.flows import context_instruct as flow
 
     if dropped:
@@ -68,7 +69,7 @@ def general(s: GeneralSettings) -> None:
     are the RAW references. Written in RoleBench's layout with both splits."""
     from rpbench.flows.modes.rolellm.checks import check_general
 
-    check_general(s)
+    checked(check_general, s)
     from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.rolellm.flows import rolebench_general
 

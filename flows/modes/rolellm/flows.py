@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from prefect import flow
 
+from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.running.report import publish_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
@@ -32,7 +33,7 @@ from rpbench.storage.tables import atomic_write_bytes, read_records
 from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Failure
-from rpbench.tasks.llm.given import given_reply, given_systems
+from rpbench.tasks.llm.given import given_reply
 from rpbench.tasks.modes.rolellm.analysis import REPORT, row_scores
 from rpbench.tasks.modes.rolellm.answering import answer_all, load_raw, read_rolebench_answers
 from rpbench.tasks.modes.rolellm.authoring import DISTINCT_ENOUGH, GENERATOR, AuthoringFailed, describe, select_roles
@@ -173,12 +174,12 @@ async def report(run: StageRun, data: list[str], limit: int | None, answers: lis
 def rolellm_eval(settings: EvalSettings) -> dict:
     """RoleLLM evaluation: models answer RoleBench questions in role; Rouge-L (CUS, RAW, SPE); optional ranking."""
     s, stages = settings, Stages(settings)
-    got = check_eval(s)
-    made = stages.map(answers, [{"data": got.data, "profiles": got.profiles, "limit": s.limit,
-                                 "mode": s.mode, "top_k": s.top_k, "role": role, "name": name, "shard": slug(name)}
-                                for name, role in got.players.items()])
+    got = checked(check_eval, s)
+    made = stages.map(answers, [{"data": got.data, "profiles": got.profiles, "limit": s.limit, "mode": s.mode,
+                                 "top_k": s.top_k, "role": x.role, "name": x.name, "shard": x.shard}
+                                for x in got.systems if x.role])
     # Systems whose answers are read, not asked: the user's --answers, and the RoleGPT baseline beside the data.
-    read = [(name, [path], "answers") for name, path in given_systems(s.answers).items()]
+    read = [(x.name, [x.answers], "answers") for x in got.systems if x.answers]
     read += [(BASELINE, got.baselines, "baseline")] if got.baselines else []
     made += stages.map(given_answers, [{"data": got.data, "limit": s.limit, "mode": s.mode,
                                         "given": files, "kind": kind, "name": name, "shard": slug(name)}
@@ -236,7 +237,7 @@ def context_instruct(settings: ContextInstructSettings) -> dict:
     """Context-Instruct: question-confidence-answer triplets from each role's profile, filtered, in RoleBench's
     layout (instruction- and role-generalisation splits)."""
     s, stages = settings, Stages(settings)
-    files, kept, dropped = check_roles(s)
+    files, kept, dropped = checked(check_roles, s)
     plan = _plan(s)
     made = stages.map(triplets, [{"roles": files, "role": name, "plan": plan, "max_segments": s.max_segments,
                                   "seed": s.seed, "shard": slug(name)} for name in sorted(kept)])
@@ -289,7 +290,7 @@ def rolebench_general(settings: GeneralSettings) -> dict:
     """RoleBench-general: every role answers the general instructions six times in role; five answers are
     references, the sixth the RoleGPT baseline; split 4:1 by instruction and by held-out roles."""
     s, stages = settings, Stages(settings)
-    files, profiles, _ = check_general(s)
+    files, profiles, _ = checked(check_general, s)
     common = {"instructions": s.instructions, "duplicate_share": s.duplicate_share, "limit": s.limit}
     made = stages.map(general_responses, [{**common, "roles": files, "role": name, "mode": s.mode, "top_k": s.top_k,
                                            "shard": slug(name)}

@@ -1,0 +1,50 @@
+"""The systems a run puts on its leaderboard: a model asked through its role, or answers a user already has.
+
+Every mode that takes ``--model`` (or ``--player``) and ``--answers`` reads them here, once: the answer files
+checked (``NAME=FILE``, each file present, no name twice), a name given both ways refused, and each system's
+stage parameters (``name``, ``role``, ``given``, ``shard``) made the same way. Prefect-free: the commands'
+input checks use it before any flow starts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.llm.given import given_systems
+
+
+def slug(text: str) -> str:
+    """A name as a folder-safe shard name (lower case, dashes)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+@dataclass(frozen=True)
+class System:
+    """One row of the leaderboard: ``role`` names the model asked, else ``answers`` the file read instead."""
+
+    name: str
+    role: str | None = None
+    answers: str | None = None
+
+    @property
+    def shard(self) -> str:
+        return slug(self.name)
+
+    def params(self) -> dict[str, Any]:
+        """What a mode's per-system stage takes to know its system: its name, role or file, and shard."""
+        return {"name": self.name, "role": self.role, "given": self.answers, "shard": self.shard}
+
+
+def read_systems(roles: Mapping[str, str], answers: list[str], *, model_option: str = "--model",
+                 what: str = "answers") -> list[System]:
+    """The models asked (``roles``: name -> role, resolved already) then the answer files (``--answers``,
+    ``NAME=FILE`` or ``FILE``); a name given both ways is an error (``what`` the files hold, for its message)."""
+    given = given_systems(answers)
+    both = sorted(set(roles) & set(given))
+    if both:
+        raise InputError(f"--answers: '{both[0]}' is also a {model_option}; name the {what} otherwise (NAME=FILE)")
+    return [System(n, role=r) for n, r in roles.items()] + [System(n, answers=p) for n, p in given.items()]

@@ -1,0 +1,109 @@
+"""The wiring every mode shares, written once in the kit: the systems a run scores (a model asked, or answers
+read from a file) and the input check, run once per run whether the command or the flow asks first."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+from pydantic import Field
+
+from rpbench.flows.kit.front.checking import checked
+from rpbench.flows.kit.front.settings import InputPaths, RunSettings
+from rpbench.flows.kit.front.systems import System, read_systems
+from rpbench.samples import sample_path
+from rpbench.tasks.core.errors import InputError
+from tests.helpers import TEST_KEY_ENV, loopback_models_file, rpbench, stand_in_responder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_systems_are_the_models_then_the_answer_files_each_with_its_stage_parameters(tmp_path):
+    answers = tmp_path / "mine.jsonl"
+    answers.write_text("{}\n")
+    systems = read_systems({"Big Model": "player"}, [f"ours={answers}", str(answers)])
+    assert systems == [System("Big Model", role="player"), System("ours", answers=str(answers)),
+                       System("mine", answers=str(answers))]
+    assert systems[0].params() == {"name": "Big Model", "role": "player", "given": None, "shard": "big-model"}
+    with pytest.raises(InputError, match="--answers: 'Big Model' is also a --player; name the talks otherwise"):
+        read_systems({"Big Model": "player"}, [f"Big Model={answers}"], model_option="--player", what="talks")
+    with pytest.raises(InputError, match="no such file"):
+        read_systems({}, [str(tmp_path / "none.jsonl")])
+
+
+class _Settings(RunSettings):
+    data: InputPaths = Field(default_factory=list)
+
+
+def test_a_check_runs_once_for_the_same_settings_and_again_when_its_file_changes(tmp_path):
+    data = tmp_path / "data.json"
+    data.write_text("[]")
+    seen: list[str] = []
+
+    def check(s: _Settings) -> int:
+        seen.append(s.data[0])
+        return len(seen)
+
+    s = _Settings(data=[str(data)])
+    assert checked(check, s) == checked(check, s) == 1
+    data.write_text("[1, 2]")  # the file changed: checked again
+    assert checked(check, s) == 2
+    assert checked(check, s.model_copy(update={"max_cost": 5.0})) == 3  # other settings: checked again
+
+
+def test_a_command_and_its_flow_read_the_input_once(harness, loopback, tmp_path, monkeypatch):
+    """The command checks before any flow starts; the flow, called from it, gets the same result without
+    reading the data and the answers again."""
+    from rpbench.flows.modes.roleinteract import checks, flows
+
+    calls = []
+    original = checks.check_run
+
+    @functools.wraps(original)
+    def counted(s):
+        calls.append(s)
+        return original(s)
+
+    monkeypatch.setattr(checks, "check_run", counted)
+    monkeypatch.setattr(flows, "check_run", counted)
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = stand_in_responder
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    ran = rpbench("roleinteract", "run", "--data", str(sample_path("roleinteract", "example.json")),
+                  "--model", "roleinteract-player", "--limit", "1", "--out", str(tmp_path / "o"),
+                  "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "20")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert len(calls) == 1
+
+
+def _check_calls_in(path: Path) -> list[tuple[str, str]]:
+    """(function called, the function it is called from) for each call in a module of a function it imports
+    from a mode's ``checks`` module."""
+    tree = ast.parse(path.read_text())
+    imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                and (n.module or "").endswith(".checks") for a in n.names}
+    out = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in imported:
+                    out.append((node.func.id, fn.name))
+    return out
+
+
+def test_no_flow_or_command_calls_a_mode_check_but_through_checked():
+    """A mode's run checks (check_run, check_eval, check_models, ...) are called only as ``checked(check, s)``,
+    so no run reads its inputs twice."""
+    names = set()
+    for path in (ROOT / "flows" / "modes").glob("*/checks.py"):
+        names |= {n.name for n in ast.parse(path.read_text()).body
+                  if isinstance(n, ast.FunctionDef) and n.name.startswith("check")}
+    assert {"check_run", "check_eval", "check_models"} <= names
+    direct = [(str(p.relative_to(ROOT)), called, caller)
+              for p in [*(ROOT / "flows" / "modes").glob("*/flows.py"), *(ROOT / "flows" / "modes").glob("*/commands.py"),
+                        *(ROOT / "flows" / "modes" / "furina").glob("*.py")]
+              if p.name != "checks.py"
+              for called, caller in _check_calls_in(p) if called in names]
+    assert not direct, direct
