@@ -50,7 +50,7 @@ def _source_templates() -> list[str]:
 @stage("train-data", templates=_source_templates, inputs=("files",))
 async def training_data(run: StageRun, sources: dict[str, list[str]], files: list[str], parts: list[str],
                         profiles: list[str], objective: str, mix_weights: dict[str, float], heldout: float,
-                        seed: int, out: str) -> StageResult:
+                        seed: int) -> StageResult:
     request = TrainingRequest(tuple(parts), tuple(profiles), objective)
     offered = training_sources()
     if objective == "dpo":
@@ -121,8 +121,7 @@ async def train_lora(run: StageRun, rows: str, objective: str, base: str, preset
 
 
 @stage("train-register", inputs=("losses",))
-async def register(run: StageRun, adapter: str, losses: str, base: str, summary: dict[str, Any],
-                   out: str) -> StageResult:
+async def register(run: StageRun, adapter: str, losses: str, base: str, summary: dict[str, Any]) -> StageResult:
     """The adapter as a model name (``local/<base>+adapter=<folder>``), a models file that binds it to the role
     ``tuned``, and the report."""
     model = f"local/{base}{ADAPTER_MARK}{adapter}"

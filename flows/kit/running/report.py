@@ -50,7 +50,7 @@ def _mode_modules(params: Mapping[str, Any]) -> list[str]:
 
 @stage("report", inputs=("items", "failures"), code=_mode_modules)
 async def report_stage(run: StageRun, mode: str, items: list[str], failures: list[str], n_items: int,
-                       resamples: int, seed: int, out: str, notes: list[str] | None = None) -> StageResult:
+                       resamples: int, seed: int, notes: list[str] | None = None) -> StageResult:
     """Any registered mode's report from its item tables (one per model, say) and failure tables."""
     found = get_mode(mode)
     rows = [r for p in items for r in read_records(p, found.load_item_table())]

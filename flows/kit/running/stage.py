@@ -314,15 +314,34 @@ def _cell(value: Any, limit: int = 120) -> Any:
 
 StageFn = Callable[..., Awaitable[StageResult]]
 
+# What every stage task takes beside its own parameters (name, default, type): the run's place and how it
+# treats failures (``Stages`` hands them over; ``StageRun`` holds them).
+_GIVEN: tuple[tuple[str, Any, Any], ...] = (
+    ("out", None, str), ("shard", "", str), ("models_file", None, str | None), ("cache", None, str | None),
+    (KEEP_FAILURES, False, bool))
+
+
+def _run_name(name: str) -> Callable[[], str]:
+    """The task run's name in the UI: the stage's, and its shard's where it has one."""
+    def named() -> str:
+        from prefect.runtime import task_run
+
+        shard = (task_run.parameters or {}).get("shard")
+        return f"{name}-{shard}" if shard else name
+
+    return named
+
 
 def stage(name: str, *, templates: Templates = (), roles: Roles = (), inputs: Sequence[str] = (),
           code: Callable[[Mapping[str, Any]], Iterable[str]] | None = None, batch: bool = False,
           ) -> Callable[[StageFn], Task[..., Awaitable[StageResult]]]:
     """Make ``async fn(run: StageRun, **params) -> StageResult`` a cached Prefect task named ``name``.
 
-    Its parameters must include ``out`` (the run folder); ``shard`` names the part of the work a call does;
-    ``models_file`` and ``cache`` say which models and call cache to use. ``batch``: its calls are independent
-    of each other's replies, so a role with ``batch = true`` sends them through its provider's batch API.
+    The task also takes the run's place, ``out`` (the run folder), ``shard`` (the part of the work a call
+    does), ``models_file`` and ``cache``, and ``keep_failures``, whether ``fn`` lists them or not: ``Stages``
+    hands them over and ``run`` holds them, so a stage names only what is its own (it lists one of them only
+    to read it). ``batch``: its calls are independent of each other's replies, so a role with ``batch = true``
+    sends them through its provider's batch API.
     """
     spec = StageSpec(name, templates if callable(templates) else tuple(templates), roles, tuple(inputs), code,
                      batch)
@@ -330,15 +349,18 @@ def stage(name: str, *, templates: Templates = (), roles: Roles = (), inputs: Se
     def decorate(fn: StageFn) -> Task[..., Awaitable[StageResult]]:
         signature = inspect.signature(fn)
         params = list(signature.parameters.values())[1:]  # without `run`
-        inner = signature.replace(parameters=params)
-        outer = signature.replace(parameters=[*params, inspect.Parameter(
-            KEEP_FAILURES, inspect.Parameter.KEYWORD_ONLY, default=False, annotation=bool)])
+        own = {p.name for p in params}
+        added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
+                 for n, d, a in _GIVEN if n not in own]
+        outer = signature.replace(parameters=[*params, *added])
 
         async def run_stage(*args: Any, **kwargs: Any) -> StageResult:
-            kwargs = dict(outer.bind(*args, **kwargs).arguments)  # Prefect passes some parameters by position
-            keep = bool(kwargs.pop(KEEP_FAILURES, False))
-            kwargs = dict(inner.bind(**kwargs).arguments)
-            run = StageRun(spec, kwargs, keep)
+            bound = outer.bind(*args, **kwargs)  # Prefect passes some parameters by position
+            bound.apply_defaults()
+            given = dict(bound.arguments)
+            keep = bool(given.get(KEEP_FAILURES, False))
+            kwargs = {k: v for k, v in given.items() if k in own}
+            run = StageRun(spec, given, keep)
             prompts.record_into(run.templates)
             started = time.monotonic()
             with run.progress:
@@ -355,8 +377,7 @@ def stage(name: str, *, templates: Templates = (), roles: Roles = (), inputs: Se
         run_stage.__signature__ = outer  # type: ignore[attr-defined]
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):  # what Prefect shows and hashes
             setattr(run_stage, attr, getattr(fn, attr))
-        shard = "shard" in {p.name for p in params}
-        return task(name=name, task_run_name=f"{name}-{{shard}}" if shard else name,
+        return task(name=name, task_run_name=_run_name(name),
                     cache_policy=CacheKeyFnPolicy(cache_key_fn=stage_key(spec, fn)), persist_result=True)(run_stage)
 
     return decorate

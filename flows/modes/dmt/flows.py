@@ -34,8 +34,7 @@ WORKERS = 4
        inputs=("seeds_file", "given"))
 async def dialogues(run: StageRun, seeds_file: str, only_seeds: list[str], formats: list[str],
                     limit: int | None, role: str | None, given: str | None, name: str, max_rounds: int,
-                    max_regenerations: int, merge_system: bool, out: str, shard: str, models_file: str | None,
-                    cache: str | None) -> StageResult:
+                    max_regenerations: int, merge_system: bool) -> StageResult:
     """``name``'s dialogues: held with the model bound to ``role``, or read from the file ``given``."""
     seeds = load_seeds(seeds_file)
     picked = select(seeds, only_seeds, formats, seeds_file)
@@ -70,8 +69,7 @@ def _last_error(d: Dialogue) -> str | None:
 
 
 @stage("dmt-labels", batch=True, templates=("dmt/",), roles=(JUDGE,), inputs=("rounds", "seeds", "ends"))
-async def labels(run: StageRun, rounds: str, seeds: str, ends: str, name: str, out: str, shard: str,
-                 models_file: str | None, cache: str | None) -> StageResult:
+async def labels(run: StageRun, rounds: str, seeds: str, ends: str, name: str) -> StageResult:
     failed = {e.dialogue_id for e in read_records(ends, ENDS) if e.failed}
     made_rounds = to_judge(read_records(rounds, ROUNDS), failed, name)
     by_id = {s.id: s for s in read_records(seeds, SEEDS)}
@@ -89,7 +87,7 @@ async def labels(run: StageRun, rounds: str, seeds: str, ends: str, name: str, o
 @stage("dmt-report", inputs=("rounds", "steps", "ends", "seeds", "labels", "failures"))
 async def report(run: StageRun, rounds: list[str], steps: list[str], ends: list[str], seeds: list[str],
                  labels: list[str], failures: list[str], max_rounds: int, policy: str, n_dialogues: int,
-                 resamples: int, seed: int, out: str, notes: list[str] | None = None) -> StageResult:
+                 resamples: int, seed: int, notes: list[str] | None = None) -> StageResult:
     made_rounds = [r for p in rounds for r in read_records(p, ROUNDS)]
     made_labels = [lb for p in labels for lb in read_records(p, LABELS)]
     made_ends = [e for p in ends for e in read_records(p, ENDS)]

@@ -51,8 +51,7 @@ SIMULATION_TEMPLATES = ("furina/builder/director", "furina/builder/scene_turn", 
 @stage("build-simulate", templates=SIMULATION_TEMPLATES, inputs=("pool",),
        roles=lambda p: ["director", "scene", "base", "judge", *p["config"].sources])
 async def simulate(run: StageRun, character: Character, pool: str, config: BuildConfig, wave: int, started: int,
-                   kept: dict[str, int], selected: dict[str, int], out: str, shard: str, models_file: str | None,
-                   cache: str | None) -> StageResult:
+                   kept: dict[str, int], selected: dict[str, int]) -> StageResult:
     """One wave of a character's dialogues, each steered by DWRS from the same snapshot of its selection counts."""
     dialogues = plan_wave(character, scene_queue(character, read_scenes(pool), config), config, started, kept)
     async with run.gateway() as gateway:
@@ -67,8 +66,7 @@ async def simulate(run: StageRun, character: Character, pool: str, config: Build
 
 
 @stage("build-grade", templates=("furina/builder/grade",), roles=("judge",), inputs=("dialogues", "pool"))
-async def grade(run: StageRun, dialogues: str, pool: str, config: BuildConfig, wave: int, out: str, shard: str,
-                models_file: str | None, cache: str | None) -> StageResult:
+async def grade(run: StageRun, dialogues: str, pool: str, config: BuildConfig, wave: int) -> StageResult:
     """The judge grades each dialogue of the wave; what the kept ones give counts toward tau."""
     turns = read_records(dialogues, DIALOGUES)
     n = len({t.dialogue_id for t in turns})
@@ -82,8 +80,7 @@ async def grade(run: StageRun, dialogues: str, pool: str, config: BuildConfig, w
 
 @stage("build-items", inputs=("pool", "dialogues", "grades"))
 async def items(run: StageRun, characters: list[Character], pool: str, dialogues: list[str], grades: list[str],
-                config: BuildConfig, coverage: dict[str, dict[str, int]], source_models: dict[str, str],
-                out: str) -> StageResult:
+                config: BuildConfig, coverage: dict[str, dict[str, int]], source_models: dict[str, str]) -> StageResult:
     """Items from the kept dialogues; the benchmark folder gets everything evaluation needs."""
     scenes = read_scenes(pool)
     result = finish_build([t for p in dialogues for t in read_records(p, DIALOGUES)],

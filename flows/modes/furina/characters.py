@@ -48,8 +48,7 @@ def known_characters(starters: list[str], pool: str | None, earlier: list[str]) 
 @stage("synthesize-world", templates=("furina/synth/",),
        roles=lambda p: ["synthesizer", *p["seed_roles"]], inputs=("starters", "pool", "earlier"))
 async def world(run: StageRun, group: int, n: int, language: str, seed_roles: list[str], max_refine: int,
-                starters: list[str], pool: str | None, earlier: list[str], out: str, shard: str,
-                models_file: str | None, cache: str | None) -> StageResult:
+                starters: list[str], pool: str | None, earlier: list[str]) -> StageResult:
     """One world with ``n`` characters, a scene and its dialogue, each step reviewed and revised."""
     index = OriginalityIndex(known_characters(starters, pool, earlier))
     cfg = SynthesisConfig(n_characters=n, language=language, seed_roles=tuple(seed_roles), max_refine=max_refine)
@@ -72,8 +71,7 @@ async def world(run: StageRun, group: int, n: int, language: str, seed_roles: li
 
 
 @stage("synthesize-collect", inputs=("characters", "scenes"))
-async def collect(run: StageRun, characters: list[str], scenes: list[str], characters_file: str,
-                  out: str) -> StageResult:
+async def collect(run: StageRun, characters: list[str], scenes: list[str], characters_file: str) -> StageResult:
     """The characters file (YAML) and beside it the scenes file that `rpbench pool add` takes."""
     cast = [c for p in characters for c in read_records(p, CHARACTERS)]
     made: list[Scene] = [s for p in scenes for s in read_scenes(p)]

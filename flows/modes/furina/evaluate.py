@@ -39,8 +39,7 @@ BENCH = ("items", "characters", "scenes")
 @stage("eval-answers", batch=True, templates=("furina/builder/test_turn", "furina/dims/"),
        roles=lambda p: [p["role"]] if p["role"] else [], inputs=(*BENCH, "given"))
 async def answers(run: StageRun, items: str, characters: str, scenes: str, role: str | None, given: str | None,
-                  name: str, extras: bool, out: str, shard: str, models_file: str | None,
-                  cache: str | None) -> StageResult:
+                  name: str, extras: bool) -> StageResult:
     """``name``'s replies: asked of the model bound to ``role``, or read from the file ``given``."""
     bench = load_bench(items, characters, scenes)
     if given is not None:
@@ -57,7 +56,7 @@ async def answers(run: StageRun, items: str, characters: str, scenes: str, role:
 @stage("eval-judgments", batch=True, templates=("furina/eval/judge", "furina/dims/"), roles=("judge",),
        inputs=(*BENCH, "base", "answers"))
 async def judgments(run: StageRun, items: str, characters: str, scenes: str, base: str, answers: str, name: str,
-                    extras: bool, out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
+                    extras: bool) -> StageResult:
     """Both orders per item; the judge sees the scene, the profiles and the strategy the test character saw."""
     bench = load_bench(items, characters, scenes)
     async with run.gateway() as gateway:
@@ -68,8 +67,7 @@ async def judgments(run: StageRun, items: str, characters: str, scenes: str, bas
 
 
 @stage("eval-checks", batch=True, templates=("furina/eval/checker",), roles=("checker",), inputs=(*BENCH, "judgments"))
-async def checks(run: StageRun, items: str, characters: str, scenes: str, judgments: str, name: str, out: str,
-                 shard: str, models_file: str | None, cache: str | None) -> StageResult:
+async def checks(run: StageRun, items: str, characters: str, scenes: str, judgments: str, name: str) -> StageResult:
     bench = load_bench(items, characters, scenes)
     rows = read_records(judgments, JUDGMENTS)
     async with run.gateway() as gateway:
@@ -81,7 +79,7 @@ async def checks(run: StageRun, items: str, characters: str, scenes: str, judgme
 
 @stage("eval-scores", inputs=(*BENCH, "base", "answers", "judgments", "checks"))
 async def scores(run: StageRun, items: str, characters: str, scenes: str, base: str, answers: str, judgments: str,
-                 checks: str, name: str, out: str, shard: str) -> StageResult:
+                 checks: str, name: str) -> StageResult:
     bench = load_bench(items, characters, scenes)
     made, failures = score(bench, read_records(base, GENERATIONS), read_records(answers, GENERATIONS),
                            read_records(judgments, JUDGMENTS), read_records(checks, CHECKS), name, EvalConfig().f)
@@ -93,7 +91,7 @@ async def scores(run: StageRun, items: str, characters: str, scenes: str, base: 
 @stage("eval-report", inputs=(*BENCH, "generations", "judgments", "checks", "item_scores", "failures"))
 async def report(run: StageRun, items: str, characters: str, scenes: str, generations: list[str],
                  judgments: list[str], checks: list[str], item_scores: list[str], failures: list[str], n_items: int,
-                 resamples: int, seed: int, judge_model: str, out: str, notes: list[str] | None = None) -> StageResult:
+                 resamples: int, seed: int, judge_model: str, notes: list[str] | None = None) -> StageResult:
     """Every model's tables in one place, model scores with intervals, the leaderboard, the report, and the
     sample viewer (scene, history, both replies, both judgments)."""
     rows = [r for p in item_scores for r in read_records(p, ITEM_SCORES)]

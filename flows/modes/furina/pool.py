@@ -38,7 +38,7 @@ def _book(book_table: str, chunks: str) -> Book:
 
 @stage("pool-chunk", inputs=("book",))
 async def chunk(run: StageRun, book: str, language: str | None, target_tokens: int, min_tokens: int,
-                max_tokens: int, out: str, shard: str) -> StageResult:
+                max_tokens: int) -> StageResult:
     parsed = read_book(book, language)
     record, chunks = chunk_book(parsed, ChunkingConfig(target_tokens, min_tokens, max_tokens))
     run.write(BOOKS, [record], "book.parquet")
@@ -48,8 +48,7 @@ async def chunk(run: StageRun, book: str, language: str | None, target_tokens: i
 
 @stage("pool-boundaries", templates=("furina/pool/boundary",), inputs=("book_table", "chunks"),
        roles=lambda p: ["extractor"] if p["plot_aware"] else [])
-async def boundaries(run: StageRun, book_table: str, chunks: str, plot_aware: bool, out: str, shard: str,
-                     models_file: str | None, cache: str | None) -> StageResult:
+async def boundaries(run: StageRun, book_table: str, chunks: str, plot_aware: bool) -> StageResult:
     book, static = _book(book_table, chunks), read_records(chunks, CHUNKS)
     moved = static
     if plot_aware:
@@ -60,8 +59,7 @@ async def boundaries(run: StageRun, book_table: str, chunks: str, plot_aware: bo
 
 
 @stage("pool-extract", templates=("furina/pool/extract",), roles=("extractor",), inputs=("book_table", "chunks"))
-async def extract(run: StageRun, book_table: str, chunks: str, out: str, shard: str, models_file: str | None,
-                  cache: str | None) -> StageResult:
+async def extract(run: StageRun, book_table: str, chunks: str) -> StageResult:
     book, rows = _book(book_table, chunks), read_records(chunks, CHUNKS)
     async with run.gateway() as gateway:
         extractions = await extract_scenes(gateway, book, rows, run.progress.track("extraction", len(rows)))
@@ -71,8 +69,7 @@ async def extract(run: StageRun, book_table: str, chunks: str, out: str, shard: 
 
 @stage("pool-stitch", templates=("furina/pool/aliases",), roles=("extractor",),
        inputs=("book_table", "chunks", "extractions"))
-async def stitch(run: StageRun, book_table: str, chunks: str, extractions: str, out: str, shard: str,
-                 models_file: str | None, cache: str | None) -> StageResult:
+async def stitch(run: StageRun, book_table: str, chunks: str, extractions: str) -> StageResult:
     book = _book(book_table, chunks)
     async with run.gateway() as gateway:
         raw, aliases_failed = await stitch_scenes(gateway, book, read_records(extractions, EXTRACTIONS))
@@ -83,8 +80,7 @@ async def stitch(run: StageRun, book_table: str, chunks: str, extractions: str, 
 @stage("pool-assemble", templates=("furina/pool/fragment",), roles=("extractor",),
        inputs=("book_table", "chunks", "raw_scenes"))
 async def assemble(run: StageRun, book_table: str, chunks: str, raw_scenes: str, min_utterances: int,
-                   min_speakers: int, out: str, shard: str, models_file: str | None, cache: str | None
-                   ) -> StageResult:
+                   min_speakers: int) -> StageResult:
     book, raw = _book(book_table, chunks), read_records(raw_scenes, RAW_SCENES)
     async with run.gateway() as gateway:
         scenes, dropped, failed = await assemble_scenes(
@@ -95,8 +91,8 @@ async def assemble(run: StageRun, book_table: str, chunks: str, raw_scenes: str,
 
 
 @stage("pool-merge", inputs=("books", "chunks", "scenes", "dropped"))
-async def merge(run: StageRun, books: list[str], chunks: list[str], scenes: list[str], dropped: list[str],
-                out: str) -> StageResult:
+async def merge(run: StageRun, books: list[str], chunks: list[str], scenes: list[str],
+                dropped: list[str]) -> StageResult:
     book_rows = [b for p in books for b in read_records(p, BOOKS)]
     chunk_rows = [c for p in chunks for c in read_records(p, CHUNKS)]
     # Book records carry the counts of the final chunks (after the plot-aware pass).

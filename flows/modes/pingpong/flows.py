@@ -47,8 +47,7 @@ def _conversation_roles(p: Mapping[str, Any]) -> list[str]:
        inputs=("settings_file", "given"))
 async def conversations(run: StageRun, settings_file: str, characters: list[str], situations: list[str],
                         max_turns: int | None, limit: int | None, role: str | None, given: str | None, name: str,
-                        version: str, merge_system: bool, symmetric: bool, out: str, shard: str,
-                        models_file: str | None, cache: str | None) -> StageResult:
+                        version: str, merge_system: bool, symmetric: bool) -> StageResult:
     """``name``'s conversations: played by the model bound to ``role``, or read from the file ``given``."""
     grid = select(load_settings(settings_file), characters, situations, max_turns, settings_file)
     known = [conversation_id(c, s) for c, s in grid]  # a given file may hold conversations past the limit
@@ -75,7 +74,6 @@ async def conversations(run: StageRun, settings_file: str, characters: list[str]
 @stage("pingpong-judgments", batch=True, templates=("pingpong/",), roles=lambda p: [p["judge_role"]],
        inputs=("conversations", "cards"))
 async def judgments(run: StageRun, conversations: str, cards: str, model: str, judge: str, judge_role: str,
-                    out: str, shard: str, models_file: str | None, cache: str | None,
                     limit: int | None = None) -> StageResult:
     turns = read_records(conversations, CONVERSATIONS)
     if limit is not None:  # the model's first N conversations only (a rejudge's trial of a judge)
@@ -95,7 +93,7 @@ async def judgments(run: StageRun, conversations: str, cards: str, model: str, j
 async def report(run: StageRun, conversations: list[str], cards: list[str], judgments: list[str],
                  failures: list[str], judges: list[str], judge_weights: dict[str, float],
                  criterion_weights: dict[str, float] | None, scale: str, resamples: int, seed: int,
-                 out: str, notes: list[str] | None = None) -> StageResult:
+                 notes: list[str] | None = None) -> StageResult:
     """Conversation scores (judges pooled), length factors, the leaderboard and the report."""
     turns = [t for p in conversations for t in read_records(p, CONVERSATIONS)]
     verdicts = [j for p in judgments for j in read_records(p, TURN_JUDGMENTS)]

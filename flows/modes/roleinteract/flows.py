@@ -25,8 +25,7 @@ WORKERS = 4
 @stage("roleinteract-answers", batch=True, templates=("roleinteract/",),
        roles=lambda p: [p["role"]] if p["role"] else [], inputs=("data", "given"))
 async def answers(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
-                  drop_unanswerable: bool, role: str | None, given: str | None, name: str, out: str, shard: str,
-                  models_file: str | None, cache: str | None) -> StageResult:
+                  drop_unanswerable: bool, role: str | None, given: str | None, name: str) -> StageResult:
     """``name``'s answers: asked of the model bound to ``role``, or read from the file ``given``."""
     items = select(data, columns, languages, limit, drop_unanswerable)[0]
     if given is not None:
@@ -44,7 +43,7 @@ async def answers(run: StageRun, data: list[str], columns: list[str], languages:
 @stage("roleinteract-report", inputs=("data", "answers"))
 async def report(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
                  drop_unanswerable: bool, answers: list[str], policy: str, scoring: str, resamples: int, seed: int,
-                 out: str, notes: list[str] | None = None) -> StageResult:
+                 notes: list[str] | None = None) -> StageResult:
     items, repaired, dropped = select(data, columns, languages, limit, drop_unanswerable)
     pol: Policy = "zero" if policy == "zero" else "skip"
     # One model's answers at a time, read again for the viewer rather than kept: a run of 100,000 answers holds

@@ -71,8 +71,7 @@ WORKERS = 4
 @stage("rolellm-answers", batch=True, templates=("rolellm/system", "rolellm/question", "rolellm/examples"),
        roles=lambda p: [p["role"]], inputs=("data", "profiles"))
 async def answers(run: StageRun, data: list[str], profiles: list[str], limit: int | None, mode: str, top_k: int,
-                  role: str, name: str, out: str, shard: str, models_file: str | None, cache: str | None
-                  ) -> StageResult:
+                  role: str, name: str) -> StageResult:
     rows = first_rows(data, limit)
     known = load_profiles(profiles)
     how: Mode = "zsp" if mode == "zsp" else "fsp" if mode == "fsp" else "fsd"
@@ -85,7 +84,7 @@ async def answers(run: StageRun, data: list[str], profiles: list[str], limit: in
 
 @stage("rolellm-given-answers", inputs=("data", "given"))
 async def given_answers(run: StageRun, data: list[str], limit: int | None, mode: str, given: list[str], kind: str,
-                        name: str, out: str, shard: str) -> StageResult:
+                        name: str) -> StageResult:
     """Answers read from files, scored as the system ``name``'s: a user's (``--answers``; a question with no
     answer is a failure) or the RoleGPT baseline RoleBench ships (``baseline``; rows it does not cover are left
     out, not failed)."""
@@ -123,8 +122,7 @@ def _baseline_answers(files: Sequence[str], rows: Sequence[BenchRow]) -> dict[st
 @stage("rolellm-rankings", batch=True, templates=("rolellm/rank",), roles=lambda p: [p["judge_role"]],
        inputs=("data", "baselines", "profiles", "answers"))
 async def rankings(run: StageRun, data: list[str], baselines: list[str], profiles: list[str], limit: int | None,
-                   answers: list[str], per_role: int, judge: str, judge_role: str, out: str, shard: str,
-                   models_file: str | None, cache: str | None) -> StageResult:
+                   answers: list[str], per_role: int, judge: str, judge_role: str) -> StageResult:
     rows = first_rows(data, limit)
     by_row: dict[str, dict[str, str]] = defaultdict(dict)
     for p in answers:
@@ -151,7 +149,7 @@ async def rankings(run: StageRun, data: list[str], baselines: list[str], profile
 @stage("rolellm-report", inputs=("data", "answers", "rankings", "ranking_failures", "raw"))
 async def report(run: StageRun, data: list[str], limit: int | None, answers: list[str], rankings: list[str],
                  ranking_failures: list[str], raw: str | None, combine: str, mode: str, reference: str,
-                 resamples: int, seed: int, out: str, notes: list[str] | None = None) -> StageResult:
+                 resamples: int, seed: int, notes: list[str] | None = None) -> StageResult:
     rows = first_rows(data, limit)
     made = [a for p in answers for a in read_records(p, ANSWERS)]
     scores, failures = row_scores(rows, made, load_raw(raw) if raw else {}, "first" if combine == "first" else "max")
@@ -201,8 +199,8 @@ def rolellm_eval(settings: EvalSettings) -> dict:
 
 @stage("rolellm-triplets", templates=("rolellm/from_script", "rolellm/from_description"), roles=("rolellm-generator",),
        inputs=("roles",))
-async def triplets(run: StageRun, roles: list[str], role: str, plan: dict[str, Any], max_segments: int, seed: int,
-                   out: str, shard: str, models_file: str | None, cache: str | None) -> StageResult:
+async def triplets(run: StageRun, roles: list[str], role: str, plan: dict[str, Any], max_segments: int,
+                   seed: int) -> StageResult:
     profile = load_profiles(roles)[role]
     steps = Plan(**plan)
     cut = segments(profile, Rules(max_segments=max_segments), seed)
@@ -216,7 +214,7 @@ async def triplets(run: StageRun, roles: list[str], role: str, plan: dict[str, A
 
 @stage("rolellm-layout", inputs=("triplets", "failures"))
 async def write_layout(run: StageRun, triplets: list[str], failures: list[str], languages: dict[str, str],
-                       turns: dict[str, int], plan: dict[str, Any], seed: int, out: str) -> StageResult:
+                       turns: dict[str, int], plan: dict[str, Any], seed: int) -> StageResult:
     made = filter_triplets([t for p in triplets for t in read_records(p, TRIPLETS)], Plan(**plan))
     files, notes = layout(made, languages, seed)
     for rel, rows in files.items():
@@ -253,8 +251,7 @@ def context_instruct(settings: ContextInstructSettings) -> dict:
 @stage("rolellm-general-responses", templates=("rolellm/system", "rolellm/question", "rolellm/examples"),
        roles=(ROLEGPT,), inputs=("roles", "instructions"))
 async def general_responses(run: StageRun, roles: list[str], role: str, instructions: str, duplicate_share: float,
-                            limit: int | None, mode: str, top_k: int, out: str, shard: str, models_file: str | None,
-                            cache: str | None) -> StageResult:
+                            limit: int | None, mode: str, top_k: int) -> StageResult:
     profile = load_profiles(roles)[role]
     kept = select_instructions(load_instructions(instructions), duplicate_share)[:limit]
     how: Mode = "zsp" if mode == "zsp" else "fsp" if mode == "fsp" else "fsd"
@@ -267,7 +264,7 @@ async def general_responses(run: StageRun, roles: list[str], role: str, instruct
 
 @stage("rolellm-general-layout", inputs=("responses", "instructions"))
 async def general_files(run: StageRun, responses: list[str], instructions: str, duplicate_share: float,
-                        limit: int | None, languages: dict[str, str], seed: int, out: str) -> StageResult:
+                        limit: int | None, languages: dict[str, str], seed: int) -> StageResult:
     made = [r for p in responses for r in read_records(p, GENERAL_RESPONSES)]
     files = general_layout(made, languages, seed)
     for rel, rows in files.items():
@@ -305,7 +302,7 @@ def rolebench_general(settings: GeneralSettings) -> dict:
 @stage("rolellm-profile", templates=("rolellm/describe", "rolellm/second_person", "rolellm/catchphrases"),
        roles=(GENERATOR,), inputs=("script",))
 async def write_profile(run: StageRun, name: str, script_name: str, language: str, script: str | None,
-                        aliases: list[str], out: str, models_file: str | None, cache: str | None) -> StageResult:
+                        aliases: list[str]) -> StageResult:
     text = read_user_text(script, "a script (text)") if script else ""
     async with run.gateway() as gateway:
         try:
@@ -347,8 +344,7 @@ def read_scripts(path: str) -> list[tuple[str, str | None]]:
 
 
 @stage("rolellm-select", templates=("rolellm/select",), roles=(GENERATOR,), inputs=("scripts",))
-async def select(run: StageRun, scripts: str, language: str, out: str, models_file: str | None,
-                 cache: str | None) -> StageResult:
+async def select(run: StageRun, scripts: str, language: str) -> StageResult:
     wanted = read_scripts(scripts)
     async with run.gateway() as gateway:
         made = await select_roles(gateway, wanted, language, run.progress.track("scripts", len(wanted)))
