@@ -1,6 +1,7 @@
-"""Benchmark modes as plug-ins: a toy mode registered here by a spec alone, with two metrics and an annotation
-kind, gets a leaderboard, a report and Label Studio tasks from the shared code through its hooks; unknown
-names fail loudly, and two modes or roles of one name are refused."""
+"""Benchmark modes as plug-ins: a toy quiz mode (tests/toy_quiz.py, wired as every mode is: settings, a check,
+a stage, a flow, a command) registered here by its spec alone, with two metrics and an annotation kind, runs
+from the command line and gets a leaderboard, a report and Label Studio tasks from the shared code through its
+hooks; unknown names fail loudly, and two modes or roles of one name are refused."""
 
 from __future__ import annotations
 
@@ -11,58 +12,16 @@ import random
 import pyarrow.parquet as pq
 import pytest
 
-from rpbench.flows.kit.front.registry import BenchmarkMode, annotation_kinds, get_mode, modes, register, unregister
+from rpbench.flows.kit.front.registry import annotation_kinds, get_mode, modes, register, unregister
 from rpbench.flows.kit.running.report import report_stage
 from rpbench.flows.kit.running.run import publish_outputs
-from rpbench.storage.schemas import FAILURES, TableSpec
+from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import write_records
-from rpbench.tasks.annotation.kinds import AnnotationKind
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.core.records import Failure, Record
-from rpbench.tasks.reports.spec import GroupKey, MetricSpec, ReportSpec, Scoring
-from tests.helpers import rpbench
-
-
-class QuizAnswer(Record):
-    """The toy mode's item-level row: one answer of one model to one quiz question."""
-
-    item_id: str
-    model: str
-    language: str
-    correct: float
-    seconds: float
-
-
-def _quiz_tasks(folder, limit, seed):
-    rows = pq.read_table(folder / "quiz_answers.parquet").to_pylist()
-    return [{"task": "quiz-check", "item_id": r["item_id"], "model": r["model"], "language": r["language"],
-             "rpbench_key": f"{r['item_id']}|{r['model']}|quiz-check"} for r in rows][:limit]
-
-
-def _quiz_read(data, result):
-    from rpbench.tasks.annotation.kinds import choice
-
-    said = choice(result, "right")
-    return ("unsure", {}) if said in (None, "unsure") else ("ok", {"item_id": data["item_id"], "right": said})
-
-
-QUIZ_CHECK = AnnotationKind("quiz-check", "right", _quiz_tasks,
-                            lambda language: '<View><Choices name="right" toName="q"/></View>', _quiz_read)
-
-TOY = BenchmarkMode(
-    name="toy-quiz",
-    description="A quiz: how often a model is right, and how long it takes.",
-    roles={"quizzer": "answers the questions"},
-    item_table=TableSpec("quiz_answers", 1, QuizAnswer),
-    report=ReportSpec("rpbench toy-quiz evaluation", Scoring(
-        metrics=(MetricSpec("accuracy", "share of questions answered right, in percent", "correct",
-                            point=lambda v: 100 * sum(v) / len(v), statistic=lambda x, axis: 100 * x.mean(axis=axis)),
-                 MetricSpec("seconds", "mean time to answer", "seconds", higher_is_better=False, interval=False,
-                            digits=2)),
-        groups=(GroupKey("language", "language"),),
-    )),
-    annotation={"quiz-check": QUIZ_CHECK},
-)
+from rpbench.tasks.core.records import Failure
+from rpbench.tasks.reports.spec import MetricSpec, Scoring
+from tests.helpers import TEST_KEY_ENV, loopback_models_file, rpbench
+from tests.toy_quiz import QUIZ_CHECK, TOY, QuizAnswer
 
 
 def _rows() -> list[QuizAnswer]:
@@ -103,11 +62,49 @@ def test_a_toy_mode_gets_a_leaderboard_and_a_report_without_touching_shared_code
     assert all(s["ci_low"] == s["ci_high"] == s["score"] for s in scores if s["metric"] == "seconds")
     report = (tmp_path / "out" / "report.md").read_text()
     assert "# rpbench toy-quiz evaluation" in report and "| sharp |" in report
-    assert "seconds (lower is better): mean time to answer" in report and "dull: answer_failed 1" in report
+    assert "seconds (lower is better): mean time to read the answer aloud" in report and "dull: answer_failed 1" in report
     html = (tmp_path / "out" / "report.html").read_text()
     assert "<table class=\"board\">" in html and html.count("data:image/png;base64,") == 1  # one breakdown chart: language
     leaderboard = pq.read_table(tmp_path / "out" / "leaderboard.parquet").to_pylist()
     assert [r["model"] for r in leaderboard] == ["sharp", "dull"] and not math.isnan(leaderboard[0]["seconds"])
+
+
+QUIZ = [{"id": "q1", "question": "What colour is the sky on a clear day?", "answer": "blue"},
+        {"id": "q2", "question": "What do bees make?", "answer": "honey"},
+        {"id": "q3", "question": "Which way does the sun rise?", "answer": "east", "language": "zh"}]
+
+
+def _quiz_reply(body: dict) -> str:
+    asked = body["messages"][-1]["content"]
+    return {"sky": "Blue, mostly.", "bees": "Wax.", "sun": "In the east, every morning."}[
+        next(k for k in ("sky", "bees", "sun") if k in asked)]
+
+
+def test_the_toy_mode_runs_from_its_command_with_a_model_and_a_file_of_answers(toy, harness, loopback, tmp_path,
+                                                                              monkeypatch):
+    """The tutorial as written: `rpbench toy-quiz run` asks the model once per question, reads the answer file
+    with no call, ranks both, and a rerun sends nothing; a name given as a model and as answers is refused."""
+    import json
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _quiz_reply
+    quiz = tmp_path / "quiz.jsonl"
+    quiz.write_text("".join(json.dumps(q) + "\n" for q in QUIZ))
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text("".join(json.dumps({"id": q["id"], "answer": q["answer"]}) + "\n" for q in QUIZ))
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    args = ["toy-quiz", "run", "--questions", str(quiz), "--model", "quizzer", "--answers", f"oracle={mine}",
+            "--out", str(tmp_path / "out"), "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite")]
+    ran = rpbench(*args)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert len(loopback.requests) == 3  # the model's three questions; the oracle's file sent nothing
+    assert "oracle: accuracy 100.0" in ran.stdout and "quizzer: accuracy 66.7" in ran.stdout
+    board = pq.read_table(tmp_path / "out" / "leaderboard.parquet").to_pylist()
+    assert [r["model"] for r in board] == ["oracle", "quizzer"]
+    again = rpbench(*args)
+    assert again.returncode == 0 and len(loopback.requests) == 3
+    both = rpbench(*args[:-4], "--answers", f"quizzer={mine}", *args[-4:])
+    assert both.returncode == 2 and "'quizzer' is also a --model" in both.stderr
 
 
 def test_lower_is_better_headline_ranks_ascending():

@@ -1,0 +1,200 @@
+"""A toy benchmark written the way every mode is wired: the worked example of "adding a benchmark".
+
+A quiz: each model (or a file of answers) answers short questions; an answer is right when it contains the
+expected word. The whole mode is this file, registered by its spec (``TOY``) from the tests; a real mode keeps
+the same pieces in ``tasks/modes/<name>/`` (the work), ``flows/modes/<name>/`` (settings, checks, flow,
+commands) and a line in ``pyproject.toml``. What the kit gives it, nothing here writes again:
+
+- ``RunSettings``: ``--models-file``, ``--cache``, ``--max-cost``, ``--batch``, ``--keep-failures`` and the
+  rest; ``settings_command`` turns the fields into the command's options (and ``--plan``).
+- ``read_systems``: ``--model`` and ``--answers`` as one list of systems, each knowing its stage parameters.
+- ``checked``: the input check, run once per run by the command and handed to the flow.
+- ``@stage`` and ``Stages``: cached Prefect tasks handed the run's place (out, shard, models file, cache).
+- ``report_stage``: the leaderboard with intervals, report.md/.html and the UI's artifacts, from the spec.
+"""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+from prefect import flow
+from pydantic import Field
+
+from rpbench.flows.kit.front.checking import checked
+from rpbench.flows.kit.front.commands import settings_command
+from rpbench.flows.kit.front.registry import BenchmarkMode, builtin_roles
+from rpbench.flows.kit.front.settings import InputPath, OutputFolder, RunSettings, cli
+from rpbench.flows.kit.front.systems import System, read_systems
+from rpbench.flows.kit.running.report import report_stage
+from rpbench.flows.kit.running.run import Stages, finish_run, flow_body, run_flow
+from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.storage.schemas import FAILURES, TableSpec
+from rpbench.storage.user_files import jsonl_objects
+from rpbench.tasks.annotation.kinds import AnnotationKind
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import Failure, Record
+from rpbench.tasks.llm import Request, load_models_config
+from rpbench.tasks.llm.given import given_reply, read_answers
+from rpbench.tasks.llm.names import resolve_all
+from rpbench.tasks.reports.spec import GroupKey, MetricSpec, ReportSpec, Scoring
+
+# -- the work: records, reading the questions, scoring an answer --------------------------------------------
+
+
+class Question(Record):
+    id: str
+    question: str
+    answer: str
+    language: str = "en"
+
+
+class QuizAnswer(Record):
+    """The item table: one answer of one model to one quiz question."""
+
+    item_id: str
+    model: str
+    language: str
+    correct: float
+    seconds: float
+
+
+ANSWERS = TableSpec("quiz_answers", 1, QuizAnswer)
+
+
+def read_questions(path: str) -> list[Question]:
+    """The quiz, or an error naming the file, the line and the field."""
+    out = []
+    for where, record in jsonl_objects(path, "a quiz file", "'id', 'question' and 'answer'"):
+        for field in ("id", "question", "answer"):
+            if not isinstance(record.get(field), str) or not record[field].strip():
+                raise InputError(f"{where}: field '{field}': {'missing' if field not in record else 'not text'}")
+        out.append(Question(**{k: record[k] for k in ("id", "question", "answer", "language") if k in record}))
+    return out
+
+
+def scored(q: Question, text: str, model: str) -> QuizAnswer:
+    # "seconds": the time to read the answer aloud at three words a second (a second metric, lower is better).
+    return QuizAnswer(item_id=q.id, model=model, language=q.language,
+                      correct=float(q.answer.lower() in text.lower()), seconds=len(text.split()) / 3)
+
+
+# -- the spec: what a user sees before anything is imported -------------------------------------------------
+
+
+def _quiz_tasks(folder, limit, seed):
+    rows = pq.read_table(folder / "quiz_answers.parquet").to_pylist()
+    return [{"task": "quiz-check", "item_id": r["item_id"], "model": r["model"], "language": r["language"],
+             "rpbench_key": f"{r['item_id']}|{r['model']}|quiz-check"} for r in rows][:limit]
+
+
+def _quiz_read(data, result):
+    from rpbench.tasks.annotation.kinds import choice
+
+    said = choice(result, "right")
+    return ("unsure", {}) if said in (None, "unsure") else ("ok", {"item_id": data["item_id"], "right": said})
+
+
+QUIZ_CHECK = AnnotationKind("quiz-check", "right", _quiz_tasks,
+                            lambda language: '<View><Choices name="right" toName="q"/></View>', _quiz_read)
+
+TOY = BenchmarkMode(
+    name="toy-quiz",
+    description="A quiz: how often a model is right, and how long its answers take to read.",
+    roles={"quizzer": "answers the questions"},
+    item_table=ANSWERS,
+    report=ReportSpec("rpbench toy-quiz evaluation", Scoring(
+        metrics=(MetricSpec("accuracy", "share of questions answered right, in percent", "correct",
+                            point=lambda v: 100 * sum(v) / len(v), statistic=lambda x, axis: 100 * x.mean(axis=axis)),
+                 MetricSpec("seconds", "mean time to read the answer aloud", "seconds", higher_is_better=False,
+                            interval=False, digits=2)),
+        groups=(GroupKey("language", "language"),),
+    )),
+    annotation={"quiz-check": QUIZ_CHECK},
+    flows={"toy-quiz": "tests.toy_quiz:quiz"},
+    settings={"toy-quiz": "tests.toy_quiz:QuizSettings"},
+    checks={"toy-quiz": "tests.toy_quiz:check_quiz"},
+    commands="tests.toy_quiz:add_commands",
+)
+
+
+# -- settings and the input check (Prefect-free) ------------------------------------------------------------
+
+
+class QuizSettings(RunSettings):
+    """Models answer a quiz; accuracy and reading time per model."""
+
+    questions: InputPath = Field(json_schema_extra=cli("--questions"),
+                                 description="JSONL of {id, question, answer[, language]}.")
+    models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
+                              description="Model under test: a litellm model string, or a role name. Repeat.")
+    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
+                               description="Answers you already have: NAME=FILE, JSONL of {id, answer}. Repeat.")
+    out: OutputFolder = Field(default="runs/toy-quiz", description="Folder for answers and report.")
+    resamples: int = Field(default=200, ge=1, description="Bootstrap resamples.")
+    seed: int = Field(default=0, description="Bootstrap seed.")
+
+
+def check_quiz(s: QuizSettings) -> list[System]:
+    """Every input error before any call: the quiz, the models, the answer files."""
+    known = {q.id: q for q in read_questions(s.questions)}
+    roles = resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="quizzer",
+                        option="--model")
+    systems = read_systems(roles, s.answers)
+    for x in systems:
+        if x.answers:
+            read_answers(x.answers, known)
+    if not systems:
+        raise InputError("give a model to ask (--model) or answers to score (--answers)")
+    return systems
+
+
+# -- the stage and the flow ---------------------------------------------------------------------------------
+
+
+@stage("quiz-answers", roles=lambda p: [p["role"]] if p["role"] else [], inputs=("questions", "given"))
+async def answers(run: StageRun, questions: str, role: str | None, given: str | None, name: str) -> StageResult:
+    """``name``'s answers: asked of the model bound to ``role``, or read from the file ``given``."""
+    quiz = read_questions(questions)
+    if given is not None:
+        texts = read_answers(given)
+        results = [given_reply(texts.get(q.id), name) for q in quiz]
+    else:
+        assert role is not None
+        requests = [Request(role, [{"role": "user", "content": q.question}], tag=f"quiz:{q.id}") for q in quiz]
+        async with run.gateway() as gateway:
+            results = await gateway.run_all(requests, roles=[role])
+    rows = [scored(q, r.text, name) for q, r in zip(quiz, results, strict=True) if r.ok]
+    failed = [Failure(stage="quiz-answers", model=name, item_id=q.id, kind="answer_failed", error=r.error)
+              for q, r in zip(quiz, results, strict=True) if not r.ok]
+    run.write(ANSWERS, rows)
+    run.write(FAILURES, failed)
+    return run.result(answers=len(rows), failed=len(failed))
+
+
+@flow(name="rpbench-toy-quiz")
+@flow_body
+def quiz(settings: QuizSettings) -> dict:
+    """The toy quiz: every system answers, then one report."""
+    s, stages = settings, Stages(settings)
+    systems = checked(check_quiz, s)
+    made = stages.map(answers, [{"questions": s.questions, **x.params()} for x in systems])
+    done = stages.run(report_stage, mode="toy-quiz", items=[m.path("quiz_answers") for m in made],
+                      failures=[m.path("failures") for m in made], n_items=len(read_questions(s.questions)),
+                      resamples=s.resamples, seed=s.seed)
+    return finish_run(s.out, stages, s, "toy-quiz", quiz={"leaderboard": done.summary["leaderboard"]})
+
+
+# -- the command --------------------------------------------------------------------------------------------
+
+
+def run(s: QuizSettings) -> None:
+    """Models answer a quiz; the leaderboard and report."""
+    import typer
+
+    checked(check_quiz, s)  # bad input is one line here, before the flow starts
+    manifest = run_flow(quiz, settings=s)
+    for row in manifest["quiz"]["leaderboard"]:
+        typer.echo(f"{row['model']}: accuracy {row['accuracy']:.1f}")
+
+
+def add_commands(app) -> None:
+    app.command("run")(settings_command(QuizSettings, run))
