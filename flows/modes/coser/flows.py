@@ -1,0 +1,106 @@
+"""CoSER's flow: scenes (per system) -> critiques (per system, one call per dimension) -> scores and report."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from rpbench.flows.kit.front.checking import checked
+from rpbench.flows.kit.running.report import publish_report
+from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.scale.runners import stage_runner
+from rpbench.flows.modes.coser.checks import check_run
+from rpbench.flows.modes.coser.settings import CoserSettings
+from rpbench.storage.schemas import FAILURES
+from rpbench.storage.tables import read_records
+from rpbench.tasks.llm.gather import gather_counted
+from rpbench.tasks.modes.coser.acting import act, given_scene
+from rpbench.tasks.modes.coser.analysis import REPORT, context_for, item_scores
+from rpbench.tasks.modes.coser.critic import criticise
+from rpbench.tasks.modes.coser.loader import load_circumstances, read_simulations
+from rpbench.tasks.modes.coser.samples import samples as coser_samples
+from rpbench.tasks.modes.coser.tables import CIRCUMSTANCE_SCORES, CIRCUMSTANCES, CRITIQUES, MESSAGES, SCENE_ENDS
+
+WORKERS = 4
+ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE = "coser-environment", "coser-next-speaker"
+
+
+@stage("coser-scenes", templates=("coser/actor", "coser/environment", "coser/next_speaker"),
+       roles=lambda p: [p["role"], ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE] if p["role"] else [], inputs=("data", "given"))
+async def scenes(run: StageRun, data: list[str], limit: int | None, continue_from: int, seed: int,
+                 role: str | None, given: str | None, name: str) -> StageResult:
+    """``name``'s scenes: acted by the model bound to ``role`` (with the environment and the next-speaker
+    predictor), or read from the released simulations in ``given``."""
+    circumstances = load_circumstances(data)[:limit]
+    if given is not None:
+        released = read_simulations(given)
+        made = [given_scene(c, released.get(c.circumstance_id), name, given) for c in circumstances]
+    else:
+        assert role is not None
+        async with run.gateway() as gateway:
+            made = await gather_counted(
+                [act(gateway, c, name, role, ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE, continue_from, seed)
+                 for c in circumstances], run.progress.track(f"scenes of {name}", len(circumstances)))
+    run.write(MESSAGES, [m for messages, _ in made for m in messages])
+    run.write(SCENE_ENDS, [end for _, end in made])
+    return run.result(scenes=len(made), failed=sum(end.status == "failed" for _, end in made),
+                      drawn=sum(m.decided_by not in ("model", "original", "given")
+                                for messages, _ in made for m in messages if m.role == "NSP"))
+
+
+@stage("coser-critiques", batch=True, templates=("coser/critic", "coser/dimensions"),
+       roles=lambda p: [p["critic"]], inputs=("data", "messages", "ends"))
+async def critiques(run: StageRun, data: list[str], limit: int | None, continue_from: int, messages: str,
+                    ends: str, critic: str, name: str) -> StageResult:
+    """The critic on every scene of ``name`` that was acted to its end, one call per dimension."""
+    circumstances = {c.circumstance_id: c for c in load_circumstances(data)[:limit]}
+    acted = {e.circumstance_id for e in read_records(ends, SCENE_ENDS) if e.status == "ok"}
+    by_scene: dict[str, list] = {}
+    for m in read_records(messages, MESSAGES):
+        by_scene.setdefault(m.circumstance_id, []).append(m)
+    todo = [(circumstances[cid], by_scene.get(cid, [])) for cid in circumstances if cid in acted]
+    async with run.gateway() as gateway:
+        made = await criticise(gateway, todo, name, critic, continue_from)
+    run.write(CRITIQUES, made)
+    return run.result(critiques=len(made), failed=sum(c.status == "failed" for c in made))
+
+
+@stage("coser-report", inputs=("data", "messages", "ends", "critiques"))
+async def report(run: StageRun, data: list[str], limit: int | None, continue_from: int, messages: list[str],
+                 ends: list[str], critiques: list[str], resamples: int, seed: int,
+                 notes: list[str] | None = None) -> StageResult:
+    circumstances = load_circumstances(data)[:limit]
+    made = [m for p in messages for m in read_records(p, MESSAGES)]
+    ended = [e for p in ends for e in read_records(p, SCENE_ENDS)]
+    judged = [c for p in critiques for c in read_records(p, CRITIQUES)]
+    rows, failures = item_scores(circumstances, made, ended, judged, continue_from)
+    run.write(CIRCUMSTANCES, circumstances, final=True)
+    run.write(MESSAGES, made, final=True)
+    run.write(SCENE_ENDS, ended, final=True)
+    run.write(CRITIQUES, judged, final=True)
+    run.write(CIRCUMSTANCE_SCORES, rows, final=True)
+    run.write(FAILURES, failures, final=True)
+    done = await publish_report(run, "coser", REPORT, rows, failures, len(circumstances), resamples, seed,
+                                context_for(made, continue_from),
+                                samples=coser_samples(circumstances, made, judged), notes=notes)
+    return run.result(leaderboard=done.board, **done.analysis.summary)
+
+
+@flow(name="rpbench-coser", log_prints=True, task_runner=stage_runner(WORKERS))
+@flow_body
+def coser(settings: CoserSettings) -> dict:
+    """CoSER: each system acts every circumstance (or its simulations are read), the critic judges each
+    dimension, and CoSER's scores with intervals."""
+    s, stages = settings, Stages(settings)
+    got = checked(check_run, s)
+    common = {"data": s.data, "limit": s.limit, "continue_from": s.continue_from}
+    acted = stages.map(scenes, [{**common, "seed": s.seed, **x.params()} for x in got.systems])
+    judged = stages.map(critiques, [{**common, "messages": a.path("messages"), "ends": a.path("scene_ends"),
+                                     "critic": got.critic, "name": x.name, "shard": x.shard}
+                                    for a, x in zip(acted, got.systems, strict=True)])
+    done = stages.run(report, **common, messages=[a.path("messages") for a in acted],
+                      ends=[a.path("scene_ends") for a in acted], critiques=[j.path("critiques") for j in judged],
+                      resamples=s.resamples, seed=s.seed)
+    summary = {"leaderboard": done.summary["leaderboard"], "draws": done.summary.get("draws", {}),
+               "circumstances": got.circumstances, "report": done.path("report_html")}
+    return finish_run(s.out, stages, s, "coser", coser=summary, coser_settings=s.recorded(s.out))

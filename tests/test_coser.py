@@ -1,0 +1,164 @@
+"""CoSER's given-circumstance acting: released simulations judged by a critic that returns GPT-4o's released
+critiques reproduce CoSER's released scores exactly, with no actor call; a live loopback run of the released
+test set shows every agent in its requests, counts every next speaker drawn at random, and repeats no call
+when run again."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from rpbench.flows.modes.coser.settings import CoserSettings
+from rpbench.samples import sample_path
+from rpbench.storage.tables import read_records
+from rpbench.tasks.modes.coser.acting import decide, named_next
+from rpbench.tasks.modes.coser.loader import load_circumstances, read_simulations
+from rpbench.tasks.modes.coser.records import COLUMNS, DIMENSIONS, Flaw
+from rpbench.tasks.modes.coser.scoring import dimension_score, without_thoughts
+from rpbench.tasks.modes.coser.tables import CIRCUMSTANCE_SCORES, CRITIQUES, MESSAGES
+from tests.helpers import TEST_KEY_ENV, loopback_models_file, released, rpbench
+
+pytestmark = pytest.mark.usefixtures("harness")
+RELEASED = json.loads((Path(__file__).parent / "data" / "coser_released_critiques.json").read_text())
+_DIMENSION = re.compile(r"on a single dimension: ([A-Za-z ]+), that is")
+
+
+def test_the_length_corrected_deduction_is_coser_s():
+    # King Lear-17-0's Storyline Consistency as released: severities 2+3+2+3 over 11 actor turns -> 66.5.
+    flaws = [Flaw(instance="", type="Storyline Consistency", severity=s) for s in (2, 3, 2, 3)]
+    assert dimension_score(flaws, 11) == 66.5
+    assert dimension_score(flaws * 10, 11) == 0.0 and dimension_score([], 40) == 100.0  # kept within 0-100
+    assert without_thoughts("[I must not show it.] (smiles)\n\n  Fine, thank you.  ") == "(smiles)\nFine, thank you."
+
+
+def test_a_next_speaker_that_cannot_be_followed_is_drawn_and_says_why():
+    c = load_circumstances([str(sample_path("coser", "example.json"))])[1]
+    rng = random.Random(0)
+    assert named_next("The Fool spoke last.\n**Next Speaker:** Oskar Lind.") == "Oskar Lind"
+    assert decide(c, "Oskar Lind", "Ines Varga", 0, rng) == ("Oskar Lind", "model")
+    assert decide(c, "<END CHAT>", "Ines Varga", 5, rng) == (None, "model")
+    for said, current, round_, kind in [("random", "Ines Varga", 2, "random"), ("Narrator", "Ines Varga", 2,
+                                        "off-list"), ("Ines Varga", "Ines Varga", 2, "same-speaker"),
+                                       ("<END CHAT>", "Ines Varga", 4, "early-end")]:
+        chosen, how = decide(c, said, current, round_, rng)
+        assert how == kind and chosen in {"Oskar Lind", "Environment"}  # the main characters and the Environment
+
+
+def _critic_replaying_the_release(circumstances):
+    by_scenario = {c.scenario: c.circumstance_id for c in circumstances}
+
+    def respond(body: dict) -> str:
+        system = body["messages"][0]["content"]
+        dimension = _DIMENSION.search(system).group(1)
+        case = next(cid for scenario, cid in by_scenario.items() if scenario in system)
+        flaws = [{"instance": "(as released)", **f} for f in RELEASED["cases"][case]["dimensions"][dimension]["flaws"]]
+        return json.dumps({dimension: {"flaws": flaws}})
+
+    return respond
+
+
+def test_released_simulations_and_critiques_give_coser_s_released_scores(loopback, tmp_path, monkeypatch):
+    from rpbench.flows.modes.coser.flows import coser
+
+    data = released("coser/test/example_test_set.json")
+    simulations = released("coser/simulation/test_set_gpt-4o.json")
+    circumstances = load_circumstances([str(data)])
+    # The profiles each circumstance's characters get are built as CoSER built them for this simulation.
+    for raw, c in zip(json.loads(simulations.read_text()), circumstances, strict=True):
+        assert {p.speaker: p.text for p in c.profiles} == raw["involved_character_profiles"]
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _critic_replaying_the_release(circumstances)
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    out = tmp_path / "run"
+    manifest = coser(CoserSettings(data=[str(data)], answers=[f"gpt-4o={simulations}"], out=str(out),
+                                   models_file=str(models), cache=str(tmp_path / "c.sqlite"), resamples=100))
+    assert len(loopback.requests) == 3 * 4  # one critic call per dimension; no actor, environment or predictor
+    rows = {r.item_id: r for r in read_records(out / CIRCUMSTANCE_SCORES.filename, CIRCUMSTANCE_SCORES)}
+    assert set(rows) == set(RELEASED["cases"])
+    for case, wanted in RELEASED["cases"].items():
+        got = {d: getattr(rows[case], COLUMNS[d]) for d in DIMENSIONS}
+        assert got == {d: wanted["dimensions"][d]["score"] for d in DIMENSIONS}, case
+        assert rows[case].score == wanted["score"], case
+    board = manifest["coser"]["leaderboard"][0]
+    assert board["model"] == "gpt-4o" and board["n"] == 3
+    assert board["avg"] == pytest.approx(RELEASED["scores"]["avg"], abs=1e-9)
+    for d in DIMENSIONS:
+        assert board[d] == pytest.approx(RELEASED["scores"][d], abs=1e-9), d
+    # BLEU and ROUGE-L come from other tokenizers than CoSER's (see scoring.py): near, not equal.
+    print(f"bleu ours {board['BLEU']:.4f} released {RELEASED['scores']['bleu']:.4f}; "
+          f"rouge_l ours {board['ROUGE-L']:.4f} released {RELEASED['scores']['rouge_l']:.4f}")
+    assert board["BLEU"] == pytest.approx(RELEASED["scores"]["bleu"], rel=0.5)
+    assert board["ROUGE-L"] == pytest.approx(RELEASED["scores"]["rouge_l"], rel=0.5)
+    assert read_simulations(simulations)  # the released layout reads as it is
+    report = (out / "report.md").read_text()
+    assert "length" not in report or "0.3 x" in report
+
+
+def _actors(body: dict) -> str:
+    system = body["messages"][0]["content"]
+    if system.startswith("You direct the turn order"):
+        n = sum(m["role"] == "assistant" for m in body["messages"])
+        if n % 3 == 2:
+            return "Hard to say.\nNext Speaker: The Narrator"  # off the list: drawn at random, counted
+        names = re.search(r"The candidates are (.*?); Environment", system).group(1).split(", ")
+        if n >= 6:
+            return "It has run its course.\nNext Speaker: <END CHAT>"
+        return f"Someone else should answer.\nNext Speaker: {names[n % len(names)]}"
+    if system.startswith("You voice the world"):
+        return "Rain needles the windows; somewhere below, a door bangs."
+    if system.startswith("You are a literary critic"):
+        dimension = _DIMENSION.search(system).group(1)
+        return json.dumps({dimension: {"flaws": [{"instance": "a stiff line", "type": "Flow & Progression",
+                                                  "severity": 2}]}})
+    name = re.match(r"You are playing (.+?), a character", system).group(1)
+    return f"[{name} weighs the moment.] (looks up) I hear you, and I have my answer."
+
+
+def test_a_live_run_of_the_released_test_set_shows_every_agent_and_counts_every_draw(loopback, tmp_path,
+                                                                                    monkeypatch):
+    data = released("coser/test/test_set.json")
+    first = load_circumstances([str(data)])[:2]
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _actors
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    args = ["coser", "run", "--data", str(data), "--model", "coser-actor", "--limit", "2", "--out",
+            str(tmp_path / "run"), "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"),
+            "--resamples", "50"]
+    ran = rpbench(*args)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    systems = [b["messages"][0]["content"] for b in loopback.requests]
+    for c in first:
+        speakers = [s for s in c.speaking if s != "Environment"]
+        assert all(any(s.startswith(f"You are playing {name}, a character of {c.book}") for s in systems)
+                   for name in speakers[:1])
+    assert any(s.startswith("You voice the world") for s in systems)
+    assert any(s.startswith("You direct the turn order") for s in systems)
+    messages = read_records(tmp_path / "run" / MESSAGES.filename, MESSAGES)
+    said_off_list = sum(m.role == "NSP" and m.content == "The Narrator" for m in messages)
+    off_list = sum(m.role == "NSP" and m.decided_by == "off-list" for m in messages)
+    assert said_off_list > 0 and off_list == said_off_list
+    drawn = sum(m.role == "NSP" and m.decided_by not in ("model", "original") for m in messages)
+    assert f"next speakers drawn={drawn}" in ran.stdout, ran.stdout
+    assert "Next speakers drawn at random" in (tmp_path / "run" / "report.md").read_text()
+    critiques = read_records(tmp_path / "run" / CRITIQUES.filename, CRITIQUES)
+    assert len(critiques) == 2 * 4 and all(c.status == "ok" for c in critiques)
+    sent = len(loopback.requests)
+    again = rpbench(*args)
+    assert again.returncode == 0 and len(loopback.requests) == sent  # nothing repeated
+
+
+def test_bad_input_is_one_line_naming_the_record_and_field(tmp_path):
+    bad = json.loads(sample_path("coser", "example.json").read_text())
+    del bad[1]["dialogues"]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    ran = rpbench("coser", "run", "--data", str(path), "--model", "coser-actor", "--out", str(tmp_path / "o"))
+    assert ran.returncode == 2 and "bad.json: record 1: field 'dialogues': missing" in ran.stderr
+    assert "Traceback" not in ran.stderr
+    wrong = rpbench("coser", "run", "--data", str(sample_path("coser", "example.json")), "--model", "coser-acter",
+                    "--out", str(tmp_path / "o"))
+    assert wrong.returncode == 2 and "unknown model 'coser-acter'" in wrong.stderr
