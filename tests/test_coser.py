@@ -131,10 +131,9 @@ def test_a_live_run_of_the_released_test_set_shows_every_agent_and_counts_every_
     ran = rpbench(*args)
     assert ran.returncode == 0, ran.stderr[-2000:]
     systems = [b["messages"][0]["content"] for b in loopback.requests]
-    for c in first:
-        speakers = [s for s in c.speaking if s != "Environment"]
-        assert all(any(s.startswith(f"You are playing {name}, a character of {c.book}") for s in systems)
-                   for name in speakers[:1])
+    for c in first:  # every speaking character of each circumstance was played
+        for name in [s for s in c.speaking if s != "Environment"]:
+            assert any(s.startswith(f"You are playing {name}, a character of {c.book}") for s in systems), name
     assert any(s.startswith("You voice the world") for s in systems)
     assert any(s.startswith("You direct the turn order") for s in systems)
     messages = read_records(tmp_path / "run" / MESSAGES.filename, MESSAGES)
@@ -149,6 +148,26 @@ def test_a_live_run_of_the_released_test_set_shows_every_agent_and_counts_every_
     sent = len(loopback.requests)
     again = rpbench(*args)
     assert again.returncode == 0 and len(loopback.requests) == sent  # nothing repeated
+    _annotation_round_trip(tmp_path / "run")
+
+
+def _annotation_round_trip(run: Path) -> None:
+    """The run's scenes as Label Studio tasks of kind `coser`, its labeling config, and an answer read back."""
+    import xml.etree.ElementTree as ET
+
+    from rpbench.flows.kit.front.registry import annotation_kinds, load_ref
+
+    kind = load_ref(annotation_kinds()["coser"][1])
+    tasks = kind.tasks(run, 5, 0)
+    assert len(tasks) == 2 and {t["rpbench_key"].split("|")[2] for t in tasks} == {"coser"}
+    assert all(t["scene"] and "NSP:" not in t["scene"] and t["original"] for t in tasks)  # no predictor lines
+    config = ET.fromstring(kind.config("en"))
+    assert [c.get("name") for c in config.iter("Choices")] == list(COLUMNS.values())
+    answer = [{"from_name": "anthropomorphism", "value": {"choices": ["4"]}},
+              {"from_name": "storyline_quality", "value": {"choices": ["unsure"]}}]
+    status, row = kind.read(tasks[0], answer)
+    assert status == "ok" and row["anthropomorphism"] == 4 and row["storyline_quality"] is None
+    assert kind.read(tasks[0], [])[0] == "unsure"
 
 
 def test_bad_input_is_one_line_naming_the_record_and_field(tmp_path):

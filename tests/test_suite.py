@@ -26,6 +26,7 @@ from tests.helpers import TEST_KEY_ENV, any_mode_responder, rpbench
 QUALITY = {"good": 1.0, "fair": 0.5, "poor": 0.0}
 MODELS = ("good", "fair", "poor")
 MARK = re.compile(r"\[\[q=(good|fair|poor)\]\]")
+ACTED = re.compile(r"\(q=(good|fair|poor)\)")  # CoSER's critic never sees [thoughts]: an action carries the mark
 
 
 # -- the scripted models ----------------------------------------------------------------------------------
@@ -70,6 +71,8 @@ def _player(model: str, text: str) -> str:
         words = max(asked, key=lambda r: len(r["question"]))["generated"][0].split()
         q = 1.0 - q
         return " ".join(words) if q == 1.0 else " ".join(words[: max(1, len(words) // 2)]) if q else "zzz qqq"
+    if text.startswith("You are playing"):  # a CoSER actor
+        return f"(q={model}) I answer as my character would, plainly."
     return f"[[q={model}]] (nods) I answer as my character would, plainly."
 
 
@@ -87,6 +90,11 @@ def quality_responder(body: dict) -> str:
         return _player(model, text)
     fmt = (body.get("response_format") or {}).get("json_schema") or {}
     name, marks = fmt.get("name"), MARK.findall(text)
+    acted = ACTED.findall(text)
+    if str(name).startswith("CoserCritique") and acted:  # CoSER: the worse the actor, the more and worse flaws
+        dimension = next(iter(fmt["schema"]["properties"]))
+        count, severity = {1.0: (0, 1), 0.5: (2, 3), 0.0: (5, 5)}[QUALITY[acted[-1]]]
+        return json.dumps({dimension: {"flaws": [{"instance": "a line", "type": "t", "severity": severity}] * count}})
     if not marks or name not in ("PingPongVerdicts", "BinaryVerdict", "JudgeVerdict"):
         return any_mode_responder(body)
     if name == "JudgeVerdict":  # FURINA: is the marked reply A or B? The better reply gets 1 (A) or 5 (B).
@@ -127,7 +135,7 @@ def test_a_suite_of_every_mode_profiles_three_models_as_they_were_made(tmp_path,
     assert ran.returncode == 0, ran.stderr[-3000:]
     out = tmp_path / "suite"
     profile = pq.read_table(out / "profile.parquet").to_pylist()
-    benchmarks = {"furina", "pingpong", "dmt", "roleinteract", "rolellm"}
+    benchmarks = {"furina", "pingpong", "dmt", "roleinteract", "rolellm", "coser"}
     assert {p["benchmark"] for p in profile} == benchmarks
     assert {p["model"] for p in profile} == set(MODELS)  # RoleLLM's own RoleGPT reference is not profiled
     for b in benchmarks:
@@ -136,9 +144,9 @@ def test_a_suite_of_every_mode_profiles_three_models_as_they_were_made(tmp_path,
         order = ["poor", "fair", "good"] if b == "rolellm" else ["good", "fair", "poor"]
         assert score[order[0]] > score[order[1]] > score[order[2]], (b, score)
         assert [round(pct[m], 1) for m in order] == [83.3, 50.0, 16.7], (b, pct)
-    # Constructed: four benchmarks rank good > fair > poor, RoleLLM the other way round.
+    # Constructed: five benchmarks rank good > fair > poor, RoleLLM the other way round.
     taus = {(a["first"], a["second"]): a["tau"] for a in pq.read_table(out / "agreement.parquet").to_pylist()}
-    assert len(taus) == 10
+    assert len(taus) == 15
     for (a, b), tau in taus.items():
         assert tau == pytest.approx(-1.0 if "rolellm" in (a, b) else 1.0), (a, b)
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))

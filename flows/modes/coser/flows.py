@@ -27,8 +27,8 @@ ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE = "coser-environment", "coser-next-speaker"
 
 @stage("coser-scenes", templates=("coser/actor", "coser/environment", "coser/next_speaker"),
        roles=lambda p: [p["role"], ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE] if p["role"] else [], inputs=("data", "given"))
-async def scenes(run: StageRun, data: list[str], limit: int | None, continue_from: int, seed: int,
-                 role: str | None, given: str | None, name: str) -> StageResult:
+async def scenes(run: StageRun, data: list[str], limit: int | None, continue_from: int, max_rounds: int,
+                 seed: int, role: str | None, given: str | None, name: str) -> StageResult:
     """``name``'s scenes: acted by the model bound to ``role`` (with the environment and the next-speaker
     predictor), or read from the released simulations in ``given``."""
     circumstances = load_circumstances(data)[:limit]
@@ -39,7 +39,7 @@ async def scenes(run: StageRun, data: list[str], limit: int | None, continue_fro
         assert role is not None
         async with run.gateway() as gateway:
             made = await gather_counted(
-                [act(gateway, c, name, role, ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE, continue_from, seed)
+                [act(gateway, c, name, role, ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE, continue_from, seed, max_rounds)
                  for c in circumstances], run.progress.track(f"scenes of {name}", len(circumstances)))
     run.write(MESSAGES, [m for messages, _ in made for m in messages])
     run.write(SCENE_ENDS, [end for _, end in made])
@@ -94,7 +94,8 @@ def coser(settings: CoserSettings) -> dict:
     s, stages = settings, Stages(settings)
     got = checked(check_run, s)
     common = {"data": s.data, "limit": s.limit, "continue_from": s.continue_from}
-    acted = stages.map(scenes, [{**common, "seed": s.seed, **x.params()} for x in got.systems])
+    acted = stages.map(scenes, [{**common, "seed": s.seed, "max_rounds": s.max_rounds, **x.params()}
+                                for x in got.systems])
     judged = stages.map(critiques, [{**common, "messages": a.path("messages"), "ends": a.path("scene_ends"),
                                      "critic": got.critic, "name": x.name, "shard": x.shard}
                                     for a, x in zip(acted, got.systems, strict=True)])

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, SuitePart, with_models
+from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.coser.roles import ROLES
 
@@ -22,10 +20,6 @@ def _smoke(work: Path) -> list[SmokeStep]:
                                 "--resamples", "200"), out)]
 
 
-def _suite(section: Mapping[str, Any], models: Sequence[str], folder: Path) -> list[SuitePart]:
-    """In a suite: one run of `coser run` with the section's settings, the suite's models as its models."""
-    return [SuitePart("coser", with_models(section, "models", models), "", scored=True)]
-
 
 COSER = BenchmarkMode(
     name="coser",
@@ -40,6 +34,7 @@ COSER = BenchmarkMode(
     commands="rpbench.flows.modes.coser.commands:add_commands",
     tables=(f"{TABLES}:CIRCUMSTANCES", f"{TABLES}:MESSAGES", f"{TABLES}:SCENE_ENDS", f"{TABLES}:CRITIQUES",
             f"{TABLES}:CIRCUMSTANCE_SCORES"),
+    annotation={"coser": "rpbench.tasks.modes.coser.annotation:SCENE"},
     smoke=_smoke,
-    suite=_suite,
+    suite=one_run("coser"),
 )

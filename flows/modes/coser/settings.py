@@ -29,6 +29,8 @@ class CoserSettings(RunSettings):
     out: OutputFolder = Field(default="runs/coser", description="Folder for scenes, critiques, scores and report.")
     continue_from: int = Field(default=0, ge=0, le=19, description="The first N rounds come from the book's own "
                                "conversation; the models act from round N+1 (the critic is told so).")
+    max_rounds: int = Field(default=20, ge=1, le=20, description="The most rounds a scene runs (CoSER: 20; fewer "
+                            "for a quick run, whose scores are then not CoSER's).")
     limit: int | None = Field(default=None, ge=1, description="Only the first N circumstances (a quick run).")
     seed: int = Field(default=0, description="Seed of the next-speaker draws and the bootstrap.")
     resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, SuitePart, with_models
+from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.dmt.roles import ROLES
 
@@ -23,10 +21,6 @@ def _smoke(work: Path) -> list[SmokeStep]:
                               "--max-rounds", "3", "--out", str(out), "--resamples", "200"), out)]
 
 
-def _suite(section: Mapping[str, Any], models: Sequence[str], folder: Path) -> list[SuitePart]:
-    """In a suite: one run of `dmt` with the section's settings, the suite's models as its models."""
-    return [SuitePart("dmt", with_models(section, "models", models), "", scored=True)]
-
 
 DMT = BenchmarkMode(
     name="dmt",
@@ -41,5 +35,5 @@ DMT = BenchmarkMode(
     commands="rpbench.flows.modes.dmt.commands:add_commands",
     tables=(f"{TABLES}:ROUNDS", f"{TABLES}:LABELS", f"{TABLES}:DIALOGUE_SCORES",),
     smoke=_smoke,
-    suite=_suite,
+    suite=one_run("dmt"),
 )

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, SuitePart, with_models
+from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.pingpong.roles import ROLES
 
@@ -28,10 +26,6 @@ def _smoke(work: Path) -> list[SmokeStep]:
     ]
 
 
-def _suite(section: Mapping[str, Any], models: Sequence[str], folder: Path) -> list[SuitePart]:
-    """In a suite: one run of `pingpong` with the section's settings, the suite's models as its players."""
-    return [SuitePart("pingpong", with_models(section, "players", models), "", scored=True)]
-
 
 PINGPONG = BenchmarkMode(
     name="pingpong",
@@ -46,6 +40,6 @@ PINGPONG = BenchmarkMode(
     commands="rpbench.flows.modes.pingpong.commands:add_commands",
     tables=(f"{TABLES}:CONVERSATIONS", f"{TABLES}:TURN_JUDGMENTS", f"{TABLES}:CONVERSATION_SCORES",),
     smoke=_smoke,
-    suite=_suite,
+    suite=one_run("pingpong", "players"),
     annotation={"pingpong": "rpbench.tasks.modes.pingpong.annotation:CONVERSATION"},
 )

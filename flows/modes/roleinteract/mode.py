@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, SuitePart, with_models
+from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.roleinteract.roles import ROLES
 
@@ -23,10 +21,6 @@ def _smoke(work: Path) -> list[SmokeStep]:
                                        "--resamples", "200"), out)]
 
 
-def _suite(section: Mapping[str, Any], models: Sequence[str], folder: Path) -> list[SuitePart]:
-    """In a suite: one run of `roleinteract` with the section's settings, the suite's models as its models."""
-    return [SuitePart("roleinteract", with_models(section, "models", models), "", scored=True)]
-
 
 ROLEINTERACT = BenchmarkMode(
     name="roleinteract",
@@ -41,5 +35,5 @@ ROLEINTERACT = BenchmarkMode(
     commands="rpbench.flows.modes.roleinteract.commands:add_commands",
     tables=(f"{TABLES}:ITEMS", f"{TABLES}:ANSWERS", f"{TABLES}:ITEM_SCORES",),
     smoke=_smoke,
-    suite=_suite,
+    suite=one_run("roleinteract"),
 )

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, SuitePart, with_models
+from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.rolellm.roles import ROLES
 
@@ -29,10 +27,6 @@ def _smoke(work: Path) -> list[SmokeStep]:
     ]
 
 
-def _suite(section: Mapping[str, Any], models: Sequence[str], folder: Path) -> list[SuitePart]:
-    """In a suite: one run of `rolellm-eval` with the section's settings, the suite's models as its models."""
-    return [SuitePart("rolellm-eval", with_models(section, "models", models), "", scored=True)]
-
 
 ROLELLM = BenchmarkMode(
     name="rolellm",
@@ -53,6 +47,6 @@ ROLELLM = BenchmarkMode(
     tables=(f"{TABLES}:QUESTIONS", f"{TABLES}:ANSWERS", f"{TABLES}:ROW_SCORES", f"{TABLES}:RANKINGS",
             f"{TABLES}:TRIPLETS",),
     smoke=_smoke,
-    suite=_suite,
+    suite=one_run("rolellm-eval"),
     training_data="rpbench.tasks.modes.rolellm.training:ROLEBENCH",
 )

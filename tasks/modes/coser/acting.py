@@ -101,7 +101,8 @@ def decide(c: Circumstance, name: str, current: str, round_: int, rng: random.Ra
 
 
 async def act(gateway: Model, c: Circumstance, model: str, actor_role: str, environment_role: str,
-              next_role: str, continue_from: int, seed: int) -> tuple[list[Message], SceneEnd]:
+              next_role: str, continue_from: int, seed: int, max_rounds: int = MAX_ROUNDS,
+              ) -> tuple[list[Message], SceneEnd]:
     """One model's scene for ``c``: its messages (next-speaker choices included) and how it ended."""
     rng = random.Random(f"{seed}:{c.circumstance_id}:{model}")
     cast = agents(c)
@@ -113,7 +114,7 @@ async def act(gateway: Model, c: Circumstance, model: str, actor_role: str, envi
         made.append(Message(circumstance_id=c.circumstance_id, model=model, index=len(made), role=role,
                             content=content, decided_by=decided_by, chosen=chosen))  # type: ignore[arg-type]
 
-    for r in range(MAX_ROUNDS):
+    for r in range(max_rounds):
         if current is None:
             break
         rounds = r + 1
