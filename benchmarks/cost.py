@@ -8,10 +8,11 @@ planned dollars per scored item, low (replies as long as the cache's, or the sta
 at max_tokens, every attempt), at litellm's price for openai/gpt-4o-mini.
 
 Then the released data at its real sizes, planned only (nothing is run): RoleInteract on SocialBench's
-emotional_perception.json and RoleLLM (zero-shot) on RoleBench's English and Chinese test sets, where present
-in ../shared/data/: each one's prompt tokens per call, cacheable share and dollars per item. The templates put what
-repeats across a stage's calls first (rubric, profile, scene, then what varies), so there is no reordering to
-measure before and after; these lines say whether a stage's prompts are long enough for a provider to cache at all.
+emotional_perception.json, RoleLLM (zero-shot) on RoleBench's English and Chinese test sets, and CoSER on the
+first 20 circumstances of its test set, where present in ../shared/data/: each one's prompt tokens per call,
+cacheable share and dollars per item (a question; for CoSER a circumstance). The templates put what repeats across
+a stage's calls first (rubric, profile, scene, then what varies), so there is no reordering to measure before and
+after; these lines say whether a stage's prompts are long enough for a provider to cache at all.
 
 Prints key=value lines; the headline (the cacheable share of all prompt tokens) is last.
 Usage: .venv/bin/python benchmarks/cost.py
@@ -101,11 +102,14 @@ def main() -> None:
 
 
 RELEASED = ROOT.parent / "shared" / "data"
-# (name, files under RELEASED, the command's words before its data)
+# (name, files under RELEASED, the command's words before its data, items it covers: None when one per call)
 RELEASED_RUNS = [
-    ("socialbench_ep", ["socialbench/emotional_perception.json"], ["roleinteract", "run", "--drop-unanswerable"]),
-    ("rolebench_eng", ["rolebench/rolebench-eng"], ["rolellm", "eval", "--mode", "zsp"]),
-    ("rolebench_zh", ["rolebench/rolebench-zh"], ["rolellm", "eval", "--mode", "zsp"]),
+    ("socialbench_ep", ["socialbench/emotional_perception.json"], ["roleinteract", "run", "--drop-unanswerable"],
+     None),
+    ("rolebench_eng", ["rolebench/rolebench-eng"], ["rolellm", "eval", "--mode", "zsp"], None),
+    ("rolebench_zh", ["rolebench/rolebench-zh"], ["rolellm", "eval", "--mode", "zsp"], None),
+    ("coser_test", ["coser/test/test_set.json"], ["coser", "run", "--limit", "20", "--judge", "openai/gpt-4o-mini"],
+     20),
 ]
 
 
@@ -115,7 +119,7 @@ def released_sizes() -> None:
     with tempfile.TemporaryDirectory(prefix="rpbench-cost-released-") as tmp:
         models = Path(tmp) / "models.toml"
         models.write_text('[default]\nmodel = "openai/gpt-4o-mini"\n')
-        for name, files, words in RELEASED_RUNS:
+        for name, files, words, items in RELEASED_RUNS:
             paths = [RELEASED / f for f in files]
             if not all(p.exists() for p in paths):
                 say(f"released.{name}", f"skipped (not in {RELEASED})")
@@ -130,7 +134,9 @@ def released_sizes() -> None:
             say(f"released.{name}.calls", int(calls))
             say(f"released.{name}.prompt_tokens_per_call", f"{prompt / calls:.0f}" if calls else "0")
             say(f"released.{name}.cacheable_share", f"{total['cacheable_share']:.3f}")
-            say(f"released.{name}.usd_per_item_low", f"{low(total['cost_usd']) / calls:.6f}" if calls else "0")
+            per = items or calls
+            say(f"released.{name}.usd_per_item_low", f"{low(total['cost_usd']) / per:.6f}" if per else "0")
+            say(f"released.{name}.usd_per_item_high", f"{high(total['cost_usd']) / per:.6f}" if per else "0")
 
 
 if __name__ == "__main__":

@@ -145,7 +145,12 @@ def stand_in_responder(body: dict, ending: bool = False) -> str:
 
 
 def ending_stand_in_responder(body: dict) -> str:
-    """As ``stand_in_responder``, ending every dialogue at its first chance (the low end of a plan)."""
+    """As ``stand_in_responder``, ending every dialogue at its first chance (the low end of a plan): a schema's
+    END option, or the free-text reply a request names as its ending (the server sees the prompt, not the
+    request's ``ends``: CoSER's next-speaker predictor is known by its instructions)."""
+    first = str(body["messages"][0].get("content") or "")
+    if first.startswith("You direct the turn order of a role-played scene"):
+        return "Next Speaker: <END CHAT>"
     return stand_in_responder(body, ending=True)
 
 

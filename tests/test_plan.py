@@ -137,7 +137,7 @@ def test_a_plan_made_for_other_settings_is_not_shown_beside_the_run(loopback, tm
 
 def test_a_dialogue_that_may_end_early_is_planned_from_its_shortest_to_its_longest():
     """The first pass declines every offer to end (the high figures), the second takes the first (the low ones);
-    a stage only the longer pass reaches has a low of 0, and the cacheable share stays that of the first pass."""
+    a stage only the longer pass reaches has a low of 0, and what could be cached is counted in the shorter pass."""
     from rpbench.tasks.llm.planning import CallPlan
     from rpbench.tasks.llm.stand_in import stand_in_text
 
@@ -162,3 +162,12 @@ def test_a_dialogue_that_may_end_early_is_planned_from_its_shortest_to_its_longe
     assert rows["talk"]["calls"] == [2, 6] and rows["grade"]["calls"] == [0, 2]
     assert rows["talk"]["cost_usd"][0] < rows["talk"]["cost_usd"][1]
     assert plan.result()["total"]["calls"] == [2, 8]
+    # A free-text call offers its ending as the reply that ends it (CoSER's "Next Speaker: <END CHAT>").
+    plan.start()
+    said = plan.stand_in("next", "nsp", "openai/gpt-4o-mini", "openai", "n0", [{"role": "user", "content": "who?"}],
+                         None, 50, None, 1, ends="Next Speaker: <END CHAT>")
+    assert said["text"] != "Next Speaker: <END CHAT>" and plan.endings_offered == 1
+    plan.start(ending=True)
+    said = plan.stand_in("next", "nsp", "openai/gpt-4o-mini", "openai", "n0", [{"role": "user", "content": "who?"}],
+                         None, 50, None, 1, ends="Next Speaker: <END CHAT>")
+    assert said["text"] == "Next Speaker: <END CHAT>"

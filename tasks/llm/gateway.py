@@ -300,7 +300,7 @@ class Gateway:
 
     async def _reply(self, spec: ModelSpec, record: CallRecord, convo: list[Message],
                      response_format: dict[str, Any] | None, sample_index: int = 0,
-                     plan_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+                     plan_schema: dict[str, Any] | None = None, ends: str | None = None) -> dict[str, Any]:
         """The reply to one attempt, from the cache or the model; a permanent failure raises.
 
         Identical requests in flight at the same time (two models whose answers coincide, judged at once)
@@ -323,7 +323,7 @@ class Gateway:
                                      convo, plan_schema, spec.max_tokens,
                                      batch_prices_of(spec) if batch else prices_of(spec),
                                      self.config.retry.parse_attempts,
-                                     "batch" if batch else "interactive" if self._wants_batch(spec) else "")
+                                     "batch" if batch else "interactive" if self._wants_batch(spec) else "", ends)
         if cached is not None:
             return cached
         mine: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
@@ -389,17 +389,19 @@ class Gateway:
         return await self._complete(role, messages, schema, sample_index, tag, parse)
 
     async def _complete(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
-                        sample_index: int, tag: str | None, parse: Parser | None = None) -> CallResult[Any]:
+                        sample_index: int, tag: str | None, parse: Parser | None = None,
+                        ends: str | None = None) -> CallResult[Any]:
         if schema is not None and parse is not None:
             raise ValueError("a request reads its reply by a schema or by a parser, not both")
         self.ledger.begin()
         try:
-            return await self._complete_counted(role, messages, schema, sample_index, tag, parse)
+            return await self._complete_counted(role, messages, schema, sample_index, tag, parse, ends)
         finally:
             self.ledger.end()
 
     async def _complete_counted(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
-                                sample_index: int, tag: str | None, parse: Parser | None) -> CallResult[Any]:
+                                sample_index: int, tag: str | None, parse: Parser | None,
+                                ends: str | None = None) -> CallResult[Any]:
         spec = self.config.for_role(role)
         if (known := self._unusable.get((spec.model, spec.api_base))) is not None:
             raise ModelUnusable(role, spec.model, known.error, spec.api_key_env)
@@ -420,7 +422,7 @@ class Gateway:
             record = CallRecord(call_id=next_call_id(), cache_key=key, role=role, model=spec.model, tag=tag,
                                 attempt=attempt, cached=True, outcome="ok")
             try:
-                reply = await self._reply(spec, record, convo, response_format, sample_index, plan_schema)
+                reply = await self._reply(spec, record, convo, response_format, sample_index, plan_schema, ends)
             except ModelUnusable:
                 known = self._unusable.get((spec.model, spec.api_base))
                 if known is None:  # a budget reached, a price unknown under a budget: as raised
@@ -557,7 +559,8 @@ class Gateway:
 
     async def run(self, req: Request[T]) -> CallResult[T]:
         """``complete`` for a prepared ``Request``."""
-        return await self._complete(req.role, req.messages, req.schema, req.sample_index, req.tag, req.parse)
+        return await self._complete(req.role, req.messages, req.schema, req.sample_index, req.tag, req.parse,
+                                    req.ends)
 
     def _workers_for(self, roles: Iterable[str]) -> int:
         """Enough callers to fill every endpoint the requests go to: the sum of their ``max_concurrency``.

@@ -12,8 +12,9 @@ model's own tokenizer for it), their reply tokens and their cost. The figures th
 - dollars: the low and high tokens at the model's prices (``prices`` is given by the gateway).
 
 A dialogue that may end early is counted both ways: the command runs once with stand-ins that decline every
-offer to end (the high figures) and, where any such offer was seen, once more with stand-ins that take the first
-(the low figures: calls, tokens and dollars; a stage only the longer run reaches has a low of 0).
+offer to end (the high figures) and, where any such offer was seen (an option named END in a schema, or a
+request's ``ends`` reply), once more with stand-ins that take the first (the low figures: calls, tokens and
+dollars; a stage only the longer run reaches has a low of 0).
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ class CallPlan:
 
     def stand_in(self, stage: str, role: str, model: str, family: str, key: str,
                  messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any] | None, max_tokens: int,
-                 prices: Prices, attempts: int, sent_as: str = "") -> dict[str, Any]:
+                 prices: Prices, attempts: int, sent_as: str = "", ends: str | None = None) -> dict[str, Any]:
         """The stand-in reply to a request not in the cache, counted as a request the run would send (once:
         the same request again is answered as the run's cache would answer it)."""
         from rpbench.tasks.llm.stand_in import offers_ending, stand_in_text
@@ -193,8 +194,8 @@ class CallPlan:
             return given
         prompt, counted_by = count_prompt_tokens(model, family, messages)
         prefixes = prefix_digests(prompt_ids(messages)) if family != "local" and prompt >= CACHE_MIN else []
-        text = stand_in_text(messages, schema, self.ending)
-        if schema is not None and offers_ending(schema):
+        text = ends if ends is not None and self.ending else stand_in_text(messages, schema, self.ending)
+        if ends is not None or (schema is not None and offers_ending(schema)):
             with self._lock:
                 self.endings_offered += 1
         reply_tokens = min(count_reply_tokens(text), max_tokens)
@@ -227,8 +228,6 @@ class CallPlan:
             shortest = None if self._longest is None else self._rows
             rows = [r.figures() if shortest is None else _lowered(r.figures(), shortest.get(key))
                     for key, r in sorted(longest.items())]
-            # The share of what the longest pass would send at its first attempts (as without a second pass).
-            low_prompt = sum(r.prompt_tokens for r in longest.values())
         keys = ("calls", "cached_calls", "prompt_tokens", "reply_tokens", "cost_usd", "cacheable_prompt_tokens")
         roles: dict[str, dict[str, Any]] = {}
         total: dict[str, Any] = {k: 0 for k in keys}
@@ -239,6 +238,7 @@ class CallPlan:
             for k in keys:
                 by_role[k] = _add(by_role[k], row[k])
                 total[k] = _add(total[k], row[k])
+        low_prompt = _lo(total["prompt_tokens"]) or 0
         total["cacheable_share"] = round(total["cacheable_prompt_tokens"] / low_prompt, 4) if low_prompt else 0.0
         unknown = sorted({r["model"] for r in rows if r["cost_usd"] is None})
         notes = []
@@ -270,8 +270,8 @@ def _hi(value: Range | None) -> float | None:
 
 
 def _lowered(figures: dict[str, Any], shortest: _Row | None) -> dict[str, Any]:
-    """A row's figures with their low ends taken from the pass whose dialogues ended first (``shortest``: the
-    same row there, None when that pass never reached it)."""
+    """A row's figures with their low ends (and what could be cached of them) taken from the pass whose
+    dialogues ended first (``shortest``: the same row there, None when that pass never reached it)."""
     low = shortest.figures() if shortest is not None else None
     for k in ("calls", "prompt_tokens", "reply_tokens", "cost_usd"):
         high = _hi(figures[k])
@@ -279,6 +279,9 @@ def _lowered(figures: dict[str, Any], shortest: _Row | None) -> dict[str, Any]:
             continue
         least = _lo(low[k]) if low is not None else 0.0
         figures[k] = _span(least if least is not None else 0.0, high)
+    # What could be cached is counted, like the low figures, in the shorter pass ("of the low count").
+    figures["cacheable_prompt_tokens"] = low["cacheable_prompt_tokens"] if low is not None else 0
+    figures["cacheable_share"] = low["cacheable_share"] if low is not None else 0.0
     return figures
 
 

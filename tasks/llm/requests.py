@@ -71,6 +71,9 @@ class Request(Generic[T]):
     sample_index: int = 0
     tag: str | None = None
     parse: Parser | None = None
+    # The free-text reply that would end the dialogue this call belongs to ("Next Speaker: <END CHAT>"), for a
+    # plan's shortest pass (a schema offers its ending as an option instead); None: the call ends nothing.
+    ends: str | None = None
 
 
 class Model(Protocol):

@@ -141,7 +141,8 @@ async def act(gateway: Model, c: Circumstance, model: str, actor_role: str, envi
             name = c.original[r + 1].speaker if r + 1 < len(c.original) else END_CHAT
             said: str | None = name
         else:
-            guess: CallResult[None] = await gateway.run(Request(next_role, predictor.messages(), tag=f"{tag}:next"))
+            guess: CallResult[None] = await gateway.run(Request(next_role, predictor.messages(), tag=f"{tag}:next",
+                                                                ends=f"Next Speaker: {END_CHAT}"))
             said = guess.text if guess.ok else None
             name = named_next(said) if said is not None else ""
         following, how = decide(c, name, current, r, rng)
