@@ -149,7 +149,7 @@ def ending_stand_in_responder(body: dict) -> str:
     END option, or the free-text reply a request names as its ending (the server sees the prompt, not the
     request's ``ends``: CoSER's next-speaker predictor is known by its instructions)."""
     first = str(body["messages"][0].get("content") or "")
-    if first.startswith("You direct the turn order of a role-played scene"):
+    if first.startswith(("You direct the turn order of a role-played scene", "你负责安排一场角色扮演戏的发言顺序")):
         return "Next Speaker: <END CHAT>"
     return stand_in_responder(body, ending=True)
 

@@ -48,6 +48,26 @@ def test_a_next_speaker_that_cannot_be_followed_is_drawn_and_says_why():
         assert how == kind and chosen in {"Oskar Lind", "Environment"}  # the main characters and the Environment
 
 
+def test_a_chinese_circumstance_gets_the_chinese_prompts(tmp_path):
+    from rpbench.tasks.modes.coser.acting import agents
+    from rpbench.tasks.modes.coser.critic import critic_request
+
+    records = json.loads(sample_path("coser", "example.json").read_text())
+    zh = records[0]
+    zh["scenario"] = "黄昏时分，盐滩边缘的驿站。马车围成一圈，水车上只点着一盏灯。"
+    zh["dialogues"] = [{"character": "Mara", "message": "[别慌。] (敲了敲空桶) 叔叔，水去哪儿了？"},
+                       {"character": "Teodor", "message": "卖给那个商人了。我们剩下的够走六天。"}]
+    path = tmp_path / "zh.json"
+    path.write_text(json.dumps([zh], ensure_ascii=False), encoding="utf-8")
+    c = load_circumstances([str(path)])[0]
+    assert c.language == "zh" and load_circumstances([str(sample_path("coser", "example.json"))])[0].language == "en"
+    cast = agents(c)
+    assert cast["Mara"].system.startswith("你正在扮演《The Salt Road》中的角色Mara")
+    assert cast["NSP"].system.startswith("你负责安排") and cast["Mara"].history[0]["content"] == "（场景开始。）"
+    system = critic_request(c, [], "Anthropomorphism", "coser-critic", "m", 0).messages[0]["content"]
+    assert system.startswith("你是一位研究人物与对白的文学评论家") and "类型 \"Emotional Depth\"" in system
+
+
 def _critic_replaying_the_release(circumstances):
     by_scenario = {c.scenario: c.circumstance_id for c in circumstances}
 

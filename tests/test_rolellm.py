@@ -565,3 +565,23 @@ def test_general_profile_and_select_flows(harness, loopback, tmp_path, monkeypat
     assert chosen["selection"]["chosen"] == ["Captain Vane"]
     assert "Worth auditing (very distinct or extremely distinct): Captain Vane (The Salt Road)" in (
         tmp_path / "select" / "selection.md").read_text()
+
+
+def test_a_question_asked_twice_takes_its_answers_in_order(tmp_path):
+    """RoleBench's English role-specific test file asks 25 questions twice and RoleGPT's file answers each twice,
+    differently: the answers go to the rows in order, never the last one to both."""
+    from rpbench.tasks.modes.rolellm.answering import paired, read_rolebench_answers
+
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"role": "Ann", "question": " Why? ", "generated": ["first"]},
+        {"role": "Ann", "question": "Why?", "generated": ["second"]},
+        {"role": "Bo", "question": "Who?", "answer": "only"}]))
+    by_key = read_rolebench_answers(path)
+    assert by_key["Ann\nWhy?"] == ["first", "second"]
+    assert paired(["Ann\nWhy?", "Bo\nWho?", "Ann\nWhy?", "Bo\nWho?", "Cy\nHow?"], by_key) == \
+        ["first", "only", "second", "only", None]
+    twice = tmp_path / "ids.jsonl"
+    twice.write_text('{"id": "r1", "answer": "a"}\n{"id": "r1", "answer": "b"}\n')
+    with pytest.raises(InputError, match="'r1' is answered twice, differently"):
+        read_rolebench_answers(twice)

@@ -142,7 +142,7 @@ def choose_runner(
     dask_workers: Annotated[int | None, typer.Option("--dask-workers", min=1, help="Worker processes of the local "
                                                                                    "Dask cluster (default 2).")] = None,
 ) -> None:
-    """Options before the command: where the flow's stage shards run (see `Scaling out` in the README)."""
+    """Options before the command: where the flow's stage shards run (see docs/operating/scaling.md)."""
     from rpbench.flows.kit.scale.runners import check_dask_address, chosen_runner
 
     # The environment carries the choice, so that flow runs in other processes (a served deployment's

@@ -2,10 +2,15 @@
 
 `rpbench --help` lists a mode's commands from its spec (name and one line); running one, or asking for its
 help, imports the mode's commands module then. A command name two modes claim is an error, not a shadow.
+
+Every mode is a group named after it (`rpbench pingpong run`, `rpbench furina build`). FURINA's commands also
+stay at the top level (`rpbench build`), where they were before the other modes came, as aliases for one
+release: their help says so.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import typer
@@ -20,6 +25,10 @@ class _Placeholder(TyperCommand):
     def __init__(self, name: str, help: str, mode: BenchmarkMode) -> None:
         super().__init__(name=name, help=help)
         self.mode = mode
+
+
+def _alias_note(mode: BenchmarkMode, name: str) -> str:
+    return f"(Also `rpbench {mode.name} {name}`; this top-level name goes in the next release.)"
 
 
 def _name_roles(command: Any, mode: BenchmarkMode) -> None:
@@ -38,11 +47,9 @@ class ModesGroup(TyperGroup):
         for mode in modes().values():
             if mode.commands is None:
                 continue
-            if mode.top_commands:
-                for name, line in mode.top_commands.items():
-                    self._claim(name, _Placeholder(name, line, mode))
-            else:
-                self._claim(mode.name, _Placeholder(mode.name, mode.description, mode))
+            self._claim(mode.name, _Placeholder(mode.name, mode.description, mode))
+            for name, line in mode.top_commands.items():
+                self._claim(name, _Placeholder(name, f"{line} {_alias_note(mode, name)}", mode))
 
     def _claim(self, name: str, command: TyperCommand) -> None:
         held = self.commands.get(name)
@@ -52,21 +59,21 @@ class ModesGroup(TyperGroup):
         self.commands[name] = command
 
     def _load(self, mode: BenchmarkMode) -> None:
+        sub = typer.Typer(help=mode.description, no_args_is_help=True)
+        mode.add_commands(sub)
+        group = typer.main.get_group(sub)
+        group.name = mode.name
+        _name_roles(group, mode)
+        loaded: dict[str, Any] = {mode.name: group}
         if mode.top_commands:
-            app = typer.Typer()
-            mode.add_commands(app)
-            loaded = typer.main.get_group(app).commands
-            if set(loaded) != set(mode.top_commands):
-                raise ValueError(f"mode {mode.name} adds commands {sorted(loaded)} but its spec names "
+            if set(group.commands) != set(mode.top_commands):
+                raise ValueError(f"mode {mode.name} adds commands {sorted(group.commands)} but its spec names "
                                  f"{sorted(mode.top_commands)}")
-        else:
-            sub = typer.Typer(help=mode.description, no_args_is_help=True)
-            mode.add_commands(sub)
-            group = typer.main.get_group(sub)
-            group.name = mode.name
-            loaded = {mode.name: group}
-        for command in loaded.values():
-            _name_roles(command, mode)
+            for name, command in group.commands.items():
+                alias = copy.copy(command)  # the same command, its help noting the name it has in the group
+                alias.help = f"{command.help or ''}\n\n{_alias_note(mode, name)}"
+                alias.short_help = f"{mode.top_commands[name]} {_alias_note(mode, name)}"
+                loaded[name] = alias
         self.commands.update(loaded)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:

@@ -242,7 +242,7 @@ def demo(s: DemoSettings) -> None:
 
 
 def add_commands(app: typer.Typer) -> None:
-    """FURINA's commands, at the top level of `rpbench` (they predate other modes)."""
+    """FURINA's commands: `rpbench furina ...` (and, for one more release, at the top level of `rpbench`)."""
     pool = typer.Typer(help="Turn books into a pool of ready scenes; inspect chunking; add your own scenes.",
                        no_args_is_help=True)
     pool.command("chunk")(settings_command(ChunkSettings, pool_chunk, starts_workers=False))

@@ -85,7 +85,8 @@ FURINA = BenchmarkMode(
             "evaluate": "rpbench.flows.modes.furina.checks:check_models"},
     settings={"build-pool": f"{SETTINGS}:PoolSettings", "build-benchmark": f"{SETTINGS}:BuildSettings",
               "evaluate": f"{SETTINGS}:EvalSettings"},
-    # FURINA's commands sit at the top level of `rpbench` (they predate the other modes).
+    # FURINA's commands: `rpbench furina ...`, and at the top level of `rpbench` as aliases for one release
+    # (they were there before the other modes came).
     commands=f"{HERE}.commands:add_commands",
     top_commands={
         "pool": "Turn books into a pool of ready scenes; inspect chunking; add your own scenes.",

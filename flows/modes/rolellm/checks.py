@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,7 +105,7 @@ def check_eval(s: EvalSettings) -> Inputs:
     return Inputs(files, baselines, found, players, judges, systems)
 
 
-def _answers_some_question(path: str, answered: dict[str, str], rows: Sequence[BenchRow]) -> None:
+def _answers_some_question(path: str, answered: Mapping[str, object], rows: Sequence[BenchRow]) -> None:
     """A file of answers of which no row answers a question asked (another benchmark's ids, the Chinese
     baseline given with English data, an unknown role) is a mistake: it would only score as all missing. A
     file may answer more than is asked (a whole split run with --limit)."""

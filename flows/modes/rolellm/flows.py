@@ -35,7 +35,7 @@ from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.llm.given import given_reply
 from rpbench.tasks.modes.rolellm.analysis import REPORT, row_scores
-from rpbench.tasks.modes.rolellm.answering import answer_all, load_raw, read_rolebench_answers
+from rpbench.tasks.modes.rolellm.answering import answer_all, load_raw, paired, read_rolebench_answers
 from rpbench.tasks.modes.rolellm.authoring import DISTINCT_ENOUGH, GENERATOR, AuthoringFailed, describe, select_roles
 from rpbench.tasks.modes.rolellm.context_instruct import Plan, filter_triplets, generate, layout
 from rpbench.tasks.modes.rolellm.general import (
@@ -103,20 +103,22 @@ async def given_answers(run: StageRun, data: list[str], limit: int | None, mode:
 
 
 def _user_answers(path: str, rows: Sequence[BenchRow]) -> dict[str, str]:
-    """Row id -> answer, from a JSONL keyed by ``id`` (the row id) or by ``role`` and ``question``."""
+    """Row id -> answer, from a JSONL keyed by ``id`` (the row id) or by ``role`` and ``question`` (a question asked
+    twice takes its answers in order)."""
     by_key = read_rolebench_answers(path)
-    out = {}
-    for r in rows:
-        text = by_key.get(r.row_id, by_key.get(f"{r.role}\n{r.question.strip()}"))
-        if text is not None:
-            out[r.row_id] = text
-    return out
+    keys = [r.row_id if r.row_id in by_key else f"{r.role}\n{r.question.strip()}" for r in rows]
+    return {r.row_id: text for r, text in zip(rows, paired(keys, by_key), strict=True) if text is not None}
 
 
 def _baseline_answers(files: Sequence[str], rows: Sequence[BenchRow]) -> dict[str, str]:
-    """Row id -> the RoleGPT baseline's answer to the same question (same split, kind and role)."""
-    ref = {(b.split, b.kind, b.role, b.question.strip()): b.generated[0] for f in files for b in read_file(Path(f))}
-    return {r.row_id: ref[key] for r in rows if (key := (r.split, r.kind, r.role, r.question.strip())) in ref}
+    """Row id -> the RoleGPT baseline's answer to the same question (same split, kind and role; a question asked
+    twice takes the baseline's answers in the order both files hold them)."""
+    ref: dict[str, list[str]] = {}
+    for f in files:
+        for b in read_file(Path(f)):
+            ref.setdefault(f"{b.split}\n{b.kind}\n{b.role}\n{b.question.strip()}", []).append(b.generated[0])
+    keys = [f"{r.split}\n{r.kind}\n{r.role}\n{r.question.strip()}" for r in rows]
+    return {r.row_id: text for r, text in zip(rows, paired(keys, ref), strict=True) if text is not None}
 
 
 @stage("rolellm-rankings", batch=True, templates=("rolellm/rank",), roles=lambda p: [p["judge_role"]],

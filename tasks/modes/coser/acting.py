@@ -25,7 +25,7 @@ from rpbench.tasks.modes.coser.scoring import without_thoughts
 
 MAX_ROUNDS = 20
 FIRST_ROUND_THAT_MAY_END = 5  # rounds count from 0: the scene may end from its sixth round on
-SCENE_STARTS = "(The scene begins.)"
+SCENE_STARTS = {"en": "(The scene begins.)", "zh": "（场景开始。）"}
 # CoSER's reading of a "Next Speaker: <name>" line, also taking bold markers after the colon ("**Next Speaker:**
 # Ann"), which CoSER's own pattern reads as ":" and so sends to a random draw.
 _NEXT = re.compile(r"(?:\*\*|#)?\s*next\s+speaker\s*(?:\*\*|#)?\s*(?:[:\-]|\bis\b)?\s*(?:\*\*)?\s*\*?([^\n*]+)",
@@ -69,17 +69,18 @@ def agents(c: Circumstance) -> dict[str, Agent]:
     out = {}
     for name in c.speaking:
         if name == ENVIRONMENT:
-            system = prompts.render("coser/environment", "en", major=[m for m in c.major if m != ENVIRONMENT],
+            system = prompts.render("coser/environment", c.language, major=[m for m in c.major if m != ENVIRONMENT],
                                     scenario=c.scenario).text
         else:
-            system = prompts.render("coser/actor", "en", name=name, book=c.book, profile=profiles.get(name, ""),
+            system = prompts.render("coser/actor", c.language, name=name, book=c.book, profile=profiles.get(name, ""),
                                     scenario=c.scenario, others=[p for p in c.profiles if p.speaker != name],
                                     motivation=motivations.get(name, "")).text
         out[name] = Agent(system)
-    out[NEXT_SPEAKER] = Agent(prompts.render("coser/next_speaker", "en", speakers=c.speaking, environment=ENVIRONMENT,
+    out[NEXT_SPEAKER] = Agent(prompts.render("coser/next_speaker", c.language, speakers=c.speaking,
+                                             environment=ENVIRONMENT,
                                              scenario=c.scenario, end=END_CHAT).text)
     for agent in out.values():
-        agent.add("user", SCENE_STARTS)
+        agent.add("user", SCENE_STARTS[c.language])
     return out
 
 

@@ -18,10 +18,19 @@ from rpbench.tasks.modes.coser.records import COLUMNS, DIMENSIONS, NEXT_SPEAKER
 from rpbench.tasks.modes.coser.tables import CIRCUMSTANCES, MESSAGES, SCENE_ENDS
 
 QUESTIONS = {
-    "Storyline Consistency": "Storyline consistency: do the characters react as they do in the book's conversation?",
-    "Anthropomorphism": "Anthropomorphism: do they behave like people, with aims, depth and tact of their own?",
-    "Character Fidelity": "Character fidelity: do the main characters speak, know and act as the book has them?",
-    "Storyline Quality": "Storyline quality: does the conversation move naturally, without repeating itself?",
+    "en": {
+        "Storyline Consistency": "Storyline consistency: do the characters react as they do in the book's "
+                                 "conversation?",
+        "Anthropomorphism": "Anthropomorphism: do they behave like people, with aims, depth and tact of their own?",
+        "Character Fidelity": "Character fidelity: do the main characters speak, know and act as the book has them?",
+        "Storyline Quality": "Storyline quality: does the conversation move naturally, without repeating itself?",
+    },
+    "zh": {
+        "Storyline Consistency": "情节一致：人物的反应是否与原书对话中一致？",
+        "Anthropomorphism": "拟人程度：他们是否像真实的人，有自己的目标、深度和分寸？",
+        "Character Fidelity": "人物还原：主要人物的说话、见识和行为是否符合原书？",
+        "Storyline Quality": "情节质量：对话是否推进自然、不重复？",
+    },
 }
 
 
@@ -43,7 +52,7 @@ def coser_tasks(run: Path, limit: int | None, seed: int) -> list[dict[str, Any]]
     out = []
     for model, cid in keys[:limit] if limit else keys:
         c = by_id[cid]
-        out.append({"task": "coser", "model": model, "circumstance_id": cid, "book": c.book, "language": "en",
+        out.append({"task": "coser", "model": model, "circumstance_id": cid, "book": c.book, "language": c.language,
                     "scenario": c.scenario, "scene": dialogue_text(scenes[(model, cid)]),
                     "original": dialogue_text([(t.speaker, t.text) for t in c.original]),
                     "rpbench_key": f"{cid}|{model}|coser"})
@@ -51,7 +60,8 @@ def coser_tasks(run: Path, limit: int | None, seed: int) -> list[dict[str, Any]]
 
 
 def coser_config(language: str) -> str:
-    return prompts.render("annotation/coser", "en", dimensions=[(COLUMNS[d], QUESTIONS[d]) for d in DIMENSIONS],
+    lang = "zh" if language == "zh" else "en"
+    return prompts.render("annotation/coser", lang, dimensions=[(COLUMNS[d], QUESTIONS[lang][d]) for d in DIMENSIONS],
                           layout=LAYOUT).text
 
 

@@ -25,11 +25,19 @@ from rpbench.tasks.modes.coser.scoring import (
 
 # What each dimension asks, in a phrase (the facts of CoSER's rubric, in our words).
 BRIEF = {
-    "Storyline Consistency": "whether the storyline and the characters' reactions follow those of the book's "
-                             "conversation",
-    "Anthropomorphism": "how much like people, and how naturally, the characters behave",
-    "Character Fidelity": "how closely the characters match who they are in the book",
-    "Storyline Quality": "how well the conversation holds together and moves as a story",
+    "en": {
+        "Storyline Consistency": "whether the storyline and the characters' reactions follow those of the book's "
+                                 "conversation",
+        "Anthropomorphism": "how much like people, and how naturally, the characters behave",
+        "Character Fidelity": "how closely the characters match who they are in the book",
+        "Storyline Quality": "how well the conversation holds together and moves as a story",
+    },
+    "zh": {
+        "Storyline Consistency": "故事走向和人物反应是否与原书对话一致",
+        "Anthropomorphism": "人物的言行是否像真实的人、是否自然",
+        "Character Fidelity": "人物是否符合他们在书中的样子",
+        "Storyline Quality": "对话是否连贯、作为故事是否推进得好",
+    },
 }
 
 
@@ -60,10 +68,10 @@ def critique_schema(dimension: str) -> type[BaseModel]:
 def critic_request(c: Circumstance, turns: Sequence[Message], dimension: str, role: str, model: str,
                    continue_from: int) -> Request[BaseModel]:
     system = prompts.render(
-        "coser/critic", "en", book=c.book, dimension=dimension, brief=BRIEF[dimension],
+        "coser/critic", c.language, book=c.book, dimension=dimension, brief=BRIEF[c.language][dimension],
         continued_from=continue_from, plot_summary=c.plot_summary, scenario=c.scenario, major=c.major,
         profiles=c.profiles, original=original_text(original_lines(c.original)),
-        criteria=prompts.render("coser/dimensions", "en", dimension=dimension, major=c.major).text).text
+        criteria=prompts.render("coser/dimensions", c.language, dimension=dimension, major=c.major).text).text
     return Request(role, [{"role": "system", "content": system}, {"role": "user", "content": scene_text(turns)}],
                    schema=critique_schema(dimension), tag=f"coser:{c.circumstance_id}:{model}:critic:{dimension}")
 

@@ -5,6 +5,7 @@ included). Anything unusable is an error naming the file, the record and the fie
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.coser.records import ENVIRONMENT, Circumstance, Line, Message, Motivation
 
 MAX_BYTES = 256 * 1024 * 1024
+_CHINESE = re.compile(r"[\u4e00-\u9fff]")
 REQUIRED = ("book", "i_c", "plot", "scenario", "dialogues", "speaking_characters_w_env", "major_characters",
             "character_profiles")
 
@@ -103,9 +105,12 @@ def parse_circumstance(raw: Any, path: Path, index: int) -> Circumstance:
     if not isinstance(plot_characters, list):
         raise _fail(path, index, "plot.key_characters", "expected a list")
     summary = plot.get("summary", "")
+    sample = str(raw["scenario"]) + "".join(t.text for t in original)
+    chinese = len(_CHINESE.findall(sample))
     return Circumstance(
         circumstance_id=f"{book}-{i_p}-{raw['i_c']}", book=book, i_p=i_p, i_c=raw["i_c"],
-        tag=str(raw.get("tag") or ""), scenario=_text(raw["scenario"], path, index, "scenario"),
+        tag=str(raw.get("tag") or ""), language="zh" if chinese > 0.05 * len(sample) else "en",
+        scenario=_text(raw["scenario"], path, index, "scenario"),
         plot_summary=_text(summary, path, index, "plot.summary", empty=True), speaking=speaking, major=major,
         profiles=involved_profiles(speaking, profiles, plot_characters), motivations=motivations,
         original=original, raw=json.dumps(raw, ensure_ascii=False))

@@ -32,6 +32,7 @@ class Circumstance(Record):
     i_p: int
     i_c: int
     tag: str  # id (books seen in training) or ood
+    language: str  # en or zh: zh when more than 5% of its scenario and dialogue are Chinese characters (as CoSER tells)
     scenario: str
     plot_summary: str
     speaking: list[str]  # the speaking characters, Environment last if the record leaves it out

@@ -30,13 +30,17 @@ async def answer_all(gateway: Model, rows: Sequence[BenchRow], profiles: Mapping
                        status=res.status, error=res.error) for r, res in zip(rows, results, strict=True)]
 
 
-def read_rolebench_answers(path: str | Path) -> dict[str, str]:
+def read_rolebench_answers(path: str | Path) -> dict[str, list[str]]:
     """A user's answers to RoleBench questions: JSONL of ``answer`` with the row's ``id``, or with ``role`` and
-    ``question`` (as RoleBench's own files key them); keys are the id, or role and question on two lines.
+    ``question`` (as RoleBench's own files key them); keys are the id, or role and question on two lines, each
+    with its answers in file order.
 
     RoleBench's own answer files (``rolegpt_baseline.jsonl``) hold the answer as ``generated``, a list of one text;
-    that is read too, so a released answer file is an answers file as it stands."""
-    out: dict[str, str] = {}
+    that is read too, so a released answer file is an answers file as it stands. A question RoleBench asks twice
+    (its English role-specific test file has 25 such pairs) is answered twice there: the answers go to the
+    question's rows in the order both files hold them (``paired``). An id answered twice, differently, is an
+    error."""
+    out: dict[str, list[str]] = {}
     for where, row in jsonl_objects(path, "a file of answers (JSONL)", "'answer' and 'id' (or 'role' and "
                                     "'question')", 256 * 2**20):
         if "answer" not in row and "generated" in row:
@@ -46,13 +50,30 @@ def read_rolebench_answers(path: str | Path) -> dict[str, str]:
             raise InputError(f"{where}: field 'answer': {problem}")
         if isinstance(row.get("id"), str):
             key = row["id"]
-        elif isinstance(row.get("role"), str) and isinstance(row.get("question"), str):
-            key = f"{row['role']}\n{row['question'].strip()}"
+            if key in out and out[key] != [row["answer"]]:
+                raise InputError(f"{where}: field 'id': '{key}' is answered twice, differently")
+            out[key] = [row["answer"]]
+            continue
+        if isinstance(row.get("role"), str) and isinstance(row.get("question"), str):
+            out.setdefault(f"{row['role']}\n{row['question'].strip()}", []).append(row["answer"])
         else:
             raise InputError(f"{where}: field 'id': missing (give the row's id, or its role and question)")
-        if key in out and out[key] != row["answer"]:  # one question in two files may be answered twice alike
-            raise InputError(f"{where}: the same question is answered twice, differently")
-        out[key] = row["answer"]
+    return out
+
+
+def paired(keys: Sequence[str], answers: Mapping[str, Sequence[str]]) -> list[str | None]:
+    """The answer to each of ``keys`` (rows in data order): a key's answers go to its rows in order, the last one
+    serving any further row of it (a file answering each question once covers a question asked twice)."""
+    taken: dict[str, int] = {}
+    out: list[str | None] = []
+    for key in keys:
+        given = answers.get(key)
+        if not given:
+            out.append(None)
+            continue
+        n = taken.get(key, 0)
+        out.append(given[min(n, len(given) - 1)])
+        taken[key] = n + 1
     return out
 
 

@@ -1,0 +1,61 @@
+"""The command reference as Markdown, made from the command line itself (the documentation site includes it,
+and a test holds it to every command and option there is)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+# Typer carries its own copy of click: commands and options are read by what they hold, not by their class.
+Command = Any
+
+
+def all_commands() -> Iterator[tuple[str, Command]]:
+    """(``rpbench a b``, command) for every command and group, each mode's loaded, in the order --help lists them."""
+    from rpbench.flows.cli.main import make_cli
+    from rpbench.flows.kit.front.registry import modes
+
+    cli = make_cli()
+    for mode in modes().values():
+        if mode.commands is not None:
+            cli._load(mode)
+
+    def walk(cmd: Command, words: tuple[str, ...]) -> Iterator[tuple[str, Command]]:
+        yield " ".join(words), cmd
+        for name, sub in getattr(cmd, "commands", {}).items():
+            if not getattr(sub, "hidden", False):
+                yield from walk(sub, (*words, name))
+
+    yield from walk(cli, ("rpbench",))
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _option_rows(cmd: Command) -> list[str]:
+    rows = []
+    for p in cmd.params:
+        if getattr(p, "hidden", False) or p.name == "help":
+            continue
+        if getattr(p, "param_type_name", "") == "option":
+            flags = ", ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts])
+            default = "" if p.required or p.default in (None, False, (), []) or callable(p.default) else \
+                f" Default: `{p.default}`."
+            rows.append(f"| {flags} | {_cell(p.help or '')}{' (required)' if p.required else ''}{_cell(default)} |")
+        else:
+            rows.append(f"| `{(p.name or '').upper()}` | argument |")
+    return rows
+
+
+def reference_markdown() -> str:
+    out = []
+    for words, cmd in all_commands():
+        depth = min(len(words.split()), 4)
+        out.append(f"{'#' * (depth + 1)} `{words}`\n")
+        if cmd.help:
+            out.append(cmd.help.strip().replace("\b\n", "") + "\n")
+        rows = _option_rows(cmd)
+        if rows:
+            out += ["| option | what it does |", "|---|---|", *rows, ""]
+    return "\n".join(out)

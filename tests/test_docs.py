@@ -1,0 +1,129 @@
+"""The manual: the README stays short and keeps its two commands, the MkDocs site builds with --strict (a
+broken link or a missing page fails), its command reference holds every command and option of the command
+line, and in a browser the built site opens, its navigation reaches every page and its search finds a
+command by name."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_readme_is_short_and_gives_the_two_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode("utf-8")) <= 8 * 1024
+    assert "bash .ci/setup && .venv/bin/rpbench demo" in readme
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    test_command = "bash .ci/setup dev && .venv/bin/python -m pytest -q -n 2 --dist loadgroup --durations=25"
+    assert test_command in readme and test_command in ci
+    for link in ("docs/getting-started.md", "docs/reference/cli.md", "docs/benchmarks/coser.md"):
+        assert f"]({link})" in readme and (ROOT / link).is_file()
+
+
+def test_every_command_and_option_is_in_the_reference():
+    from rpbench.flows.cli.reference import all_commands, reference_markdown
+
+    text = reference_markdown()
+    commands = list(all_commands())
+    names = {words for words, _ in commands}
+    assert {"rpbench coser run", "rpbench furina eval", "rpbench eval", "rpbench pingpong run"} <= names
+    for words, cmd in commands:
+        assert f"`{words}`" in text, words
+        for p in cmd.params:
+            if getattr(p, "param_type_name", "") == "option" and not getattr(p, "hidden", False) and p.name != "help":
+                assert f"`{p.opts[0]}`" in text, (words, p.opts)
+
+
+@functools.cache
+def _built(folder: str) -> Path:
+    site = Path(folder) / "site"
+    ran = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, env={"NO_MKDOCS_2_WARNING": "1",
+                                                                          **__import__("os").environ})
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return site
+
+
+def test_the_site_builds_strict_with_the_reference_and_the_measured_figures(tmp_path):
+    pytest.importorskip("mkdocs", reason="MkDocs is not installed (bash .ci/setup dev)")
+    site = _built(str(tmp_path))
+    reference = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    assert "rpbench coser run" in reference and "--max-cost" in reference
+    performance = (site / "performance" / "index.html").read_text(encoding="utf-8")
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    headline = next(line for line in results.splitlines() if line.startswith("Headline:"))
+    assert headline.split("**")[1].split(" = ")[1] in performance  # included from what the benchmarks wrote
+    rolellm = (site / "benchmarks" / "rolellm" / "index.html").read_text(encoding="utf-8")
+    assert "rpbench on the released answers" in rolellm
+    assert (site / "screenshots" / "viewer-furina.png").is_file()
+    tutorial = (site / "write-a-benchmark" / "index.html").read_text(encoding="utf-8")
+    assert "check_quiz" in tutorial and "QuizSettings" in tutorial  # the toy mode the tests run, as it is
+
+
+def test_every_benchmark_is_a_group_and_furinas_old_names_are_aliases_that_say_so():
+    from tests.helpers import rpbench
+
+    for group in ("furina", "pingpong", "dmt", "roleinteract", "rolellm", "coser"):
+        ran = rpbench(group, "--help")
+        assert ran.returncode == 0 and "Usage: rpbench " + group in " ".join(ran.stdout.split()), group
+    grouped, aliased = rpbench("furina", "build", "--help"), rpbench("build", "--help")
+    assert grouped.returncode == aliased.returncode == 0
+    assert "this top-level name goes in the next release" in " ".join(aliased.stdout.split())
+    assert "next release" not in grouped.stdout
+    listing = " ".join(rpbench("--help", env={"COLUMNS": "400"}).stdout.split())
+    assert "furina" in listing and "(Also `rpbench furina eval`" in listing
+
+
+def test_the_built_site_opens_navigates_every_page_and_finds_a_command(tmp_path):
+    pytest.importorskip("mkdocs", reason="MkDocs is not installed (bash .ci/setup dev)")
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.helpers import headless_chromium
+
+    browser = headless_chromium()
+    site = _built(str(tmp_path))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        browser.get(base)
+        assert "rpbench" in browser.title
+        links = {a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "a.md-nav__link[href]")}
+        pages = {link.split("#")[0] for link in links if link and link.startswith(base)}
+        wanted = {p.relative_to(site).parent.as_posix() for p in site.rglob("index.html")
+                  if p.parent != site and not p.parent.name.startswith(("assets", "search", "screenshots"))}
+        reached = {p.removeprefix(base).rstrip("/") for p in pages}
+        assert wanted <= reached, wanted - reached
+        for page in sorted(pages):
+            browser.get(page)
+            WebDriverWait(browser, 20).until(lambda b: b.find_elements(By.CSS_SELECTOR, "article h1"), page)
+        browser.get(base)
+        deadline, found = time.time() + 60, ""
+        while time.time() < deadline:  # the index loads in a web worker: type again until it answers
+            box = browser.find_element(By.CSS_SELECTOR, "input.md-search__input")
+            box.click()  # the header's search field (the theme lists results under it as one types)
+            box.clear()
+            box.send_keys("coser run")
+            time.sleep(1)
+            found = " ".join(e.get_attribute("textContent") or ""
+                             for e in browser.find_elements(By.CSS_SELECTOR, ".md-search-result__item"))
+            if "coser" in found.lower():
+                break
+        meta = " ".join(e.get_attribute("textContent") or ""
+                        for e in browser.find_elements(By.CSS_SELECTOR, ".md-search-result__meta"))
+        assert "coser" in found.lower(), (found, meta, browser.get_log("browser")[-5:])
+    finally:
+        browser.quit()
+        server.shutdown()
