@@ -1,6 +1,7 @@
 """Spread litellm calls over worker processes shared by the whole process.
 
-litellm spends 3-6 ms of Python per call (its OpenAI route the most). In one
+litellm spends milliseconds of Python per call (its OpenAI route the most;
+benchmarks/litellm_routes.py measures them). In one
 process those milliseconds cap throughput: at a few hundred requests in flight
 the process sits at one core and replies wait for the event loop. A model spec
 with ``processes = N`` (N > 1) has its calls sent by N child processes

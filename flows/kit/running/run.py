@@ -230,9 +230,9 @@ _flow_depth = 0  # rpbench flows running in this process, nested (a demo's subfl
 
 
 def _freeze_imports_once() -> None:
-    """Put what the process has loaded by its first flow (Prefect, litellm, pydantic's schemas: about 580,000
-    objects in the scale benchmark's command) out of the garbage collector's sight, once. Every full collection
-    walked them all again: 0.1 to 0.5 s with every thread stopped, a few times in each stage of a large run.
+    """Put what the process has loaded by its first flow (Prefect, litellm, pydantic's schemas: hundreds of
+    thousands of objects) out of the garbage collector's sight, once. Every full collection walked them all
+    again, with every thread stopped, a few times in each stage of a large run (benchmarks/scale.py).
     Freed objects still go by their reference counts; only a cycle that was already garbage stays (one
     collection first sends those away)."""
     if gc.get_freeze_count() == 0:

@@ -1,7 +1,7 @@
 """GGUF models on llama.cpp, in process, through xllamacpp's bindings of llama.cpp's own server loop.
 
-Why this engine (measured in ``benchmarks/local_model.py``; the README has the
-figures): llama.cpp runs the GGUF's quantized weights directly, where
+Why this engine (measured in ``benchmarks/local_model.py``; docs/performance.md
+shows its figures): llama.cpp runs the GGUF's quantized weights directly, where
 transformers de-quantizes them to float32; its server loop batches
 continuously (a request joins the running batch at the next decoding step and
 leaves when it ends, instead of waiting for the longest row); each slot keeps

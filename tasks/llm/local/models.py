@@ -83,8 +83,8 @@ def weights_path(spec: LocalModelSpec) -> Path:
 
 
 # The embedded GGUF ships as Q4_1, which llama.cpp's CPU kernels have no fast batched path for; its
-# values re-encoded as Q4_0 read the prompt about 1.7 times faster and decode 1.3 times faster on the
-# reference machine (benchmarks/local_model.py), at a small cost in fidelity to the shipped weights.
+# values re-encoded as Q4_0 read the prompt and decode faster (benchmarks/local_model.py measures it), at a
+# small cost in fidelity to the shipped weights.
 # One slot: on a CPU, reading prompts is what costs (rpbench's prompts run ten times longer than their
 # replies), and it gains nothing from batching; with one slot a reply does not depend on what else is in
 # flight, and with no prefix reuse not on what ran before either, so two fresh runs give the same tables.

@@ -1,7 +1,7 @@
 """Offline token counting with the embedded model's tokenizer.
 
-Reading the tokenizer out of the 90 MB GGUF takes ~15 s, so it is saved once as
-``tokenizer.json`` (0.2 s to load afterwards) under RPBENCH_CACHE_DIR
+Reading the tokenizer out of the GGUF file is slow, so it is saved once as
+``tokenizer.json`` (quick to load afterwards) under RPBENCH_CACHE_DIR
 (default ``~/.cache/rpbench``). tiktoken is not used: it downloads its files.
 """
 
