@@ -107,3 +107,19 @@ def test_no_flow_or_command_calls_a_mode_check_but_through_checked():
               if p.name != "checks.py"
               for called, caller in _check_calls_in(p) if called in names]
     assert not direct, direct
+
+
+def test_flows_are_handed_their_stages_and_served_with_settings_alone():
+    """A flow declared ``def f(s, stages)`` gets its run's Stages from ``flow_body``; Prefect sees (and a
+    deployment passes) ``settings`` only. Only FURINA's character synthesis, whose stages write into a run
+    folder of its own, still makes them."""
+    from prefect.utilities.callables import parameter_schema
+
+    from rpbench.flows.kit.front.registry import modes
+
+    made_by_hand = [str(p.relative_to(ROOT)) for p in (ROOT / "flows" / "modes").rglob("*.py")
+                    if "Stages(" in p.read_text()]
+    assert made_by_hand == ["flows/modes/furina/characters.py"], made_by_hand
+    for mode in modes().values():
+        for flow in mode.load_flows().values():
+            assert list(parameter_schema(flow).model_dump()["properties"]) == ["settings"], flow.name

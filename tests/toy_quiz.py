@@ -172,9 +172,9 @@ async def answers(run: StageRun, questions: str, role: str | None, given: str | 
 
 @flow(name="rpbench-toy-quiz")
 @flow_body
-def quiz(settings: QuizSettings) -> dict:
-    """The toy quiz: every system answers, then one report."""
-    s, stages = settings, Stages(settings)
+def quiz(s: QuizSettings, stages: Stages) -> dict:
+    """The toy quiz: every system answers, then one report (``flow_body`` hands the run its ``Stages``; Prefect
+    and deployments see the one parameter ``settings``)."""
     systems = checked(check_quiz, s)
     made = stages.map(answers, [{"questions": s.questions, **x.params()} for x in systems])
     done = stages.run(report_stage, mode="toy-quiz", items=[m.path("quiz_answers") for m in made],

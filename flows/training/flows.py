@@ -141,10 +141,9 @@ async def register(run: StageRun, adapter: str, losses: str, base: str, summary:
 # prints for log lines. Progress and losses reach the log through the stage's progress and the trainer's callback.
 @flow(name="rpbench-train-lora", log_prints=False)
 @flow_body
-def train_lora_flow(settings: TrainSettings) -> Any:
+def train_lora_flow(s: TrainSettings, stages: Stages) -> Any:
     """A LoRA adapter from RoleBench-layout data and built benchmarks (SFT, or DPO on the judge's preferences),
     registered as a local model; with --eval-bench, the base and the adapter evaluated side by side."""
-    s, stages = settings, Stages(settings)
     got = check_train(s)
     data = stages.run(training_data, sources=got.sources, files=got.files, parts=list(got.request.parts),
                       profiles=list(got.request.profiles), objective=s.objective, mix_weights=parse_mix(s.mix),

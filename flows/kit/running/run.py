@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from prefect import Task
 
@@ -240,8 +240,31 @@ def _freeze_imports_once() -> None:
         gc.freeze()
 
 
-def flow_body(fn: F) -> F:
+R = TypeVar("R")
+
+
+def _given_stages(fn: Callable[[Any, Stages], Any]) -> Callable[[Any], Any]:
+    """``fn(s, stages)`` as the one-parameter flow Prefect serves, ``f(settings)``: the run's ``Stages`` made
+    from the settings and handed over, so no flow builds it by hand."""
+    first = next(iter(inspect.signature(fn, eval_str=True).parameters.values()))
+    hints = inspect.get_annotations(fn, eval_str=True)
+
+    def given(settings: Any) -> Any:
+        return fn(settings, Stages(settings))
+
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        setattr(given, attr, getattr(fn, attr))
+    given.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [first.replace(name="settings")], return_annotation=hints.get("return", inspect.Signature.empty))
+    given.__annotations__ = {"settings": hints.get(first.name, Any), "return": hints.get("return", Any)}
+    return given
+
+
+def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
     """What every rpbench flow function is wrapped in (inside Prefect's ``@flow``):
+
+    - a flow declared ``def f(s: Settings, stages: Stages)`` is served and called as ``f(settings)``, its run's
+      ``Stages`` made and handed to it;
 
     - a model the run cannot use (a refused or missing key, a model the provider does not know) ends it
       Failed with one line, instead of a traceback in the log and the UI;
@@ -252,6 +275,9 @@ def flow_body(fn: F) -> F:
     - the outermost flow starts the run's budget (``--max-cost``), and each flow says which of its judges is
       the same model as a model under test (``self_judging``).
     """
+    if list(inspect.signature(fn).parameters)[1:2] == ["stages"]:
+        fn = _given_stages(fn)  # (the signature Prefect sees is the returned wrapper's: settings only)
+
     def models_file(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
         settings = kwargs.get("settings", args[0] if args else None)
         return getattr(settings, "models_file", None)
@@ -288,7 +314,7 @@ def flow_body(fn: F) -> F:
             except ModelUnusable as exc:
                 return failed_state(exc)
 
-        return cast(F, _typed_like(run_async, fn))
+        return _typed_like(run_async, fn)
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -300,7 +326,7 @@ def flow_body(fn: F) -> F:
         except ModelUnusable as exc:
             return failed_state(exc)
 
-    return cast(F, _typed_like(run, fn))
+    return _typed_like(run, fn)
 
 
 def _typed_like(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:

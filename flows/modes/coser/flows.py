@@ -88,10 +88,9 @@ async def report(run: StageRun, data: list[str], limit: int | None, continue_fro
 
 @flow(name="rpbench-coser", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
-def coser(settings: CoserSettings) -> dict:
+def coser(s: CoserSettings, stages: Stages) -> dict:
     """CoSER: each system acts every circumstance (or its simulations are read), the critic judges each
     dimension, and CoSER's scores with intervals."""
-    s, stages = settings, Stages(settings)
     got = checked(check_run, s)
     common = {"data": s.data, "limit": s.limit, "continue_from": s.continue_from}
     acted = stages.map(scenes, [{**common, "seed": s.seed, "max_rounds": s.max_rounds, **x.params()}

@@ -115,9 +115,8 @@ async def report(run: StageRun, rounds: list[str], steps: list[str], ends: list[
 
 @flow(name="rpbench-dmt", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
-def dmt(settings: DmtSettings) -> dict:
+def dmt(s: DmtSettings, stages: Stages) -> dict:
     """DMT-RoleBench: dialogues steered by topic and intent (role `dmt-generator`), labels (role `dmt-judge`)."""
-    s, stages = settings, Stages(settings)
     systems, n = checked(check_run, s)
     made = stages.map(dialogues, [
         {"seeds_file": s.seeds, "only_seeds": s.only_seeds, "formats": list(s.formats), "limit": s.limit,

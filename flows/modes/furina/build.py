@@ -110,9 +110,8 @@ async def items(run: StageRun, characters: list[Character], pool: str, dialogues
 
 @flow(name="rpbench-build-benchmark", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
-def build_benchmark(settings: BuildSettings) -> dict:
+def build_benchmark(s: BuildSettings, stages: Stages) -> dict:
     """Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark items."""
-    s, stages = settings, Stages(settings)
     characters, sources = checked(check, s)
     config = s.build(sources)
     pool = str(Path(s.pool) / SCENES.filename)

@@ -111,9 +111,8 @@ async def report(run: StageRun, items: str, characters: str, scenes: str, genera
 
 @flow(name="rpbench-evaluate", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
-def evaluate(settings: EvalSettings) -> dict:
+def evaluate(s: EvalSettings, stages: Stages) -> dict:
     """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
-    s, stages = settings, Stages(settings)
     files = bench_files(s.bench)
     if s.limit is not None:
         files["items"] = first_items(files["items"], s.limit, Path(s.out) / "stages" / "limit")

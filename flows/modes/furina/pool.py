@@ -110,9 +110,8 @@ async def merge(run: StageRun, books: list[str], chunks: list[str], scenes: list
 
 @flow(name="rpbench-build-pool", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
-def build_pool(settings: PoolSettings) -> dict:
+def build_pool(s: PoolSettings, stages: Stages) -> dict:
     """Books to a pool of scenes (tables under ``settings.out``)."""
-    s, stages = settings, Stages(settings)
     shards = book_shards(s.books)
     chunked = stages.map(chunk, [{"book": b, "language": s.language, "target_tokens": s.target_tokens,
                                   "min_tokens": s.min_tokens, "max_tokens": s.max_tokens, "shard": n}

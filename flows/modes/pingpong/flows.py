@@ -140,9 +140,8 @@ def carried_calls(folder: str, judges: Sequence[str]) -> list[CallRecord]:
 
 @flow(name="rpbench-pingpong", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
-def pingpong(settings: PingPongSettings) -> dict:
+def pingpong(s: PingPongSettings, stages: Stages) -> dict:
     """PingPong: players chat with an emulated user (role `interrogator`); judges score every turn."""
-    s, stages = settings, Stages(settings)
     systems, judges = checked(check_run, s)
     made = stages.map(conversations, [
         {"settings_file": s.settings, "characters": s.characters, "situations": s.situations,
@@ -176,9 +175,8 @@ def stored_run(folder: str) -> dict[str, str]:
 
 @flow(name="rpbench-pingpong-rejudge", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
-def rejudge(settings: RejudgeSettings) -> dict:
+def rejudge(s: RejudgeSettings, stages: Stages) -> dict:
     """Score a run's stored conversations with more judges; the report pools them with the run's own."""
-    s, stages = settings, Stages(settings)
     tables = stored_run(s.run)
     out = s.out or s.run  # the settings make the run folder itself the default
     judges = _judge_roles(s, s.judges)

@@ -66,9 +66,8 @@ async def report(run: StageRun, data: list[str], columns: list[str], languages: 
 
 @flow(name="rpbench-roleinteract", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
-def roleinteract(settings: RoleInteractSettings) -> dict:
+def roleinteract(s: RoleInteractSettings, stages: Stages) -> dict:
     """RoleInteract: each model answers every question; the nine-column table and its average."""
-    s, stages = settings, Stages(settings)
     systems = checked(check_run, s)
     common = {"data": s.data, "columns": s.columns, "languages": s.languages, "limit": s.limit,
               "drop_unanswerable": s.drop_unanswerable}

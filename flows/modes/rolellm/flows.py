@@ -171,9 +171,8 @@ async def report(run: StageRun, data: list[str], limit: int | None, answers: lis
 
 @flow(name="rpbench-rolellm-eval", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
-def rolellm_eval(settings: EvalSettings) -> dict:
+def rolellm_eval(s: EvalSettings, stages: Stages) -> dict:
     """RoleLLM evaluation: models answer RoleBench questions in role; Rouge-L (CUS, RAW, SPE); optional ranking."""
-    s, stages = settings, Stages(settings)
     got = checked(check_eval, s)
     made = stages.map(answers, [{"data": got.data, "profiles": got.profiles, "limit": s.limit, "mode": s.mode,
                                  "top_k": s.top_k, "role": x.role, "name": x.name, "shard": x.shard}
@@ -233,10 +232,9 @@ async def write_layout(run: StageRun, triplets: list[str], failures: list[str], 
 
 @flow(name="rpbench-rolellm-context-instruct", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
-def context_instruct(settings: ContextInstructSettings) -> dict:
+def context_instruct(s: ContextInstructSettings, stages: Stages) -> dict:
     """Context-Instruct: question-confidence-answer triplets from each role's profile, filtered, in RoleBench's
     layout (instruction- and role-generalisation splits)."""
-    s, stages = settings, Stages(settings)
     files, kept, dropped = checked(check_roles, s)
     plan = _plan(s)
     made = stages.map(triplets, [{"roles": files, "role": name, "plan": plan, "max_segments": s.max_segments,
@@ -285,10 +283,9 @@ async def general_files(run: StageRun, responses: list[str], instructions: str, 
 
 @flow(name="rpbench-rolellm-general", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
-def rolebench_general(settings: GeneralSettings) -> dict:
+def rolebench_general(s: GeneralSettings, stages: Stages) -> dict:
     """RoleBench-general: every role answers the general instructions six times in role; five answers are
     references, the sixth the RoleGPT baseline; split 4:1 by instruction and by held-out roles."""
-    s, stages = settings, Stages(settings)
     files, profiles, _ = checked(check_general, s)
     common = {"instructions": s.instructions, "duplicate_share": s.duplicate_share, "limit": s.limit}
     made = stages.map(general_responses, [{**common, "roles": files, "role": name, "mode": s.mode, "top_k": s.top_k,
@@ -325,9 +322,8 @@ async def write_profile(run: StageRun, name: str, script_name: str, language: st
 
 @flow(name="rpbench-rolellm-profile", log_prints=True)
 @flow_body
-def role_profile(settings: ProfileSettings) -> dict:
+def role_profile(s: ProfileSettings, stages: Stages) -> dict:
     """A role file: the generator describes the role (third person, then second) and names its catchphrases."""
-    s, stages = settings, Stages(settings)
     done = stages.run(write_profile, name=s.name, script_name=s.script_name, language=s.language, script=s.script,
                       aliases=s.aliases)
     return finish_run(s.out, stages, s, "rolellm-profile", profile={
@@ -363,9 +359,8 @@ async def select(run: StageRun, scripts: str, language: str) -> StageResult:
 
 @flow(name="rpbench-rolellm-select", log_prints=True)
 @flow_body
-def role_selection(settings: SelectSettings) -> dict:
+def role_selection(s: SelectSettings, stages: Stages) -> dict:
     """Role selection: for each script, its main character and how distinct that character's speech is."""
-    s, stages = settings, Stages(settings)
     read_scripts(s.scripts)
     done = stages.run(select, scripts=s.scripts, language=s.language)
     return finish_run(s.out, stages, s, "rolellm-select", selection=done.summary)
