@@ -81,9 +81,9 @@ def main() -> None:
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     tune_litellm()
-    # What is loaded now (litellm, its model tables, pydantic's schemas: about a million objects) lives as long
-    # as the process: out of the collector's sight, a full collection walks only what calls made since. Walking
-    # it all took 0.2-0.35 s every ten seconds or so under load, each time stalling every call in flight here.
+    # What is loaded now (litellm, its model tables, pydantic's schemas) lives as long as the process: out of
+    # the collector's sight, a full collection walks only what calls made since. Walking it all, every few
+    # seconds under load, stalled every call in flight here.
     gc.freeze()
     run_coroutine(serve(out))
 
