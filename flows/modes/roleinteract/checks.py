@@ -76,7 +76,9 @@ def check_run(s: RoleInteractSettings) -> list[System]:
     roles = resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="roleinteract-player",
                         option="--model")
     systems = read_systems(roles, s.answers)
-    every = {i.item_id: i for i in load_files(s.data, s.drop_unanswerable)[0]}
-    for path in [x.answers for x in systems if x.answers]:
-        read_answers(path, every)
+    given = [x.answers for x in systems if x.answers]
+    if given:  # every item of the data, not only those selected: read again only when there are answers to check
+        every = {i.item_id: i for i in load_files(s.data, s.drop_unanswerable)[0]}
+        for path in given:
+            read_answers(path, every)
     return systems
