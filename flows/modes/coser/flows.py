@@ -44,8 +44,7 @@ async def scenes(run: StageRun, data: list[str], limit: int | None, continue_fro
     run.write(MESSAGES, [m for messages, _ in made for m in messages])
     run.write(SCENE_ENDS, [end for _, end in made])
     return run.result(scenes=len(made), failed=sum(end.status == "failed" for _, end in made),
-                      drawn=sum(m.decided_by not in ("model", "original", "given")
-                                for messages, _ in made for m in messages if m.role == "NSP"))
+                      drawn=sum(m.drawn for messages, _ in made for m in messages))
 
 
 @stage("coser-critiques", batch=True, templates=("coser/critic", "coser/dimensions"),

@@ -12,7 +12,7 @@ from rpbench.tasks.core.records import Failure
 from rpbench.tasks.modes.coser.records import (
     COLUMNS,
     DIMENSIONS,
-    NEXT_SPEAKER,
+    DRAWN,
     Circumstance,
     CircumstanceScore,
     Critique,
@@ -30,8 +30,6 @@ from rpbench.tasks.reports.spec import (
     Scoring,
     Section,
 )
-
-DRAWN = ("random", "off-list", "same-speaker", "early-end", "failed")
 
 
 def item_scores(circumstances: Sequence[Circumstance], messages: Sequence[Message], ends: Sequence[SceneEnd],
@@ -66,7 +64,7 @@ def draws(messages: Sequence[Message]) -> dict[str, Counter[str]]:
     """model -> how many next speakers were decided otherwise than by the predictor's own valid choice."""
     out: dict[str, Counter[str]] = defaultdict(Counter)
     for m in messages:
-        if m.role == NEXT_SPEAKER and m.decided_by in DRAWN:
+        if m.drawn:
             out[m.model][m.decided_by] += 1
     return out
 

@@ -10,6 +10,9 @@ from rpbench.tasks.core.records import Record
 ENVIRONMENT = "Environment"  # the agent that describes the world's reactions (not a character)
 NEXT_SPEAKER = "NSP"  # the role under which CoSER's release stores a next-speaker prediction
 END_CHAT = "<END CHAT>"
+# Why a next speaker was drawn at random: the predictor said "random", named someone off the list, named the
+# speaker who just spoke, ended the scene before round 6, or gave no reply.
+DRAWN = ("random", "off-list", "same-speaker", "early-end", "failed")
 DIMENSIONS = ("Storyline Consistency", "Anthropomorphism", "Character Fidelity", "Storyline Quality")
 
 
@@ -59,6 +62,11 @@ class Message(Record):
     decided_by: Literal["model", "original", "given", "random", "off-list", "same-speaker", "early-end",
                         "failed"] = "model"
 
+    @property
+    def drawn(self) -> bool:
+        """A next speaker drawn at random because the predictor's answer could not be followed."""
+        return self.role == NEXT_SPEAKER and self.decided_by in DRAWN
+
 
 class SceneEnd(Record):
     """How a circumstance's simulation ended for one model; a failed one is not scored."""
@@ -73,7 +81,7 @@ class SceneEnd(Record):
 class Flaw(Record):
     instance: str
     type: str
-    severity: int | None  # None when the critic gave no number CoSER's sum counts (it counts integers only)
+    severity: int  # a whole number, as CoSER's sum counts (the critic's schema holds it to one)
 
 
 class Critique(Record):

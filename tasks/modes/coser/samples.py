@@ -3,23 +3,20 @@ from what is said, and the critic's flaws under each dimension."""
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
 from rpbench.tasks.modes.coser.records import NEXT_SPEAKER, Circumstance, Critique, Message
-from rpbench.tasks.modes.coser.scoring import without_thoughts
+from rpbench.tasks.modes.coser.scoring import thoughts, without_thoughts
 from rpbench.tasks.reports.viewer import Part, Sample
-
-_THOUGHTS = re.compile(r"\[(.*?)\]")
 
 
 def _turns(label: str, speaker: str, text: str) -> list[Part]:
     parts = [Part(f"{label}{speaker}", without_thoughts(text) or "(only thoughts)", "turn")]
-    thoughts = [t.strip() for t in _THOUGHTS.findall(text) if t.strip()]
-    if thoughts:
-        parts.append(Part(f"{speaker} thinks", " / ".join(thoughts), "note"))
+    private = thoughts(text)
+    if private:
+        parts.append(Part(f"{speaker} thinks", " / ".join(private), "note"))
     return parts
 
 
@@ -41,14 +38,14 @@ def samples(circumstances: Sequence[Circumstance], messages: Sequence[Message],
         parts += [p for line in c.original for p in _turns("Book — ", line.speaker, line.text)]
         for m in scene:
             if m.role == NEXT_SPEAKER:
-                if m.decided_by not in ("model", "original", "given"):
+                if m.drawn:
                     parts.append(Part("Next speaker", f"{m.content!r} could not be followed ({m.decided_by}): "
                                                       f"{m.chosen or 'the scene ends'} drawn", "note"))
                 continue
             parts += _turns(f"{model} — ", m.role, m.content)
         crits = judged.get((model, cid), [])
         for cr in crits:
-            flaws = "\n".join(f"- [{f.type}, severity {f.severity if f.severity is not None else 'not counted'}] "
+            flaws = "\n".join(f"- [{f.type}, severity {f.severity}] "
                               f"{f.instance}" for f in cr.flaws) or "(no flaw found)"
             head = f"{cr.dimension}: {cr.score:.1f}" if cr.score is not None else f"{cr.dimension}: failed"
             parts.append(Part(head, flaws if cr.status == "ok" else f"(no critique: {cr.error})", "note"))

@@ -39,6 +39,11 @@ def without_thoughts(text: str) -> str:
     return text.strip()
 
 
+def thoughts(text: str) -> list[str]:
+    """The ``[...]`` thoughts of a turn, in order (what ``without_thoughts`` takes out)."""
+    return [t[1:-1].strip() for t in _THOUGHT.findall(text) if t[1:-1].strip()]
+
+
 def scene_messages(messages: Sequence[Message]) -> list[Message]:
     """The scene's turns as judged: next-speaker entries dropped, thoughts removed (the Environment's kept
     as written, as CoSER keeps them)."""
@@ -64,7 +69,7 @@ def actor_rounds(turns: Sequence[Message]) -> int:
 
 
 def dimension_score(flaws: Sequence[Flaw], rounds: int) -> float:
-    deducted = sum(f.severity for f in flaws if f.severity is not None)
+    deducted = sum(f.severity for f in flaws)
     return max(0.0, min(100 - (deducted - 0.3 * rounds) * 5, 100.0))
 
 
