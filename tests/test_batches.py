@@ -5,6 +5,7 @@ batch is in flight and started again submits no new batch; dialogues stay intera
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -93,6 +94,9 @@ def test_furina_judging_goes_in_batches_at_the_batch_price_and_dialogues_stay_in
 def test_a_run_killed_while_its_batch_is_in_flight_polls_the_same_batch_again(server, tmp_path):
     models, cache = _models_file(tmp_path, server), tmp_path / "calls.sqlite"
     step = _step("roleinteract", "roleinteract", tmp_path / "work")
+    # One model under test, so one batch: the kill lands while it is in flight, not between two submissions.
+    at = step.args.index("judge")
+    step = dataclasses.replace(step, args=step.args[:at - 1] + step.args[at + 1:])
     server.batch_delay = 3600  # the batch stays in flight until the test lets it finish
     env = {**os.environ, "RPBENCH_PROGRESS_BAR": "0", "RPBENCH_SHARED_LIMITS": "0"}
     proc = subprocess.Popen([*CLI, *step.args, "--models-file", str(models), "--cache", str(cache)], env=env,
@@ -163,11 +167,12 @@ def test_the_batch_option_batches_every_role_of_a_models_file_that_does_not(serv
     ran = rpbench(*step.args, "--models-file", str(models), "--cache", str(cache), "--batch")
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert server.batches and not server.requests
+    batches = len(server.batches)
     # Without it, the same models file sends them one by one.
     ran = rpbench(*step.args, "--models-file", str(models), "--cache", str(tmp_path / "other.sqlite"),
                   "--out", str(tmp_path / "again"))
     assert ran.returncode == 0, ran.stderr[-2000:]
-    assert len(server.batches) == 1 and server.requests
+    assert len(server.batches) == batches and server.requests
 
 
 def test_azures_route_batches_through_its_own_files_and_batches_endpoints(server, tmp_path):
@@ -188,8 +193,9 @@ def test_azures_route_batches_through_its_own_files_and_batches_endpoints(server
     step = _step("roleinteract", "roleinteract", tmp_path / "work")
     ran = rpbench(*step.args, "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"))
     assert ran.returncode == 0, ran.stderr[-2000:]
-    # Both models under test are the one deployment asked the same questions: one batch, shared; none one by one.
-    assert len(server.batches) == 1 and not server.requests
+    # One batch per model under test (the two are the one deployment, each with its own role's settings), none
+    # one by one.
+    assert len(server.batches) == 2 and not server.requests
     calls = _calls(step.out, "roleinteract-answers")
     assert calls and {c["cache_key"] for c in calls} <= {line["custom_id"] for line in server.batch_requests}
     for c in calls:

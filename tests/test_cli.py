@@ -14,9 +14,9 @@ from tests.helpers import CLI, TEST_KEY_ENV, Ran, rpbench
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTERS = ROOT / "samples" / "characters" / "starter.en.yaml"
-# Every role the shipped models file names, and the names a user may refer to besides them.
+# Every role the shipped models file names, and FURINA's own roles (a FURINA command's names to refer to).
 _DEFAULT_ROLES = {*tomllib.loads((ROOT / "tasks" / "llm" / "default_models.toml").read_text())["roles"],
-                  "checker", "director"}
+                  "base", "checker", "director", "extractor", "judge", "scene", "source", "synthesizer", "test"}
 
 
 def _run(*args: str) -> Ran:

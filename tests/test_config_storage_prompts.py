@@ -25,12 +25,19 @@ from rpbench.tasks.llm.structured import extract_json, parse_reply
 
 
 # -- config -------------------------------------------------------------------------------------
+def _with_roles(**kw):
+    from rpbench.flows.kit.front.registry import role_settings
+
+    return load_models_config(roles=role_settings(), **kw)
+
+
 def test_default_config_binds_every_role_to_the_local_model():
-    config = load_models_config(environ={})
+    config = _with_roles(environ={})
     for role in ("judge", "source", "base", "director", "scene", "checker", "never-mentioned"):
         assert config.for_role(role).model == LOCAL_MODEL
-    assert config.for_role("source").temperature == 0.7  # set for the role in the file
-    assert config.for_role("judge").temperature == 0.0  # inherited from [default]
+    assert config.for_role("source").temperature == 0.7  # FURINA's own setting for the role
+    assert config.for_role("judge").temperature == 0.0  # ModelSpec's own
+    assert config.for_role("local-sampled").temperature == 0.8  # set for the role in the file
 
 
 def test_environment_overrides_a_role_and_binds_new_ones():
@@ -45,7 +52,7 @@ def test_environment_overrides_a_role_and_binds_new_ones():
 
 
 def test_a_variable_sets_a_role_whose_name_has_a_dash():
-    config = load_models_config(environ={"RPBENCH_DMT_JUDGE_MAX_TOKENS": "77"})
+    config = _with_roles(environ={"RPBENCH_DMT_JUDGE_MAX_TOKENS": "77"})
     assert config.for_role("dmt-judge").max_tokens == 77 and config.for_role("dmt-judge").reasoning_chars == 80
     assert "dmt_judge" not in config.roles
 

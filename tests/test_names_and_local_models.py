@@ -6,10 +6,13 @@ import pytest
 
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm import load_models_config
-from rpbench.tasks.llm.config import LOCAL_MODEL
+from rpbench.tasks.llm.config import LOCAL_MODEL, Role
 from rpbench.tasks.llm.names import resolve, resolve_all
 
 BUILTIN = ("judge", "checker", "test", "source")
+# A mode's role: its own settings on a real model, and the embedded model's tuning for it.
+TEST = {"test": ("furina", Role("the model under test", {"max_tokens": 512, "temperature": 0.3},
+                                {"max_tokens": 64}))}
 
 
 def test_a_role_of_the_file_or_a_builtin_role_resolves_to_itself():
@@ -19,18 +22,27 @@ def test_a_role_of_the_file_or_a_builtin_role_resolves_to_itself():
     assert config.for_role("checker") == config.default  # ... so it uses [default], as documented
 
 
-@pytest.mark.parametrize("name", ["openai/gpt-4o", "hosted_vllm/Qwen2.5-7B", "ollama_chat/llama3.1", "gpt-4o-mini",
-                                  "local/smollm2-135m"])
-def test_a_model_string_gets_a_role_of_its_own_with_the_settings_it_is_called_with(name):
-    config = load_models_config(environ={})
+@pytest.mark.parametrize("name", ["openai/gpt-4o", "hosted_vllm/Qwen2.5-7B", "ollama_chat/llama3.1", "gpt-4o-mini"])
+def test_a_model_string_gets_the_roles_settings_for_a_real_model_never_the_embedded_models_tuning(name):
+    config = load_models_config(environ={}, roles=TEST)
     role = resolve(config, name, BUILTIN, like="test")
     assert role == f"test@{name}"
     spec = config.for_role(role)
-    assert spec.model == name and spec.max_tokens == config.for_role("test").max_tokens
+    assert spec.model == name and spec.max_tokens == 512 and spec.temperature == 0.3
+    assert spec.extra == {} and spec.reasoning_chars is None  # no repetition penalty, no reasoning cap
+    assert config.sources_of(role)["max_tokens"] == "mode furina"
+    assert "repetition_penalty" not in spec.sampling()
+
+
+def test_the_embedded_model_gets_its_tuning_under_the_role():
+    config = load_models_config(environ={}, roles=TEST)
+    spec = config.for_role(resolve(config, "local/smollm2-135m", BUILTIN, like="test"))
+    assert spec.max_tokens == 64 and spec.temperature == 0.3 and spec.extra == {"repetition_penalty": 1.2}
+    assert config.for_role("test") == spec  # the built-in file binds it to the embedded model already
 
 
 @pytest.mark.parametrize(("name", "message"), [
-    ("local-greedyy", "unknown model 'local-greedyy' (known: base, checker, dmt-generator, dmt-judge"),
+    ("local-greedyy", "unknown model 'local-greedyy' (known: checker, judge, local-greedy, local-sampled"),
     ("opnai/gpt-4o", "unknown model 'opnai/gpt-4o'"),
     ("local/smollm3", "unknown local model 'smollm3' (known: smollm2-135m)"),
 ])

@@ -35,12 +35,12 @@ def prepare(s: RunSettings) -> None:
     """
     import time
 
-    from rpbench.tasks.llm import load_models_config
+    from rpbench.flows.kit.front.registry import models_config
     from rpbench.tasks.llm.local.gguf_requantize import requantized
     from rpbench.tasks.llm.local.models import EMBEDDED, local_model, register_local_models, weights_path
     from rpbench.tasks.llm.local.tokens import tokenizer
 
-    config = load_models_config(s.models_file)
+    config = models_config(s.models_file)
     register_local_models(config.local_models)
     for name in sorted({EMBEDDED, *config.local_models}):
         spec = local_model(name)

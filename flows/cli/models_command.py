@@ -21,21 +21,26 @@ class ModelsSettings(RunSettings):
         "models file binds, and the default, and report what answers (exit 3 if any does not).")
 
 
+# What `rpbench models` shows of each role, in this order (other fields only where something sets them).
+SHOWN = ("model", "api_base", "temperature", "top_p", "max_tokens", "reasoning_chars", "extra", "max_concurrency",
+         "processes", "batch", "api_key_env", "max_cost")
+
+
 def show_models(s: RunSettings) -> None:
-    from rpbench.flows.kit.front.registry import builtin_roles
-    from rpbench.tasks.llm import load_models_config
+    from rpbench.flows.kit.front.registry import builtin_roles, models_config
     from rpbench.tasks.llm.config import presets
     from rpbench.tasks.llm.local.models import EMBEDDED
 
-    config = load_models_config(s.models_file)
-    typer.echo(f"default: {config.default.model} (temperature={config.default.temperature})")
-    for role in sorted(set(config.roles) | builtin_roles()):
-        spec = config.for_role(role)
-        where = f" at {spec.api_base}" if spec.api_base else ""
-        procs = f", processes={spec.processes}" if spec.processes > 1 else ""
-        origin = "" if role in config.roles else "  [default]"
-        typer.echo(f"{role}: {spec.model}{where} (temperature={spec.temperature}, max_tokens={spec.max_tokens}"
-                   f", max_concurrency={spec.max_concurrency}{procs}){origin}")
+    config = models_config(s.models_file)
+    typer.echo("Each role's settings, and where each value comes from (a mode's own setting, the embedded "
+               "model's tuning, the models file or preset, the environment; 'built in' otherwise):")
+    for role in ["default", *sorted(set(config.roles) | builtin_roles())]:
+        spec = config.default if role == "default" else config.for_role(role)
+        sources = config.sources_of(role)
+        values = spec.model_dump()
+        parts = [f"{name}={values[name]!r} ({sources.get(name, 'built in')})" for name in SHOWN
+                 if name in ("model", "temperature", "max_tokens") or name in sources]
+        typer.echo(f"{role}:\n    " + "\n    ".join(parts))
     local = {EMBEDDED: "embedded", **{k: v.path or "embedded" for k, v in config.local_models.items()}}
     typer.echo("local models: " + ", ".join(f"local/{k} ({v})" for k, v in sorted(local.items())))
     typer.echo("presets (--models-file NAME): " + ", ".join(presets()))
@@ -45,11 +50,11 @@ async def _ask_each(s: RunSettings) -> list[tuple[str, str, str | None, float]]:
     """(role, model, error or None, seconds) for [default] and every role the file binds, all at once.
 
     Uncached, one try each (a check must reach the model now), with a few tokens of answer."""
+    from rpbench.flows.kit.front.registry import models_config
     from rpbench.tasks.core.errors import ModelUnusable
-    from rpbench.tasks.llm import load_models_config
     from rpbench.tasks.llm.gateway import Gateway
 
-    config = load_models_config(s.models_file)
+    config = models_config(s.models_file)
     roles = ["default", *sorted(r for r in config.roles if r != "default")]
     small = config.model_copy(update={
         "default": config.default.model_copy(update={"max_tokens": 8}),

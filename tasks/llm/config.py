@@ -2,20 +2,37 @@
 
 A role (judge, director, source, ...) is only a name. The config file binds
 each name to a litellm model string plus sampling settings, so no code ever
-hard-codes a model. Roles that the file does not mention fall back to
-``[default]``. Keys never live here: a spec may name the environment variable
-that holds its key (``api_key_env``), and the value is read only at call time.
+hard-codes a model. Keys never live here: a spec may name the environment
+variable that holds its key (``api_key_env``), and the value is read only at
+call time.
+
+A role's settings are layered, each layer over the one before, and every
+value remembers which layer gave it (``rpbench models`` shows it):
+
+1. ModelSpec's own defaults, for any real provider;
+2. the settings the mode that calls the role gives it (``Role.settings``: the
+   limits its replies need, the paper's sampling);
+3. on the embedded 135M model only, its tuning (short budgets, a repetition
+   penalty, capped reasoning: ``EMBEDDED_TUNING`` and ``Role.embedded``), which
+   a real model never gets;
+4. the models file's ``[default]``, then ``RPBENCH_DEFAULT_<FIELD>``;
+5. the models file's ``[roles.<role>]``, then ``RPBENCH_<ROLE>_<FIELD>``.
+
+The model itself is chosen first (a model string given for a role replaces
+it), since whether layer 3 applies depends on it.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from rpbench.storage.user_files import load_yaml, read_user_text
 from rpbench.tasks.core.errors import InputError, first_error
@@ -42,9 +59,10 @@ class ModelSpec(BaseModel):
     api_key_env: str | None = Field(
         default=None, description="Name of the environment variable holding the key (never the key itself)."
     )
-    temperature: float = 0.0
+    temperature: float | None = Field(default=0.0, description='"none" (or None): not sent, so the provider\'s '
+                                      "own default applies.")
     top_p: float | None = None
-    max_tokens: int = 256
+    max_tokens: int = Field(default=1024, ge=1)
     seed: int | None = 0
     timeout: float = 120.0
     max_concurrency: int = Field(default=16, ge=1, description="Requests in flight to this model's endpoint.")
@@ -88,6 +106,12 @@ class ModelSpec(BaseModel):
     batch_output_cost_per_token: float | None = Field(default=None, description="USD for a batch's reply token.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Passed to litellm as-is.")
 
+    @field_validator("temperature", mode="before")
+    @classmethod
+    def _none_written_as_text(cls, value: Any) -> Any:
+        # TOML has no null: a models file says "none" for a temperature the request should not carry.
+        return None if isinstance(value, str) and value.strip().lower() == "none" else value
+
     @field_validator("api_key_env")
     @classmethod
     def _a_variable_name(cls, name: str | None) -> str | None:
@@ -109,7 +133,9 @@ class ModelSpec(BaseModel):
 
     def sampling(self) -> dict[str, Any]:
         """The settings that change what the model says: part of every cache key."""
-        out: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        out: dict[str, Any] = {"max_tokens": self.max_tokens}
+        if self.temperature is not None:
+            out["temperature"] = self.temperature
         if self.top_p is not None:
             out["top_p"] = self.top_p
         if self.seed is not None:
@@ -137,6 +163,80 @@ class RetryPolicy(BaseModel):
     parse_attempts: int = Field(default=3, ge=1, description="Replies asked for before an unusable one is a failure.")
 
 
+@dataclass(frozen=True)
+class Role:
+    """A role a benchmark mode calls: what it does, the settings its replies need on any real model (the
+    paper's sampling, a budget its longest reply fits), and the embedded 135M model's tuning for it, which
+    applies on that model only. Keys are ModelSpec fields; a misspelled one fails when the mode is imported."""
+
+    about: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    embedded: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for part in (self.settings, self.embedded):
+            unknown = sorted(set(part) - set(ModelSpec.model_fields))
+            if unknown:
+                raise ValueError(f"role '{self.about}': {unknown[0]} is not a model setting")
+
+
+# What the embedded SmolLM2-135M needs under every role: a reply budget it fills in seconds, a repetition
+# penalty (it loops without one; a parameter no hosted API defines), short reasoning so its JSON closes within
+# the budget, and few requests at once (it runs in this process). A real model never gets any of it.
+EMBEDDED_TUNING: dict[str, Any] = {"max_tokens": 160, "max_concurrency": 8, "reasoning_chars": 240,
+                                   "extra": {"repetition_penalty": 1.2}}
+
+# field -> (value, where it came from)
+Layer = dict[str, tuple[Any, str]]
+
+
+def _layer(values: Mapping[str, Any], source: str) -> Layer:
+    return {k: (v, source) for k, v in values.items()}
+
+
+def is_embedded(model: str) -> bool:
+    """The embedded 135M model, with or without a LoRA adapter of one's own on it."""
+    name = local_name(model)
+    return name is not None and split_adapter(name)[0] == EMBEDDED
+
+
+@dataclass(frozen=True)
+class RoleLayers:
+    """What every role's settings are merged from (see the module's docstring for the order)."""
+
+    builtin: Mapping[str, tuple[str, Role]]  # role -> (the mode declaring it, its Role)
+    file_default: Layer
+    env_default: Layer
+    file_roles: Mapping[str, Layer]
+    env_roles: Mapping[str, Layer]
+
+    def merged(self, role: str | None, model: str | None = None) -> Layer:
+        """Role ``role``'s fields (None: [default]'s), each with its source; ``model`` replaces the model."""
+        own = [self.file_roles.get(role, {}), self.env_roles.get(role, {})] if role else []
+        chosen: tuple[Any, str] = (LOCAL_MODEL, "built in")
+        for layer in [self.file_default, self.env_default, *own]:
+            chosen = layer.get("model", chosen)
+        if model is not None:
+            chosen = (model, "the model string given")
+        mode, declared = self.builtin.get(role or "", ("", None))
+        layers: list[Layer] = []
+        if declared is not None:
+            layers.append(_layer(declared.settings, f"mode {mode}"))
+        if is_embedded(chosen[0]):
+            layers.append(_layer(EMBEDDED_TUNING, "embedded model tuning"))
+            if declared is not None:
+                layers.append(_layer(declared.embedded, f"embedded model tuning of mode {mode}"))
+        layers += [self.file_default, self.env_default, *own]
+        out: Layer = {}
+        for layer in layers:
+            for k, (v, source) in layer.items():
+                if k == "extra" and "extra" in out:  # litellm options add up; a later layer's value wins per key
+                    v = {**out["extra"][0], **v}
+                out[k] = (v, source)
+        out["model"] = chosen
+        return out
+
+
 class ModelsConfig(BaseModel):
     """The whole model configuration of a run."""
 
@@ -147,6 +247,8 @@ class ModelsConfig(BaseModel):
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     local_models: dict[str, LocalModelSpec] = Field(
         default_factory=dict, description="Named local models, addressed as local/<name>, beside the embedded one.")
+    _layers: RoleLayers | None = PrivateAttr(default=None)
+    _resolved: dict[str, ModelSpec] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _local_models_exist(self) -> ModelsConfig:
@@ -161,16 +263,42 @@ class ModelsConfig(BaseModel):
     def for_role(self, role: str) -> ModelSpec:
         """A role's settings.
 
-        ``<like>@<model>`` (what ``bind_model`` returns) is the model string with the settings of role
-        ``like``, so the name alone says everything, in any process. A built-in role the file leaves out uses
-        [default]; names a user gives are checked before any work starts (``rpbench.tasks.llm.names``).
+        A role the models file (or the environment) binds is in ``roles``; a role only a mode declares is
+        merged from its layers when first asked for. ``<like>@<model>`` (what ``bind_model`` returns) is the
+        model string with the settings of role ``like`` as they are for that model (the embedded model's tuning
+        never reaches another model), so the name alone says everything, in any process. A role nothing
+        declares uses [default]; names a user gives are checked before any work starts
+        (``rpbench.tasks.llm.names``).
         """
         if role in self.roles:
             return self.roles[role]
+        known = self._resolved.get(role)
+        if known is not None:
+            return known
         like, at, model = role.partition("@")
         if at and like and model:
-            return self.for_role(like).model_copy(update={"model": model})
-        return self.default
+            if self._layers is None:
+                return self.for_role(like).model_copy(update={"model": model})
+            spec = self._spec(like, model)
+        elif self._layers is not None and role in self._layers.builtin:
+            spec = self._spec(role)
+        else:
+            return self.default
+        self._resolved[role] = spec
+        return spec
+
+    def sources_of(self, role: str) -> dict[str, str]:
+        """Where each of ``role``'s values came from (empty for a config made in code)."""
+        if self._layers is None:
+            return {}
+        like, at, model = role.partition("@")
+        merged = self._layers.merged(like, model) if at and like and model else self._layers.merged(
+            role if role in self.roles or role in self._layers.builtin else None)
+        return {k: source for k, (_v, source) in merged.items()}
+
+    def _spec(self, role: str, model: str | None = None) -> ModelSpec:
+        assert self._layers is not None
+        return ModelSpec.model_validate({k: v for k, (v, _s) in self._layers.merged(role, model).items()})
 
     @staticmethod
     def bind_model(model: str, like: str) -> str:
@@ -197,41 +325,37 @@ def _coerce(field_type: Any, raw: str) -> Any:
     return raw
 
 
-def _env_overrides(data: dict[str, Any], environ: dict[str, str]) -> dict[str, Any]:
-    """Apply ``RPBENCH_<ROLE>_<FIELD>`` (and ``RPBENCH_DEFAULT_<FIELD>``) overrides.
+def _env_layers(known_roles: set[str], environ: Mapping[str, str]) -> tuple[Layer, dict[str, Layer]]:
+    """The ``RPBENCH_<ROLE>_<FIELD>`` (and ``RPBENCH_DEFAULT_<FIELD>``) overrides: [default]'s, and each role's.
 
-    Roles are matched from the names the config knows plus any role named in
-    the environment, so ``RPBENCH_JUDGE_MODEL=openai/gpt-4o`` binds a role the
-    file never mentioned.
+    A role is matched among the names the config knows (a variable name cannot hold a dash:
+    RPBENCH_DMT_JUDGE_MAX_TOKENS sets role dmt-judge), else taken as written, so
+    ``RPBENCH_JUDGE_MODEL=openai/gpt-4o`` binds a role nothing else mentions.
     """
     fields = {name: f.annotation for name, f in ModelSpec.model_fields.items() if name != "extra"}
-    roles = data.setdefault("roles", {})
-    for key, raw in environ.items():
+    default: Layer = {}
+    roles: dict[str, Layer] = {}
+    for key, raw in sorted(environ.items()):
         if not key.startswith(ENV_PREFIX):
             continue
         rest = key[len(ENV_PREFIX):].lower()
-        for field in sorted(fields, key=len, reverse=True):
-            suffix = "_" + field
+        for name in sorted(fields, key=len, reverse=True):
+            suffix = "_" + name
             if rest.endswith(suffix) and len(rest) > len(suffix):
                 role = rest[: -len(suffix)]
-                # A variable name cannot hold a dash: RPBENCH_DMT_JUDGE_MAX_TOKENS sets role dmt-judge.
-                role = next((r for r in roles if r.replace("-", "_") == role), role)
-                annotation = fields[field]
-                kind = int if "int" in str(annotation) else float if "float" in str(annotation) else str
+                role = next((r for r in sorted(known_roles) if r.replace("-", "_") == role), role)
+                annotation = str(fields[name])
+                kind = int if "int" in annotation else float if "float" in annotation else str
                 try:
                     value = _coerce(kind, raw)
                 except ValueError:
                     whose = "the default" if role == "default" else f"role {role}"
                     raise InputError(f"environment variable {key}: '{raw}' is not a number "
-                                     f"(it sets {field} of {whose})") from None
-                if role == "default":
-                    data.setdefault("default", {})[field] = value
-                else:
-                    base = dict(data.get("default", {}))
-                    target = roles.setdefault(role, base)
-                    target[field] = value
+                                     f"(it sets {name} of {whose})") from None
+                target = default if role == "default" else roles.setdefault(role, {})
+                target[name] = (value, f"environment {key}")
                 break
-    return data
+    return default, roles
 
 
 def presets() -> list[str]:
@@ -265,8 +389,13 @@ def _mapping(value: Any, path: Path, where: str) -> dict[str, Any]:
     return value
 
 
-def load_models_config(path: str | Path | None = None, environ: dict[str, str] | None = None) -> ModelsConfig:
-    """Read a TOML or YAML models file (or a shipped preset, by name), apply environment overrides, validate."""
+def load_models_config(path: str | Path | None = None, environ: Mapping[str, str] | None = None,
+                       roles: Mapping[str, tuple[str, Role]] | None = None) -> ModelsConfig:
+    """Read a TOML or YAML models file (or a shipped preset, by name), apply environment overrides, validate.
+
+    ``roles``: the roles the registered benchmark modes declare (role -> (mode, Role)), whose own settings
+    sit under the file's; the kit passes them (``rpbench.flows.kit.front.registry.models_config``).
+    """
     path = models_path(path)
     text = read_user_text(path, "a models config")
     try:
@@ -278,20 +407,33 @@ def load_models_config(path: str | Path | None = None, environ: dict[str, str] |
         # An emptied file would otherwise bind every role to the embedded model, without a word.
         raise InputError(f"{path}: the models file sets nothing (empty, or only comments): give [default] and "
                          "[roles.NAME] tables, or leave --models-file out to use the built-in roles")
-    # A role inherits every default it does not set itself.
+    builtin = dict(roles or {})
+    name = path.stem if path.parent == PRESETS_DIR else str(path)
+    if path == DEFAULT_CONFIG_PATH:
+        name = "built-in models file"
     default = _mapping(data.get("default"), path, "default")
-    roles = _mapping(data.get("roles"), path, "roles")
-    data["roles"] = {name: {**default, **_mapping(spec, path, f"roles.{name}")} for name, spec in roles.items()}
-    data = _env_overrides(data, dict(os.environ if environ is None else environ))
+    file_roles = {role: _mapping(spec, path, f"roles.{role}")
+                  for role, spec in _mapping(data.get("roles"), path, "roles").items()}
+    env_default, env_roles = _env_layers({*file_roles, *builtin}, os.environ if environ is None else environ)
+    layers = RoleLayers(
+        builtin=builtin, file_default=_layer(default, f"{name} [default]"), env_default=env_default,
+        file_roles={role: _layer(spec, f"{name} [roles.{role}]") for role, spec in file_roles.items()},
+        env_roles=env_roles)
+    # Every role the file or the environment binds, merged now (a mode's own roles when first asked for).
+    merged = {"default": layers.merged(None)} | {role: layers.merged(role) for role in sorted({*file_roles,
+                                                                                              *env_roles})}
+    values = {role: {k: v for k, (v, _s) in layer.items()} for role, layer in merged.items()}
+    data = {**data, "default": values.pop("default"), "roles": values}
     try:
         config = ModelsConfig.model_validate(data)
     except ValidationError as exc:
         where, msg = first_error(exc)
-        if exc.errors()[0]["type"] == "extra_forbidden" and where.count(".") == 1:
-            role, name = where.split(".")
+        if exc.errors()[0]["type"] == "extra_forbidden" and where.startswith(("default.", "roles.")):
+            section, _, field_name = where.rpartition(".")
             msg = (f"not a setting of a role (see `rpbench models --help`); an option for litellm itself goes in "
-                   f"[{role}.extra]: {name} = ...")
+                   f"[{section}.extra]: {field_name} = ...")
         raise InputError(f"{path}: field '{where}': {msg}" if where != "record" else f"{path}: {msg}") from None
+    config._layers = layers
     # Whatever a models file names as holding a key is a secret, whatever the variable is called.
     register_secret_names(config.key_variables())
     return config

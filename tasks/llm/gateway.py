@@ -52,6 +52,9 @@ from rpbench.tasks.llm.provider_schema import batch_provider, family_of, respons
 from rpbench.tasks.llm.requests import CallResult, Message, NoReply, Parser, Reply, Request
 from rpbench.tasks.llm.stopping import gate, on_the_wire
 from rpbench.tasks.llm.structured import (
+    ASK_AGAIN,
+    ASK_JSON,
+    ASK_PLAIN,
     parse_reply,
     repair_messages,
     schema_instruction,
@@ -460,7 +463,8 @@ class Gateway:
                     run_plan.unreadable(self.stage, role, spec.model)
                     self.ledger.unanswered += 1
                     return NoReply(role, spec.model, text, error, attempt, raw_replies=tuple(raw))
-                convo = repair_messages(convo, text, error, *(("Reply again.",) if parse else ()))
+                convo = repair_messages(convo, text, error,
+                                        ASK_JSON if schema is not None else ASK_AGAIN if parse else ASK_PLAIN)
                 if attempt == per_round and self.heal and not fresh:
                     # Every reply of the first round came from the cache and none could be read: an earlier run's
                     # failure, which this run tries afresh, once (new attempt numbers, so new requests; a later

@@ -120,11 +120,15 @@ def schema_instruction(model: type[BaseModel]) -> str:
     return f"Answer with one JSON object only, no other text, matching this JSON schema:\n{schema}"
 
 
+ASK_JSON = "Reply again with only the corrected JSON object."
+ASK_AGAIN = "Reply again."
+ASK_PLAIN = "Reply again, in plain text."
+
+
 def repair_messages(messages: list[dict[str, Any]], bad_reply: str, error: str,
-                    ask: str = "Reply again with only the corrected JSON object.") -> list[dict[str, Any]]:
-    """The conversation to send after an unparseable reply: show the reply, what was wrong with it, and ``ask``."""
-    return [
-        *messages,
-        {"role": "assistant", "content": bad_reply},
-        {"role": "user", "content": f"That reply could not be used: {error}. {ask}"},
-    ]
+                    ask: str = ASK_JSON) -> list[dict[str, Any]]:
+    """The conversation to send after an unusable reply: the reply (an empty one is left out: several providers
+    refuse an empty assistant turn), what was wrong with it, and ``ask``: ASK_JSON for a reply held to a
+    schema, ASK_AGAIN for one a parser reads, ASK_PLAIN for free text (never asked for JSON it was not)."""
+    shown = [{"role": "assistant", "content": bad_reply}] if bad_reply.strip() else []
+    return [*messages, *shown, {"role": "user", "content": f"That reply could not be used: {error}. {ask}"}]

@@ -21,7 +21,7 @@ def run_summary_markdown(manifest: dict[str, Any], run_dir: str) -> str:
         lines += ["**The run failed** (the work is written; the command exited 3):", ""]
         lines += [f"- {reason}" for reason in outcome.get("reasons", [])]
         lines.append("")
-    for line in manifest.get("self_judging") or []:
+    for line in [*(manifest.get("self_judging") or []), *(manifest.get("embedded_roles") or [])]:
         lines += [f"**Warning:** {line}.", ""]
     failures = outcome.get("failures") or {}
     if failures:

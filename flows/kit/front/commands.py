@@ -12,13 +12,13 @@ from typing import Any, TypeVar
 import typer
 from pydantic import BaseModel, ValidationError
 
-from rpbench.flows.kit.front.registry import builtin_roles
+from rpbench.flows.kit.front.registry import builtin_roles, models_config
 from rpbench.flows.kit.front.settings import RunSettings, output_fields
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.storage.folder_lock import folder_lock
 from rpbench.tasks.core.errors import InputError, first_error
-from rpbench.tasks.llm import ModelsConfig, load_models_config
+from rpbench.tasks.llm import ModelsConfig
 
 S = TypeVar("S", bound=BaseModel)
 # Shared options go at the end of --help.
@@ -108,7 +108,7 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
             if settings.batch and chosen_runner() != "threads":
                 raise InputError("--batch: it reaches the calls sent from this process only; on Dask each worker "
                                  "sends its own: write batch = true for the roles in the models file instead")
-            check_role_sections(load_models_config(settings.models_file), settings.models_file,
+            check_role_sections(models_config(settings.models_file), settings.models_file,
                                 _names_given(settings))
         folder = run_folder(model, settings)
         if plan and isinstance(settings, RunSettings):

@@ -27,6 +27,7 @@ from rpbench.tasks.core.errors import unknown_name
 
 if TYPE_CHECKING:
     from rpbench.storage.schemas import TableSpec
+    from rpbench.tasks.llm.config import ModelsConfig, Role
     from rpbench.tasks.reports.spec import ReportSpec
 
 ENTRY_POINTS = "rpbench.modes"
@@ -114,8 +115,9 @@ class BenchmarkMode:
 
     name: str
     description: str
-    # Built-in roles and what each does; a models file that leaves one out binds it to [default].
-    roles: Mapping[str, str]
+    # Built-in roles: what each does and its settings on a real model and on the embedded one (a models file's
+    # [default] and [roles.X] sit over them); a bare description is a role with no settings of its own.
+    roles: Mapping[str, Role]
     # Its item-level table (a TableSpec), and how that becomes model scores, a leaderboard and a report.
     item_table: Ref
     report: Ref
@@ -145,6 +147,16 @@ class BenchmarkMode:
     # How a suite runs the mode: a function (its section of the suite file, the models under test, the mode's
     # folder in the suite's output) -> SuiteParts, the scored one last. A mode without one cannot be in a suite.
     suite: Ref | None = None
+
+    def __post_init__(self) -> None:
+        from rpbench.tasks.llm.config import Role
+
+        # A role given as a bare description is a Role with no settings of its own.
+        roles = {name: Role(r) if isinstance(r, str) else r for name, r in self.roles.items()}
+        for name, r in roles.items():
+            if not isinstance(r, Role):
+                raise TypeError(f"mode '{self.name}': role '{name}' is a {type(r).__name__}, not a Role")
+        object.__setattr__(self, "roles", roles)
 
     def load_report(self) -> ReportSpec:
         return load_ref(self.report)
@@ -225,6 +237,19 @@ def get_mode(name: str) -> BenchmarkMode:
 def builtin_roles() -> set[str]:
     """Every role some registered mode declares: a models file may leave these out."""
     return {role for mode in modes().values() for role in mode.roles}
+
+
+def role_settings() -> dict[str, tuple[str, Role]]:
+    """Every role some registered mode declares, with that mode's name and its Role."""
+    return {role: (mode.name, declared) for mode in modes().values() for role, declared in mode.roles.items()}
+
+
+def models_config(models_file: str | None) -> ModelsConfig:
+    """The models file (a path, a preset's name, or None for the built-in one) with every mode's own role
+    settings beneath it: what any command or stage of a run reads."""
+    from rpbench.tasks.llm import load_models_config
+
+    return load_models_config(models_file, roles=role_settings())
 
 
 def annotation_kinds() -> dict[str, tuple[BenchmarkMode, Ref]]:

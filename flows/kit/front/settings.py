@@ -103,6 +103,12 @@ class RunSettings(BaseModel):
         command and the manifest point out. A run with no judge gives none."""
         return [], []
 
+    def helper_roles(self) -> list[str]:
+        """The built-in roles this run calls by their own name besides the models under test and the judges
+        (a user emulator, an environment, a generator): a run that leaves one of them on the embedded model
+        beside real models says so before it starts."""
+        return []
+
     def recorded(self, out: str | Path) -> dict[str, Any]:
         """These settings as the manifest in ``out`` records them: without the models file and cache (the
         manifest records those itself), and every file or folder relative to ``out``, so that a run folder

@@ -79,9 +79,9 @@ def _quiet() -> Iterator[None]:
 
 def settings_digest(settings: RunSettings) -> str:
     """What a plan is a plan of: the settings and the models file's content (a later run compares it)."""
-    from rpbench.tasks.llm import load_models_config
+    from rpbench.flows.kit.front.registry import models_config
 
-    config = load_models_config(settings.models_file).redacted()
+    config = models_config(settings.models_file).redacted()
     blob = orjson.dumps({"settings": settings.model_dump(mode="json", exclude={"cache"}), "models": config},
                         option=orjson.OPT_SORT_KEYS, default=str)
     return hashlib.sha256(blob).hexdigest()
@@ -101,7 +101,13 @@ def make_plan(run: Callable[[Any], None], settings: RunSettings) -> dict[str, An
             os.environ.pop("RPBENCH_RUNNER", None)
         else:
             os.environ["RPBENCH_RUNNER"] = runner
-    return {**run_plan.result(), "settings_digest": settings_digest(settings)}
+    from rpbench.flows.kit.front.registry import models_config
+    from rpbench.flows.kit.running.run import run_notes
+
+    planned = run_plan.result()
+    # What the run would say as it starts (a judge scoring its own model, roles left on the embedded model).
+    planned["notes"] = [*run_notes(settings, models_config(settings.models_file)), *planned["notes"]]
+    return {**planned, "settings_digest": settings_digest(settings)}
 
 
 def _run_on_stand_ins(run: Callable[[Any], None], settings: RunSettings, ending: bool = False) -> None:

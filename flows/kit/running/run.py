@@ -20,12 +20,13 @@ from typing import Any, TypeVar
 from prefect import Task
 
 from rpbench.flows.kit.front import interrupts
+from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.front.settings import RunSettings
 from rpbench.flows.kit.running.environment import start_temporary_server
 from rpbench.flows.kit.running.outcome import judge_run
 from rpbench.flows.kit.running.plan import planned_for
 from rpbench.flows.kit.running.runtime import new_run
-from rpbench.flows.kit.running.self_judging import self_judging
+from rpbench.flows.kit.running.self_judging import embedded_roles, self_judging
 from rpbench.flows.kit.running.stage import KEEP_FAILURES, StageResult, final_folder, slug
 from rpbench.flows.kit.running.ui import publish_markdown_now
 from rpbench.flows.kit.scale.run_workers import workers_for_run
@@ -35,12 +36,18 @@ from rpbench.storage.schemas import CALLS
 from rpbench.storage.tables import read_records, write_records
 from rpbench.tasks.core.errors import ModelUnusable, RunFailed
 from rpbench.tasks.core.records import CallRecord
-from rpbench.tasks.llm import load_models_config
+from rpbench.tasks.llm import ModelsConfig
 from rpbench.tasks.llm.batches import batch_every_role
 from rpbench.tasks.llm.budget import start_run_budget
 from rpbench.tasks.llm.event_loop import run_coroutine
 from rpbench.tasks.llm.ledger import summarize_calls
 from rpbench.tasks.reports.summary import run_summary_markdown
+
+
+def run_notes(settings: RunSettings, config: ModelsConfig) -> list[str]:
+    """What a run says as it starts and every report of it carries: a judge scoring its own model, roles left on
+    the embedded model beside real ones."""
+    return [*self_judging(settings, config), *embedded_roles(settings, config)]
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,7 @@ class Stages:
         self.keep_failures = bool(getattr(settings, "keep_failures", False))
         # Warnings every report of the run carries (a judge scoring its own model's answers), handed to each
         # stage that takes ``notes`` (the report stages): part of their cache key, so a report says them.
-        self.notes = (self_judging(settings, load_models_config(settings.models_file))
+        self.notes = (run_notes(settings, models_config(settings.models_file))
                       if isinstance(settings, RunSettings) else [])
         new_run()
 
@@ -193,12 +200,13 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
     outcome = judge_run(run.root, stage_calls, settings.max_failure_share)
     if failed_parts:
         outcome = {**outcome, "status": "failed", "reasons": [*failed_parts, *outcome["reasons"]]}
-    config = load_models_config(models_file)
+    config = models_config(models_file)
     spent = summarize_calls(fresh)
     planned = planned_for(settings, out)  # a plan of this very command (--plan), kept in the folder: shown beside
     manifest = run.write_manifest(
         outcome=outcome,
         self_judging=self_judging(settings, config),
+        embedded_roles=embedded_roles(settings, config),
         flow=flow,
         config=config.redacted(),
         models_file=models_file,
@@ -292,7 +300,7 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
             start_run_budget(getattr(settings, "max_cost", None))
             batch_every_role(bool(getattr(settings, "batch", False)))
         if isinstance(settings, RunSettings):  # said as the run starts: on the command line and in the UI's log
-            for line in self_judging(settings, load_models_config(settings.models_file)):
+            for line in run_notes(settings, models_config(settings.models_file)):
                 logging.getLogger("rpbench").warning("warning: %s", line)
         _flow_depth += 1
         try:

@@ -11,9 +11,9 @@ import hashlib
 import threading
 from pathlib import Path
 
+from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.scale.shared_limits import install_shared_limits
 from rpbench.tasks.core.secrets import install_log_redaction
-from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.cache import CallCache
 from rpbench.tasks.llm.gateway import Gateway
 
@@ -30,7 +30,7 @@ def shared_gateway(models_file: str | None, cache: str | None) -> Gateway:
     cache_path = str(Path(cache) if cache else DEFAULT_CACHE)
     # Read again every time, and keyed on what it says: a process that serves runs for days sees an edited
     # models file (or environment override) as the stage cache keys do, never the config it first read.
-    config = load_models_config(models_file)
+    config = models_config(models_file)
     key = (models_file, cache_path, hashlib.sha256(config.model_dump_json().encode()).hexdigest())
     with _lock:
         if key not in _gateways:

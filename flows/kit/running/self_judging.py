@@ -29,3 +29,23 @@ def self_judging(settings: RunSettings, config: ModelsConfig) -> list[str]:
             lines.append(f"judge '{judge}' is the same model as the model(s) under test {', '.join(same)} "
                          f"({model}): it scores its own answers, and LLM judges favour their own")
     return lines
+
+
+def embedded_roles(settings: RunSettings, config: ModelsConfig) -> list[str]:
+    """One line when a run mixes real models with roles left on the embedded 135M model: a user who names
+    openai/gpt-4o as the model under test should not find the user emulator or the critic of that run played
+    by a demo model without being told, before anything is sent."""
+    from rpbench.tasks.llm.config import is_embedded
+
+    tested, judges = settings.judging()
+    names = dict.fromkeys([*tested, *judges, *settings.helper_roles()])
+    if not names:
+        return []
+    roles = frozenset(builtin_roles())
+    models = {name: _model_string(config, name, roles) for name in names}
+    local = [name for name, model in models.items() if is_embedded(model)]
+    if not local or len(local) == len(models):
+        return []
+    return [f"roles {', '.join(local)} run on the embedded local model (SmolLM2-135M, for demos and tests) beside "
+            f"real models: bind them in a models file (--models-file, [roles.NAME] model = ...) or with "
+            f"RPBENCH_<ROLE>_MODEL"]

@@ -33,6 +33,7 @@ from prefect.context import TaskRunContext
 from pydantic import BaseModel, Field
 
 from rpbench import prompts
+from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.front.systems import slug
 from rpbench.flows.kit.running.code_digest import code_digest
 from rpbench.flows.kit.running.progress import StageProgress
@@ -41,7 +42,6 @@ from rpbench.flows.kit.running.ui import publish_table
 from rpbench.storage.schemas import CALLS, TableSpec
 from rpbench.storage.tables import to_arrow, write_records, write_table
 from rpbench.tasks.core.errors import ModelUnusable
-from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.gateway import Gateway
 from rpbench.tasks.llm.ledger import Ledger, read_journal
 from rpbench.tasks.llm.local.engines import local_activity
@@ -150,7 +150,7 @@ def role_identities(params: Mapping[str, Any], roles: Iterable[str]) -> dict[str
     roles = list(roles)
     if not roles:
         return {}
-    config = load_models_config(params.get("models_file"))
+    config = models_config(params.get("models_file"))
     out: dict[str, Any] = {"retry": config.retry.model_dump()}
     for role in roles:
         spec = config.for_role(role)

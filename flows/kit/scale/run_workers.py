@@ -11,9 +11,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.planning import run_plan
 from rpbench.tasks.llm.process_pool import cool_pool, warm_pool
 
@@ -29,7 +29,7 @@ def workers_for_run(models_file: str | None) -> Iterator[None]:
     start their own, so nothing is started for them here.
     """
     try:
-        config = load_models_config(models_file)
+        config = models_config(models_file)
         # A plan sends nothing, so it needs no worker.
         sizes = set() if chosen_runner() != "threads" or run_plan.active else {
             spec.processes for spec in [config.default, *config.roles.values()] if spec.processes > 1}

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rpbench.flows.kit.front.registry import builtin_roles
+from rpbench.flows.kit.front.registry import builtin_roles, models_config
 from rpbench.flows.kit.front.systems import System, read_systems
 from rpbench.flows.modes.coser.settings import CoserSettings
-from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.coser.loader import load_circumstances, read_simulations
 
@@ -22,7 +21,7 @@ class Inputs:
 def check_run(s: CoserSettings) -> Inputs:
     """Every input error before any call: the test set, the models, the critic and the simulation files."""
     every = load_circumstances(s.data)
-    config = load_models_config(s.models_file)
+    config = models_config(s.models_file)
     roles = resolve_all(config, s.models, builtin_roles(), like="coser-actor", option="--model")
     critic = resolve_all(config, [s.judge], builtin_roles(), like="coser-critic", option="--judge")[s.judge]
     systems = read_systems(roles, s.answers, what="simulations")

@@ -13,6 +13,9 @@ class CoserSettings(RunSettings):
     def judging(self) -> tuple[list[str], list[str]]:
         return list(self.models), [self.judge]
 
+    def helper_roles(self) -> list[str]:
+        return ["coser-environment", "coser-next-speaker"] if self.models else []
+
     data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                              description="CoSER's test set as released (test_set.json, example_test_set.json) or a "
                                          "file in its layout. Repeat.")

@@ -16,6 +16,9 @@ class DmtSettings(RunSettings):
     def judging(self) -> tuple[list[str], list[str]]:
         return list(self.models), ["dmt-judge"]
 
+    def helper_roles(self) -> list[str]:
+        return ["dmt-generator"] if self.models else []
+
     seeds: InputPath = Field(json_schema_extra=cli("--seeds"),
                        description="Seeds file (YAML or JSON): role profile and type, topic, intent, first query, "
                                    "prompt formats.")

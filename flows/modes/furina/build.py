@@ -15,6 +15,7 @@ from typing import Any
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
+from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.running.ui import publish_table
@@ -22,7 +23,6 @@ from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.furina.checks import check
 from rpbench.flows.modes.furina.settings import BuildSettings
 from rpbench.storage.tables import read_records, write_table
-from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.modes.furina.builder.build import (
     build_stats,
     finish_build,
@@ -141,7 +141,7 @@ def build_benchmark(s: BuildSettings, stages: Stages) -> dict:
             grades.append(gr.path(f"grades-w{wave}"))
             failures.update(sim.summary["failures"])
             failures.update(gr.summary["failures"])
-    cfg = load_models_config(s.models_file)
+    cfg = models_config(s.models_file)
     built = stages.run(items, characters=characters, pool=pool, dialogues=dialogues, grades=grades, config=config,
                        coverage=kept, source_models={r: cfg.for_role(r).model for r in sources})
     summary = {"dialogues": built.summary["dialogues"], "items": built.summary["items"], "coverage": kept,

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from prefect import flow
 
+from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.modes.furina.settings import SynthesisSettings
 from rpbench.samples import sample_path
 from rpbench.storage.tables import read_records
-from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.furina.character_files import load_characters, write_characters
 from rpbench.tasks.modes.furina.characters.profile import full_profile
@@ -87,7 +87,7 @@ async def collect(run: StageRun, characters: list[str], scenes: list[str], chara
 def synthesize_characters(settings: SynthesisSettings) -> dict:
     """Synthesize original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
     s, stages = settings, Stages(settings, out=settings.run_dir)
-    roles = resolve_all(load_models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer",
+    roles = resolve_all(models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer",
                         option="--seed-role")
     pool = str(Path(s.pool) / SCENES.filename) if s.pool else None
     worlds: list[StageResult] = []

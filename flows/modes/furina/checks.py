@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.front.systems import System, read_systems
 from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.given import read_answers
 from rpbench.tasks.llm.keys import require_keys
 from rpbench.tasks.llm.names import resolve_all
@@ -44,7 +44,7 @@ def check(s: BuildSettings) -> tuple[list[Character], tuple[str, ...]]:
     config = s.build(("source",))
     for c in characters:
         scene_queue(c, scenes, config)  # every character has a scene to play in
-    roles = resolve_all(load_models_config(s.models_file), s.sources, ROLES, like="source", option="--source")
+    roles = resolve_all(models_config(s.models_file), s.sources, ROLES, like="source", option="--source")
     return characters, tuple(roles[name] for name in s.sources)
 
 
@@ -54,7 +54,7 @@ def check_models(s: EvalSettings) -> list[System]:
     ids checked against the benchmark's items."""
     if BASE in s.models:
         raise InputError(f"--model: '{BASE}' is the reference every model is compared with, not a model under test")
-    config = load_models_config(s.models_file)
+    config = models_config(s.models_file)
     require_keys(config, ["judge"], "--models-file")  # the judge of every item: no run without its key
     roles = resolve_all(config, s.models, ROLES, like="test", option="--model")
     systems = read_systems({BASE: BASE, **roles}, s.answers, model_option="--model (or the base)")

@@ -116,15 +116,15 @@ def characters_check(
 
 def characters_synthesize(s: SynthesisSettings) -> None:
     """Synthesize original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
+    from rpbench.flows.kit.front.registry import models_config
     from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.furina.characters import synthesize_characters
-    from rpbench.tasks.llm import load_models_config
     from rpbench.tasks.llm.names import resolve_all
     from rpbench.tasks.modes.furina.roles import ROLES
     from rpbench.tasks.modes.furina.scene_files import read_scenes
     from rpbench.tasks.modes.furina.tables import SCENES
 
-    resolve_all(load_models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer", option="--seed-role")
+    resolve_all(models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer", option="--seed-role")
     if s.pool:
         read_scenes(Path(s.pool) / SCENES.filename)
     manifest = run_flow(synthesize_characters, settings=s)

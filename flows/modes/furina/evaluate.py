@@ -15,6 +15,7 @@ from typing import Any
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
+from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.running.report import publish_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
@@ -23,7 +24,6 @@ from rpbench.flows.modes.furina.checks import check_models
 from rpbench.flows.modes.furina.settings import EvalSettings
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
-from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.given import read_answers
 from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.bench import bench_files, first_items, load_bench, shows_scene_extras
@@ -134,7 +134,7 @@ def evaluate(s: EvalSettings, stages: Stages) -> dict:
                       item_scores=[x.path("item_scores") for x in scored],
                       failures=[x.path("failures") for x in scored],
                       n_items=n_items, resamples=s.resamples, seed=s.seed,
-                      judge_model=load_models_config(s.models_file).for_role("judge").model)
+                      judge_model=models_config(s.models_file).for_role("judge").model)
     failures = failure_counts(read_records(done.path("failures"), FAILURES))
     summary = {"items": n_items, "models": [x.name for x in systems[1:]], "leaderboard": done.summary["leaderboard"],
                "pareto": done.summary["pareto"], "separability_index": done.summary["separability_index"],

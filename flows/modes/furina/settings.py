@@ -150,6 +150,9 @@ class EvalSettings(RunSettings):
     def judging(self) -> tuple[list[str], list[str]]:
         return list(self.models), ["judge", "checker"]
 
+    def helper_roles(self) -> list[str]:
+        return ["base"]
+
     bench: InputPath = Field(description="Benchmark folder (from `rpbench build`).")
     models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
                               description="Model under test: a litellm model string, or a role name. Repeat.")

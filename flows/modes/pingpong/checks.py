@@ -4,11 +4,10 @@ Nothing here imports Prefect or the gateway, so a bad settings file or an unknow
 
 from __future__ import annotations
 
-from rpbench.flows.kit.front.registry import builtin_roles
+from rpbench.flows.kit.front.registry import builtin_roles, models_config
 from rpbench.flows.kit.front.systems import System, read_systems
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, Scoring
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.pingpong.cards import Settings, conversation_id, load_settings
 from rpbench.tasks.modes.pingpong.given import read_conversations
@@ -32,7 +31,7 @@ def select(settings: Settings, characters: list[str], situations: list[str], max
 
 
 def _judge_roles(s: Scoring, judges: list[str]) -> dict[str, str]:
-    roles = resolve_all(load_models_config(s.models_file), judges, builtin_roles(), like="pingpong-judge",
+    roles = resolve_all(models_config(s.models_file), judges, builtin_roles(), like="pingpong-judge",
                         option="--judge")
     unknown = sorted(set(s.judge_weight_map()) - set(roles))
     if unknown:
@@ -44,7 +43,7 @@ def check_run(s: PingPongSettings) -> tuple[list[System], dict[str, str]]:
     """The systems (players resolved to roles, conversation files read) and the judges resolved to roles, the
     settings file read: every input error before any call."""
     grid = select(load_settings(s.settings), s.characters, s.situations, None, s.settings)
-    players = resolve_all(load_models_config(s.models_file), s.players, builtin_roles(), like="player",
+    players = resolve_all(models_config(s.models_file), s.players, builtin_roles(), like="player",
                           option="--player")
     systems = read_systems(players, s.answers, model_option="--player", what="conversations")
     turns = {conversation_id(c, situation): situation.num_turns for c, situation in grid}

@@ -57,6 +57,9 @@ class PingPongSettings(Scoring):
     def judging(self) -> tuple[list[str], list[str]]:
         return list(self.players), list(self.judges)
 
+    def helper_roles(self) -> list[str]:
+        return (["tester"] if self.version == "v1" else ["interrogator"]) if self.players else []
+
     settings: InputPath = Field(json_schema_extra=cli("--settings"),
                           description="Settings file (YAML or JSON): character cards and situations per language, "
                                       "in rpbench's layout or PingPong's own.")

@@ -8,11 +8,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rpbench.flows.kit.front.registry import builtin_roles
+from rpbench.flows.kit.front.registry import builtin_roles, models_config
 from rpbench.flows.kit.front.systems import System, read_systems
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.given import read_answers
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.roleinteract.loader import load_files
@@ -73,7 +72,7 @@ def check_run(s: RoleInteractSettings) -> list[System]:
     """The systems (models resolved to roles, answer files read and their ids checked against the items of
     all the data: a file may answer more than --limit or --column keep): every input error before any call."""
     select(s.data, s.columns, s.languages, s.limit, s.drop_unanswerable)
-    roles = resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="roleinteract-player",
+    roles = resolve_all(models_config(s.models_file), s.models, builtin_roles(), like="roleinteract-player",
                         option="--model")
     systems = read_systems(roles, s.answers)
     given = [x.answers for x in systems if x.answers]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rpbench.flows.kit.front.registry import builtin_roles
+from rpbench.flows.kit.front.registry import builtin_roles, models_config
 from rpbench.flows.kit.front.systems import System, read_systems
 from rpbench.flows.modes.rolellm.settings import (
     ContextInstructSettings,
@@ -19,7 +19,6 @@ from rpbench.flows.modes.rolellm.settings import (
     GeneralSettings,
 )
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm import load_models_config
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.rolellm.answering import load_raw, read_rolebench_answers
 from rpbench.tasks.modes.rolellm.context_instruct import Plan
@@ -85,7 +84,7 @@ def check_eval(s: EvalSettings) -> Inputs:
                              "or give its dialogue)")
     if s.raw:
         load_raw(s.raw)
-    config = load_models_config(s.models_file)
+    config = models_config(s.models_file)
     players = resolve_all(config, s.models, builtin_roles(), like="rolellm-player", option="--model")
     judges = resolve_all(config, s.judges, builtin_roles(), like=JUDGE, option="--judge") if s.judges else {}
     baselines = baseline_files(files)

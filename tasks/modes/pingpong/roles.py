@@ -1,10 +1,19 @@
-"""The model roles PingPong calls. A models file that leaves one out binds it to [default]."""
+"""The model roles PingPong calls, with the settings its release sends (ping_pong_bench, run_eval_v2.py and
+provider.py): the player at 0.6 / 0.9 with 1,536 tokens, the interrogator at 0.8 / 0.95 with 1,024, the judge at
+0.1 / 0.95 with 4,096."""
 
 from __future__ import annotations
 
-ROLES: dict[str, str] = {
-    "player": "pingpong: the settings a model under test (--player given as a model string) plays its card with",
-    "interrogator": "pingpong: emulates the user; sees the card's summary and the situation, writes each message",
-    "pingpong-judge": "pingpong: the settings a judge (--judge given as a model string) scores every turn with",
-    "tester": "pingpong v1: one model that writes the user's messages and grades each reply on 1-10",
+from rpbench.tasks.llm.config import Role
+
+ROLES: dict[str, Role] = {
+    "player": Role("pingpong: the settings a model under test (--player given as a model string) plays its card "
+                   "with", {"temperature": 0.6, "top_p": 0.9, "max_tokens": 1536}, {"max_tokens": 64}),
+    "interrogator": Role("pingpong: emulates the user; sees the card's summary and the situation, writes each "
+                         "message", {"temperature": 0.8, "top_p": 0.95, "max_tokens": 1024}, {"max_tokens": 96}),
+    "pingpong-judge": Role("pingpong: the settings a judge (--judge given as a model string) scores every turn with",
+                           {"temperature": 0.1, "top_p": 0.95, "max_tokens": 4096},
+                           {"max_tokens": 720, "reasoning_chars": 48}),
+    "tester": Role("pingpong v1: one model that writes the user's messages and grades each reply on 1-10",
+                   {"temperature": 0.1, "top_p": 0.95, "max_tokens": 2048}, {"max_tokens": 400, "reasoning_chars": 48}),
 }
