@@ -138,7 +138,7 @@ def _speaker(agent: str) -> str | None:
 
 def _named(text: str, name: str, round_: int) -> bool:
     visible = _without_thoughts(scripted_turn(name, round_))
-    return re.search(re.escape(f"{name}: ") + r"(?:\[[^\]]*\]\s*)?" + re.escape(visible), text) is not None
+    return re.search(re.escape(f"{name}:") + r"\s*(?:\[[^\]]*\]\s*)?" + re.escape(visible), text) is not None
 
 
 def facts(body: Mapping[str, Any], circumstances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -72,8 +72,12 @@ async def test_empty_reply_is_retried_as_a_parse_failure(make_gateway, loopback)
     assert result.ok and result.text.startswith("echo:")
     outcomes = [r.outcome for r in gateway.ledger.records()]
     assert outcomes == ["parse_error", "ok"]
-    # The retry shows the model its empty reply and asks again.
-    assert loopback.requests[1]["messages"][-1]["content"].startswith("That reply could not be used")
+    # The retry says the reply was empty and asks again, as plain text: the request wanted no JSON, and no empty
+    # assistant turn is sent back (several providers refuse one).
+    again = loopback.requests[1]["messages"]
+    assert again[-1]["content"].startswith("That reply could not be used: the reply is empty")
+    assert again[-1]["content"].endswith("Reply again, in plain text.") and "JSON" not in again[-1]["content"]
+    assert [m["role"] for m in again] == [m["role"] for m in MSG] + ["user"]
 
 
 async def test_transient_retries_are_bounded(make_gateway, loopback):

@@ -30,6 +30,8 @@ def run(s: CoserSettings) -> None:
         typer.echo(f"{row['model']}: avg {fmt(row['avg'], 2)} [{fmt(row['ci_low'], 2)}, {fmt(row['ci_high'], 2)}]"
                    f"  {dims}  BLEU {fmt(row.get('BLEU'), 4)}  ROUGE-L {fmt(row.get('ROUGE-L'), 4)}  "
                    f"n={row['n']} failed={row['failed']} next speakers drawn={fmt(row.get('drawn'), 0)}")
+    if r.get("empty_thoughts"):
+        typer.echo(f"key characters with an empty inner thought: {r['empty_thoughts']} (their actors get none)")
     typer.echo(stages_line(manifest))
     typer.echo(f"report: {r.get('report')}")
 

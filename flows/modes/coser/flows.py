@@ -28,7 +28,7 @@ ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE = "coser-environment", "coser-next-speaker"
 @stage("coser-scenes", templates=("coser/actor", "coser/environment", "coser/next_speaker"),
        roles=lambda p: [p["role"], ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE] if p["role"] else [], inputs=("data", "given"))
 async def scenes(run: StageRun, data: list[str], limit: int | None, continue_from: int, max_rounds: int,
-                 seed: int, role: str | None, given: str | None, name: str) -> StageResult:
+                 seed: int, role: str | None, given: str | None, name: str, thinks: bool = True) -> StageResult:
     """``name``'s scenes: acted by the model bound to ``role`` (with the environment and the next-speaker
     predictor), or read from the released simulations in ``given``."""
     circumstances = load_circumstances(data)[:limit]
@@ -39,8 +39,8 @@ async def scenes(run: StageRun, data: list[str], limit: int | None, continue_fro
         assert role is not None
         async with run.gateway() as gateway:
             made = await gather_counted(
-                [act(gateway, c, name, role, ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE, continue_from, seed, max_rounds)
-                 for c in circumstances], run.progress.track(f"scenes of {name}", len(circumstances)))
+                [act(gateway, c, name, role, ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE, continue_from, seed, max_rounds,
+                     thinks) for c in circumstances], run.progress.track(f"scenes of {name}", len(circumstances)))
     run.write(MESSAGES, [m for messages, _ in made for m in messages])
     run.write(SCENE_ENDS, [end for _, end in made])
     return run.result(scenes=len(made), failed=sum(end.status == "failed" for _, end in made),
@@ -80,7 +80,7 @@ async def report(run: StageRun, data: list[str], limit: int | None, continue_fro
     run.write(CIRCUMSTANCE_SCORES, rows, final=True)
     run.write(FAILURES, failures, final=True)
     done = await publish_report(run, "coser", REPORT, rows, failures, len(circumstances), resamples, seed,
-                                context_for(made, continue_from),
+                                context_for(circumstances, made, continue_from),
                                 samples=coser_samples(circumstances, made, judged), notes=notes)
     return run.result(leaderboard=done.board, **done.analysis.summary)
 
@@ -92,8 +92,8 @@ def coser(s: CoserSettings, stages: Stages) -> dict:
     dimension, and CoSER's scores with intervals."""
     got = checked(check_run, s)
     common = {"data": s.data, "limit": s.limit, "continue_from": s.continue_from}
-    acted = stages.map(scenes, [{**common, "seed": s.seed, "max_rounds": s.max_rounds, **x.params()}
-                                for x in got.systems])
+    acted = stages.map(scenes, [{**common, "seed": s.seed, "max_rounds": s.max_rounds,
+                                 "thinks": not s.without_thoughts, **x.params()} for x in got.systems])
     judged = stages.map(critiques, [{**common, "messages": a.path("messages"), "ends": a.path("scene_ends"),
                                      "critic": got.critic, "name": x.name, "shard": x.shard}
                                     for a, x in zip(acted, got.systems, strict=True)])
@@ -101,5 +101,6 @@ def coser(s: CoserSettings, stages: Stages) -> dict:
                       ends=[a.path("scene_ends") for a in acted], critiques=[j.path("critiques") for j in judged],
                       resamples=s.resamples, seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "draws": done.summary.get("draws", {}),
-               "circumstances": got.circumstances, "report": done.path("report_html")}
+               "circumstances": got.circumstances, "empty_thoughts": got.empty_thoughts,
+               "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "coser", coser=summary, coser_settings=s.recorded(s.out))

@@ -34,6 +34,9 @@ class CoserSettings(RunSettings):
                                "conversation; the models act from round N+1 (the critic is told so).")
     max_rounds: int = Field(default=20, ge=1, le=20, description="The most rounds a scene runs (CoSER: 20; fewer "
                             "for a quick run, whose scores are then not CoSER's).")
+    without_thoughts: bool = Field(default=False, description="Actors write actions and speech only, no "
+                                   "[thoughts] (CoSER's wo_thought setting; each still reads its character's inner "
+                                   "thought, as in CoSER).")
     limit: int | None = Field(default=None, ge=1, description="Only the first N circumstances (a quick run).")
     seed: int = Field(default=0, description="Seed of the next-speaker draws and the bootstrap.")
     resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")

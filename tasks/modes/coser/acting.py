@@ -3,7 +3,9 @@ model under test), an Environment agent and a next-speaker predictor, up to 20 r
 
 Each round the current speaker acts, then the predictor names who acts next. Every agent keeps its own
 conversation: its own turns as the assistant's, everyone else's as the user's, prefixed with the speaker's name
-and with their [thoughts] removed (nobody sees another's thoughts). The scene ends when the predictor says
+and with their [thoughts] removed (nobody sees another's thoughts). A turn is stored under its speaker's name
+("Name: ...", thoughts kept), as CoSER's paper-era script stored it and its released simulations hold it, so the
+critic reads a live scene and a replayed one in the same layout. The scene ends when the predictor says
 <END CHAT> from round 6 on, or after round 20. Where the predictor's answer cannot be followed ("random", a name
 off the list, the speaker who just spoke, an end before round 6, or no reply), the next speaker is drawn among
 the main characters and the Environment, as CoSER's protocol does, but with a generator seeded by the run's seed,
@@ -62,8 +64,9 @@ class Agent:
         self.history.append({"role": role, "content": content})
 
 
-def agents(c: Circumstance) -> dict[str, Agent]:
-    """Every agent of the scene, each with its instructions and the scene's opening line."""
+def agents(c: Circumstance, thinks: bool = True) -> dict[str, Agent]:
+    """Every agent of the scene, each with its instructions and the scene's opening line. ``thinks``: actors
+    write [thoughts] as well as actions and speech (CoSER's default; its ``wo_thought`` is False here)."""
     profiles = {p.speaker: p.text for p in c.profiles}
     motivations = {m.name: m.text for m in c.motivations}
     out = {}
@@ -74,7 +77,7 @@ def agents(c: Circumstance) -> dict[str, Agent]:
         else:
             system = prompts.render("coser/actor", c.language, name=name, book=c.book, profile=profiles.get(name, ""),
                                     scenario=c.scenario, others=[p for p in c.profiles if p.speaker != name],
-                                    motivation=motivations.get(name, "")).text
+                                    motivation=motivations.get(name, ""), thinks=thinks).text
         out[name] = Agent(system)
     out[NEXT_SPEAKER] = Agent(prompts.render("coser/next_speaker", c.language, speakers=c.speaking,
                                              environment=ENVIRONMENT,
@@ -102,11 +105,11 @@ def decide(c: Circumstance, name: str, current: str, round_: int, rng: random.Ra
 
 
 async def act(gateway: Model, c: Circumstance, model: str, actor_role: str, environment_role: str,
-              next_role: str, continue_from: int, seed: int, max_rounds: int = MAX_ROUNDS,
+              next_role: str, continue_from: int, seed: int, max_rounds: int = MAX_ROUNDS, thinks: bool = True,
               ) -> tuple[list[Message], SceneEnd]:
     """One model's scene for ``c``: its messages (next-speaker choices included) and how it ended."""
     rng = random.Random(f"{seed}:{c.circumstance_id}:{model}")
-    cast = agents(c)
+    cast = agents(c, thinks)
     made: list[Message] = []
     current: str | None = c.speaking[0]
     rounds = 0
@@ -130,7 +133,7 @@ async def act(gateway: Model, c: Circumstance, model: str, actor_role: str, envi
                 return made, SceneEnd(circumstance_id=c.circumstance_id, model=model, rounds=rounds,
                                       status="failed", error=f"{current}'s turn in round {r + 1}: {reply.error}")
             text, told = reply.text, "model"
-        note(current, text, told)
+        note(current, with_speaker(text, current), told)
         heard = with_speaker(without_thoughts(text), current)
         for name, agent in cast.items():
             if name == current:

@@ -80,12 +80,18 @@ def _analyze(data: AnalysisInput) -> Analysis:
         "avg, the mean over circumstances (the mean of the four dimension means when every circumstance is "
         "scored, as CoSER reports it). Intervals resample circumstances.",
         "",
-        "BLEU: NLTK's sentence_bleu (four-gram, uniform weights) on lower-cased NLTK Treebank word tokens of each "
-        "line (no Punkt sentence splitting, which CoSER's word_tokenize uses: it needs a downloaded model). "
-        "ROUGE-L: rouge-score's F-measure (CoSER used the `rouge` package). Both against the original "
-        "conversation with thoughts removed"
-        + (f", from round {data.context['continue_from'] + 1} on." if data.context.get("continue_from") else "."),
+        "BLEU and ROUGE-L as CoSER computes them, against the book's conversation with thoughts removed, every "
+        "turn under its speaker's name"
+        + (f", from round {data.context['continue_from'] + 1} on" if data.context.get("continue_from") else "")
+        + ". BLEU: NLTK's sentence_bleu (four-gram, uniform weights, no smoothing) on lower-cased tokens of "
+        "NLTK's word_tokenize (Punkt with NLTK's English parameters, then the Treebank tokenizer; NLTK below "
+        "3.10). ROUGE-L: the F-measure of the `rouge` package, which CoSER's code calls.",
     ]))]
+    empty = data.context.get("empty_thoughts", 0)
+    if empty:
+        sections.append(Section("Key characters without an inner thought", (
+            f"{empty} key character(s) of these circumstances have an empty inner thought in the data, so their "
+            "actors were told none (CoSER gives every key character one).")))
     if drawn:
         body = ["| model | " + " | ".join(DRAWN) + " | all |", "|---|" + "---|" * (len(DRAWN) + 1)]
         for model, counts in sorted(drawn.items()):
@@ -110,10 +116,11 @@ REPORT = ReportSpec(
                                    "each dimension's score 100 - 5 x (flaw severities - 0.3 x actor turns) within "
                                    "0-100", column="score", digits=2, unit="0-100"),
                  *_DIMENSION_METRICS,
-                 MetricSpec("BLEU", "BLEU against the book's conversation (NLTK, see below)", "bleu", digits=4,
+                 MetricSpec("BLEU", "BLEU against the book's conversation, as CoSER computes it (NLTK's "
+                                    "sentence_bleu on word_tokenize tokens, see below)", "bleu", digits=4,
                             interval=False),
-                 MetricSpec("ROUGE-L", "ROUGE-L F against the book's conversation (rouge-score)", "rouge_l",
-                            digits=4, interval=False)),
+                 MetricSpec("ROUGE-L", "ROUGE-L F against the book's conversation, by the `rouge` package as CoSER "
+                                       "calls it", "rouge_l", digits=4, interval=False)),
         groups=(GroupKey("tag", "split", order=("id", "ood")),),
         cluster_column="item_id",
         item_column="item_id",
@@ -123,5 +130,7 @@ REPORT = ReportSpec(
 )
 
 
-def context_for(messages: Sequence[Message], continue_from: int) -> dict[str, Any]:
-    return {"draws": {m: dict(c) for m, c in draws(messages).items()}, "continue_from": continue_from}
+def context_for(circumstances: Sequence[Circumstance], messages: Sequence[Message],
+                continue_from: int) -> dict[str, Any]:
+    return {"draws": {m: dict(c) for m, c in draws(messages).items()}, "continue_from": continue_from,
+            "empty_thoughts": sum(not m.text.strip() for c in circumstances for m in c.motivations)}

@@ -46,7 +46,7 @@ def coser_tasks(run: Path, limit: int | None, seed: int) -> list[dict[str, Any]]
     scenes: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     for m in read_records(root / MESSAGES.filename, MESSAGES):
         if m.role != NEXT_SPEAKER and (m.model, m.circumstance_id) in finished:
-            scenes[(m.model, m.circumstance_id)].append((m.role, m.content))
+            scenes[(m.model, m.circumstance_id)].append((m.role, m.said))
     keys = sorted(k for k in scenes if k[1] in by_id)
     random.Random(seed).shuffle(keys)
     out = []

@@ -12,7 +12,7 @@ from typing import Any
 
 from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.modes.coser.records import ENVIRONMENT, Circumstance, Line, Message, Motivation
+from rpbench.tasks.modes.coser.records import ENVIRONMENT, NEXT_SPEAKER, Circumstance, Line, Message, Motivation
 
 MAX_BYTES = 256 * 1024 * 1024
 _CHINESE = re.compile(r"[\u4e00-\u9fff]")
@@ -41,6 +41,12 @@ def _names(value: Any, path: Path, index: int, field: str) -> list[str]:
     return list(value)
 
 
+def _index(value: Any, path: Path, index: int, field: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _fail(path, index, field, "expected a whole number")
+    return value
+
+
 def _text(value: Any, path: Path, index: int, field: str, empty: bool = False) -> str:
     if not isinstance(value, str) or (not empty and not value.strip()):
         raise _fail(path, index, field, "expected text" if empty else "expected non-empty text")
@@ -65,6 +71,25 @@ def involved_profiles(speaking: list[str], profiles: Mapping[str, Any], key_char
     return out
 
 
+def _thought(raw: Any, path: Path, index: int, n: int) -> Motivation:
+    """A key character's inner thought: ``thought`` in the released test set, ``motivation`` in its example set.
+    An entry with neither is an error (an actor would silently act without one); an empty one is kept, and
+    counted where the scene is acted."""
+    where = f"key_characters.{n}"
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str) or not raw["name"].strip():
+        raise _fail(path, index, where, "expected {\"name\": ..., \"thought\": ...}")
+    given = [k for k in ("thought", "motivation") if k in raw]
+    if not given:
+        raise _fail(path, index, f"{where}.thought", f"missing ({raw['name']}'s inner thought; the example set "
+                                                     "calls it 'motivation')")
+    text = raw[given[0]]
+    if text is None:
+        text = ""
+    if not isinstance(text, str):
+        raise _fail(path, index, f"{where}.{given[0]}", "expected text")
+    return Motivation(name=raw["name"], text=text)
+
+
 def parse_circumstance(raw: Any, path: Path, index: int) -> Circumstance:
     if not isinstance(raw, Mapping):
         raise InputError(f"{path}: record {index}: expected an object, found {type(raw).__name__}")
@@ -74,9 +99,10 @@ def parse_circumstance(raw: Any, path: Path, index: int) -> Circumstance:
     plot = raw["plot"]
     if not isinstance(plot, Mapping):
         raise _fail(path, index, "plot", "expected an object")
-    i_p = plot.get("i_p", raw.get("i_p"))
-    if not isinstance(i_p, int) or not isinstance(raw["i_c"], int):
-        raise _fail(path, index, "plot.i_p" if not isinstance(i_p, int) else "i_c", "expected a number")
+    i_p = _index(plot.get("i_p", raw.get("i_p")), path, index, "plot.i_p" if "i_p" in plot else "i_p")
+    if "i_p" in plot and "i_p" in raw and _index(raw["i_p"], path, index, "i_p") != i_p:
+        raise _fail(path, index, "i_p", f"{raw['i_p']} disagrees with plot.i_p ({i_p})")
+    _index(raw["i_c"], path, index, "i_c")
     book = _text(raw["book"], path, index, "book")
     speaking = _names(raw["speaking_characters_w_env"], path, index, "speaking_characters_w_env")
     if ENVIRONMENT not in speaking:
@@ -99,8 +125,7 @@ def parse_circumstance(raw: Any, path: Path, index: int) -> Circumstance:
     key_characters = raw.get("key_characters") or []
     if not isinstance(key_characters, list):
         raise _fail(path, index, "key_characters", "expected a list")
-    motivations = [Motivation(name=c["name"], text=str(c.get("motivation") or ""))
-                   for c in key_characters if isinstance(c, Mapping) and isinstance(c.get("name"), str)]
+    motivations = [_thought(k, path, index, n) for n, k in enumerate(key_characters)]
     plot_characters = plot.get("key_characters") or []
     if not isinstance(plot_characters, list):
         raise _fail(path, index, "plot.key_characters", "expected a list")
@@ -152,10 +177,14 @@ def read_simulations(path: str | Path, known: Mapping[str, Circumstance] | None 
         if not isinstance(messages, list) or not messages:
             raise _fail(path, k, "simulation", "expected a non-empty list of {\"role\", \"content\"}")
         rows = []
+        speaking = set(known[cid].speaking) | {NEXT_SPEAKER} if known is not None else None
         for n, m in enumerate(messages):
             if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) \
                     or not isinstance(m.get("content"), str):
                 raise _fail(path, k, f"simulation.{n}", "expected {\"role\": name, \"content\": text}")
+            if speaking is not None and m["role"] not in speaking:
+                raise _fail(path, k, f"simulation.{n}.role", f"'{m['role']}' does not speak in this circumstance "
+                                                             f"(its speakers: {', '.join(sorted(speaking))})")
             rows.append(Message(circumstance_id=cid, model="", index=n, role=m["role"], content=m["content"],
                                 decided_by="given"))
         out[cid] = rows

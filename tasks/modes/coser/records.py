@@ -22,6 +22,9 @@ class Line(Record):
 
 
 class Motivation(Record):
+    """A key character's inner thought in the circumstance (``thought``, or ``motivation`` in CoSER's example
+    set): what its actor is told it privately thinks."""
+
     name: str
     text: str
 
@@ -53,7 +56,7 @@ class Message(Record):
     model: str
     index: int
     role: str  # a character, Environment, or NSP
-    content: str  # for NSP: the name the predictor gave, as CoSER stores it
+    content: str  # a turn under its speaker's name ("Name: ...", thoughts kept); for NSP: the name the predictor gave
     # For NSP: who speaks next after the rules (None: the scene ends), and how that was decided: the
     # predictor's own valid choice, the original dialogue's (--continue-from), or a seeded random pick among
     # the main characters and the Environment when the predictor said "random", named someone off the list,
@@ -61,6 +64,14 @@ class Message(Record):
     chosen: str | None = None
     decided_by: Literal["model", "original", "given", "random", "off-list", "same-speaker", "early-end",
                         "failed"] = "model"
+
+    @property
+    def said(self) -> str:
+        """The turn without its speaker's name in front (kept as CoSER stores a turn: "Name: ...")."""
+        for mark in (f"{self.role}:", f"{self.role}："):
+            if self.content.startswith(mark):
+                return self.content[len(mark):].lstrip()
+        return self.content
 
     @property
     def drawn(self) -> bool:

