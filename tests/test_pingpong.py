@@ -64,13 +64,24 @@ def test_length_factors_come_from_each_languages_own_median():
     assert by[("c", "en")] == pytest.approx(4.0 * factors["en"]["c"]) and by[("a", "en")] == 4.0
 
 
-def test_judge_score_is_turn_means_then_criteria_mean_and_refusal_is_any_turn():
+def test_judge_score_is_turn_means_then_criteria_weighted_as_pingpong_and_refusal_is_any_turn():
     s = judge_score([grades(5, 3, 4), grades(3, 3, 2)])
     assert s.criteria == {"in_character": 4.0, "entertaining": 3.0, "fluency": 3.0}
-    assert s.final == pytest.approx(10 / 3) and not s.refusal
+    # build_table_v2.py: 0.333 x 4 + 0.333 x 3 + 0.333 x 3, 0.1% below the mean; --exact-mean gives the mean.
+    assert s.final == pytest.approx(0.333 * 10) and not s.refusal
+    assert judge_score([grades(5, 3, 4), grades(3, 3, 2)], exact_mean=True).final == pytest.approx(10 / 3)
     assert judge_score([grades(5, 5, 5), grades(1, 1, 1, refusal=True)]).refusal
     weighted = judge_score([grades(5, 1, 1)], {"in_character": 0.5, "entertaining": 0.25, "fluency": 0.25})
     assert weighted.final == pytest.approx(3.0)
+
+
+def test_v1_length_normalisation_is_pingpongs_v1_rule():
+    from rpbench.tasks.modes.pingpong.scoring import v1_length_shifts
+
+    # build_table_v1.py: final + (max - min of finals) x min(0, tanh((median - length) / (3 x median))).
+    shifts = v1_length_shifts({"a": 100.0, "b": 200.0, "c": 400.0}, {"a": 6.0, "b": 7.0, "c": 8.5})
+    assert shifts["a"] == 0.0 and shifts["b"] == 0.0
+    assert shifts["c"] == pytest.approx(2.5 * math.tanh((200 - 400) / 600))
 
 
 def test_judges_are_averaged_and_a_refusing_judge_is_left_out():
@@ -124,7 +135,11 @@ def test_pingpongs_own_layout_is_read_unchanged(tmp_path):
     s = load_settings(path)
     assert s.languages == ["en", "ru"]
     abe, bo, cy = s.cards["en"]
-    assert (abe.greeting, bo.greeting, cy.greeting) == ("*yawns*", None, "Meow.")
+    # PingPong's code reads a greeting from initial_message only: the other spellings are not sent, and listed.
+    assert (abe.greeting, bo.greeting, cy.greeting) == (None, None, None)
+    assert s.unread_greetings == ("en/Abe", "en/Cy")
+    every = load_settings(path, any_greeting=True)
+    assert [c.greeting for c in every.cards["en"]] == ["*yawns*", None, "Meow."] and not every.unread_greetings
     assert abe.example_dialogue == "User: hi\nAbe: eh"
     assert [(x.situation_id, x.num_turns) for x in s.situations["en"]] == [("bio", 8), ("typical_user", 4)]
     assert len(s.conversations()) == 3 * 2 + 1
@@ -230,7 +245,7 @@ def test_run_rerun_and_rejudge(harness, loopback, tmp_path, monkeypatch):
     assert {r.situation_id for r in refused} == {"rude"} and all(r.final is None for r in refused)
     board = {r["model"]: r for r in manifest["pingpong"]["leaderboard"]}
     assert board["short"]["refusal_ratio"] == pytest.approx(1 / 5)
-    assert board["short"]["final"] == pytest.approx((5 + 4 + 3) / 3)
+    assert board["short"]["final"] == pytest.approx(0.333 * (5 + 4 + 3))  # PingPong's weights, 0.333 each
     # the long player is above the median length: penalised, the short one is not
     assert board["long"]["ln_score"] < board["long"]["final"] and board["short"]["ln_score"] == board["short"]["final"]
     assert (Path(out) / "report.md").read_text().count("| long |") >= 1

@@ -42,7 +42,7 @@ def _judge_roles(s: Scoring, judges: list[str]) -> dict[str, str]:
 def check_run(s: PingPongSettings) -> tuple[list[System], dict[str, str]]:
     """The systems (players resolved to roles, conversation files read) and the judges resolved to roles, the
     settings file read: every input error before any call."""
-    grid = select(load_settings(s.settings), s.characters, s.situations, None, s.settings)
+    grid = select(load_settings(s.settings, s.any_greeting), s.characters, s.situations, None, s.settings)
     players = resolve_all(models_config(s.models_file), s.players, builtin_roles(), like="player",
                           option="--player")
     systems = read_systems(players, s.answers, model_option="--player", what="conversations")

@@ -22,6 +22,9 @@ def _print_board(manifest: dict[str, Any]) -> None:
         typer.echo(f"{r['model']}: LN {fmt(r['ln_score'], 2)} [{fmt(r['ci_low'], 2)}, {fmt(r['ci_high'], 2)}]  "
                    f"agg {fmt(r['final'], 2)}  refusal ratio {fmt(r['refusal_ratio'], 2)}  "
                    f"length {fmt(r['length'], 0)}  n={r['n']} failed={r['failed']}")
+    if p.get("unread_greetings"):
+        typer.echo(f"greetings not sent (PingPong's code reads initial_message only; --any-greeting sends them): "
+                   f"{', '.join(p['unread_greetings'])}")
     typer.echo(stages_line(manifest))
     typer.echo(f"report: {p.get('report')}")
 

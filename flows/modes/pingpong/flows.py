@@ -47,9 +47,10 @@ def _conversation_roles(p: Mapping[str, Any]) -> list[str]:
        inputs=("settings_file", "given"))
 async def conversations(run: StageRun, settings_file: str, characters: list[str], situations: list[str],
                         max_turns: int | None, limit: int | None, role: str | None, given: str | None, name: str,
-                        version: str, merge_system: bool, symmetric: bool) -> StageResult:
+                        version: str, merge_system: bool, symmetric: bool, any_greeting: bool = False) -> StageResult:
     """``name``'s conversations: played by the model bound to ``role``, or read from the file ``given``."""
-    grid = select(load_settings(settings_file), characters, situations, max_turns, settings_file)
+    read = load_settings(settings_file, any_greeting)
+    grid = select(read, characters, situations, max_turns, settings_file)
     known = [conversation_id(c, s) for c, s in grid]  # a given file may hold conversations past the limit
     grid = grid[:limit]
     cfg = ConversationConfig(version="v1" if version == "v1" else "v2", merge_system=merge_system,
@@ -68,7 +69,9 @@ async def conversations(run: StageRun, settings_file: str, characters: list[str]
     run.write(FAILURES, failures)
     if version == "v1":
         run.write(TURN_JUDGMENTS, tester_judgments(turns, TESTER))
-    return run.result(conversations=len(grid), failed=len(failures))
+    played = {f"{c.language}/{c.name}" for c, _ in grid}
+    return run.result(conversations=len(grid), failed=len(failures),
+                      unread_greetings=[c for c in read.unread_greetings if c in played])
 
 
 @stage("pingpong-judgments", batch=True, templates=("pingpong/",), roles=lambda p: [p["judge_role"]],
@@ -93,7 +96,7 @@ async def judgments(run: StageRun, conversations: str, cards: str, model: str, j
 async def report(run: StageRun, conversations: list[str], cards: list[str], judgments: list[str],
                  failures: list[str], judges: list[str], judge_weights: dict[str, float],
                  criterion_weights: dict[str, float] | None, scale: str, resamples: int, seed: int,
-                 notes: list[str] | None = None) -> StageResult:
+                 exact_mean: bool = False, notes: list[str] | None = None) -> StageResult:
     """Conversation scores (judges pooled), length factors, the leaderboard and the report."""
     turns = [t for p in conversations for t in read_records(p, CONVERSATIONS)]
     verdicts = [j for p in judgments for j in read_records(p, TURN_JUDGMENTS)]
@@ -102,8 +105,10 @@ async def report(run: StageRun, conversations: list[str], cards: list[str], judg
     judged = {(j.model, j.conversation_id, j.judge) for j in verdicts}
     failed = [f for p in failures for f in read_records(p, FAILURES)
               if not (f.kind.startswith("judgment:") and (f.model, f.item_id, f.kind.partition(":")[2]) in judged)]
+    version = "v1" if scale == "1-10" else "v2"
+    # v1's final is the criteria's plain mean (run_eval_v1 saves it so); v2's weights them 0.333 each.
     rows, factors = with_length_factors(conversation_scores(turns, verdicts, judges, criterion_weights,
-                                                            judge_weights))
+                                                            judge_weights, exact_mean or version == "v1"), version)
     cards_made = {(c.language, c.name): c for p in cards for c in read_records(p, CARDS)}
     run.write(CONVERSATIONS, turns, final=True)
     run.write(CARDS, sorted(cards_made.values(), key=lambda c: (c.language, c.name)), final=True)
@@ -113,15 +118,16 @@ async def report(run: StageRun, conversations: list[str], cards: list[str], judg
     n = len({t.conversation_id for t in turns})
     made = await publish_report(run, "pingpong", REPORT, rows, failed, n, resamples, seed,
                                 {"length_factors": factors, "per_judge": per_judge(turns, verdicts, judges),
-                                 "scale": scale},
+                                 "scale": scale, "length_scheme": version},
                                 samples=pingpong_samples(turns, list(cards_made.values()), verdicts, rows), notes=notes)
     return run.result(leaderboard=made.board, conversations=n, scored=len(rows),
                       refusals=sum(r.refusal for r in rows))
 
 
 def _finish(s: Scoring, stages: Stages, out: str, flow_name: str, done: StageResult, judges: list[str],
-            inherited: Sequence[CallRecord] = (), **sections: Any) -> dict[str, Any]:
-    summary = {"leaderboard": done.summary["leaderboard"], "judges": judges,
+            inherited: Sequence[CallRecord] = (), unread_greetings: Sequence[str] = (),
+            **sections: Any) -> dict[str, Any]:
+    summary = {"leaderboard": done.summary["leaderboard"], "judges": judges, "unread_greetings": list(unread_greetings),
                "conversations": done.summary["conversations"], "scored": done.summary["scored"],
                "refusals": done.summary["refusals"], "report": done.path("report_html")}
     return finish_run(out, stages, s, flow_name, inherited, pingpong=summary,
@@ -146,7 +152,7 @@ def pingpong(s: PingPongSettings, stages: Stages) -> dict:
     made = stages.map(conversations, [
         {"settings_file": s.settings, "characters": s.characters, "situations": s.situations,
          "max_turns": s.max_turns, "limit": s.limit, "version": s.version, "merge_system": s.no_system_role,
-         "symmetric": s.symmetric, **system.params()} for system in systems])
+         "symmetric": s.symmetric, "any_greeting": s.any_greeting, **system.params()} for system in systems])
     pairs = [(m, x.name, judge, role) for m, x in zip(made, systems, strict=True) for judge, role in judges.items()]
     judged = stages.map(judgments, [
         {"conversations": m.path("conversations"), "cards": m.path("cards"), "model": name,
@@ -159,8 +165,9 @@ def pingpong(s: PingPongSettings, stages: Stages) -> dict:
                       failures=[m.path("failures") for m in made] + [j.path("failures") for j in judged],
                       judges=[TESTER] if v1 else list(judges), judge_weights=s.judge_weight_map(),
                       criterion_weights=s.criterion_weight_map(), scale="1-10" if v1 else "1-5",
-                      resamples=s.resamples, seed=s.seed)
-    return _finish(s, stages, s.out, "pingpong", done, [TESTER] if v1 else list(judges))
+                      resamples=s.resamples, seed=s.seed, exact_mean=s.exact_mean)
+    unread = sorted({c for m in made for c in m.summary.get("unread_greetings", [])})
+    return _finish(s, stages, s.out, "pingpong", done, [TESTER] if v1 else list(judges), unread_greetings=unread)
 
 
 def stored_run(folder: str) -> dict[str, str]:
@@ -193,5 +200,6 @@ def rejudge(s: RejudgeSettings, stages: Stages) -> dict:
                       judgments=[tables["judgments"], *(j.path("judgments") for j in judged)],
                       failures=[tables["failures"], *(j.path("failures") for j in judged)],
                       judges=[*earlier, *judges], judge_weights=s.judge_weight_map(),
-                      criterion_weights=s.criterion_weight_map(), scale=scale, resamples=s.resamples, seed=s.seed)
+                      criterion_weights=s.criterion_weight_map(), scale=scale, resamples=s.resamples, seed=s.seed,
+                      exact_mean=s.exact_mean)
     return _finish(s, stages, out, "pingpong-rejudge", done, [*earlier, *judges], carried, rejudged_from=s.run)

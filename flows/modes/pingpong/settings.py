@@ -31,7 +31,9 @@ class Scoring(RunSettings):
     criterion_weights: list[float] | None = Field(
         default=None, min_length=3, max_length=3, json_schema_extra=cli("--criterion-weight"),
         description="Weights of in_character, entertaining, fluency in the final score, in that order (give it "
-                    "three times; default equal).")
+                    "three times; default 0.333 each, as PingPong's code; summed as given unless --exact-mean).")
+    exact_mean: bool = Field(default=False, description="The final score is the criteria's exact (weighted) mean; "
+                             "PingPong's code weights each 0.333 and sums, 0.1% below it (the default).")
     resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
     seed: int = Field(default=0, description="Bootstrap seed.")
 
@@ -79,6 +81,9 @@ class PingPongSettings(Scoring):
     no_system_role: bool = Field(default=False, description="The players have no system role: put the card at "
                                  "the top of the first user message instead.")
     symmetric: bool = Field(default=False, description="Show the interrogator the whole card, not just its summary.")
+    any_greeting: bool = Field(default=False, description="A card in PingPong's layout gets its greeting from "
+                               "greeting or inital_message too; PingPong's code reads initial_message only, so by "
+                               "default such a greeting is not sent (the run lists those cards).")
     characters: list[str] = Field(default_factory=list, json_schema_extra=cli("--character"),
                                   description="Only these characters (by name). Repeat. Default: all.")
     situations: list[str] = Field(default_factory=list, json_schema_extra=cli("--situation"),

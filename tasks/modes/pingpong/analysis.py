@@ -13,7 +13,14 @@ from typing import Any
 from rpbench.tasks.core.languages import language_name
 from rpbench.tasks.modes.pingpong.judging import complete_conversations
 from rpbench.tasks.modes.pingpong.records import CRITERIA, ConversationScore, Turn, TurnJudgment
-from rpbench.tasks.modes.pingpong.scoring import JudgeScore, judge_score, length_factors, pool_judges, rank_groups
+from rpbench.tasks.modes.pingpong.scoring import (
+    JudgeScore,
+    judge_score,
+    length_factors,
+    pool_judges,
+    rank_groups,
+    v1_length_shifts,
+)
 from rpbench.tasks.reports.render import fmt
 from rpbench.tasks.reports.spec import (
     Analysis,
@@ -29,7 +36,8 @@ from rpbench.tasks.reports.spec import (
 
 def conversation_scores(turns: Sequence[Turn], judgments: Sequence[TurnJudgment], judges: Sequence[str],
                         criterion_weights: Mapping[str, float] | None = None,
-                        judge_weights: Mapping[str, float] | None = None) -> list[ConversationScore]:
+                        judge_weights: Mapping[str, float] | None = None,
+                        exact_mean: bool = False) -> list[ConversationScore]:
     """One row per (model, complete conversation) that at least one of ``judges`` judged; LN is filled later
     (it depends on every model in the leaderboard)."""
     verdicts: dict[tuple[str, str, str], list[TurnJudgment]] = {}
@@ -40,7 +48,8 @@ def conversation_scores(turns: Sequence[Turn], judgments: Sequence[TurnJudgment]
     for model in sorted({t.model for t in turns}):
         for cid, ts in sorted(complete_conversations([t for t in turns if t.model == model]).items()):
             by_judge: dict[str, JudgeScore] = {
-                judge: judge_score(sorted(verdicts[(model, cid, judge)], key=attrgetter("turn")), criterion_weights)
+                judge: judge_score(sorted(verdicts[(model, cid, judge)], key=attrgetter("turn")), criterion_weights,
+                                   exact_mean)
                 for judge in judges if (model, cid, judge) in verdicts}
             if not by_judge:
                 continue  # every judge failed on it: their failures are recorded by the judging stage
@@ -65,15 +74,30 @@ def model_lengths(rows: Sequence[ConversationScore]) -> dict[str, float]:
     return {m: chars[m] / count[m] for m in chars if count[m]}
 
 
-def with_length_factors(rows: Sequence[ConversationScore]
+def with_length_factors(rows: Sequence[ConversationScore], version: str = "v2"
                         ) -> tuple[list[ConversationScore], dict[str, dict[str, float]]]:
-    """Rows with ``ln_score`` = final x the model's length factor in the row's language, and the factors by
-    language. The paper ranks each language on its own, so each has its own median: Russian replies are not
-    measured against English ones."""
-    factors = {lang: length_factors(model_lengths([r for r in rows if r.language == lang]))
-               for lang in sorted({r.language for r in rows})}
-    return [r.model_copy(update={"ln_score": None if r.final is None else r.final * factors[r.language][r.model]})
-            for r in rows], factors
+    """Rows with ``ln_score`` filled, and each language's per-model length adjustment: v2's factor (``ln_score`` =
+    final x factor) or v1's shift (``ln_score`` = final + shift), each version's own formula (``scoring``). The
+    paper ranks each language on its own, so each has its own median: Russian replies are not measured against
+    English ones."""
+    adjust: dict[str, dict[str, float]] = {}
+    for lang in sorted({r.language for r in rows}):
+        mine = [r for r in rows if r.language == lang]
+        lengths = model_lengths(mine)
+        if version == "v1":
+            finals = {m: statistics.fmean(f) for m in lengths
+                      if (f := [r.final for r in mine if r.model == m and r.final is not None])}
+            adjust[lang] = v1_length_shifts(lengths, finals)
+        else:
+            adjust[lang] = length_factors(lengths)
+
+    def ln(r: ConversationScore) -> float | None:
+        if r.final is None:
+            return None
+        by = adjust[r.language][r.model]
+        return r.final + by if version == "v1" else r.final * by
+
+    return [r.model_copy(update={"ln_score": ln(r)}) for r in rows], adjust
 
 
 def language_boards(rows: Sequence[ConversationScore], scores: Sequence[dict[str, Any]]
@@ -144,9 +168,14 @@ def _analyze(data: AnalysisInput) -> Analysis:
             lines.append("")
         sections.append(Section("Leaderboard per language", "\n".join(lines)))
     if factors:
-        lines = ["Per language, the median of the models' mean reply lengths in that language; a model above it has "
-                 "its conversation scores multiplied by 1 + (median / length - 1) x 0.07, at least 0.93.", "",
-                 "| language | median length | model | mean reply length | factor |", "|---|---|---|---|---|"]
+        v1 = data.context.get("length_scheme") == "v1"
+        how = ("(v1, as PingPong's build_table_v1.py) its final score moved by (max - min of the models' finals) x "
+               "min(0, tanh((median - length) / (3 x median)))" if v1 else
+               "(v2, as PingPong's build_table_v2.py) its conversation scores multiplied by 1 + (median / length - "
+               "1) x 0.07, kept within 0.93 and 1")
+        lines = [f"Per language, the median of the models' mean reply lengths in that language; each model has {how}.",
+                 "", f"| language | median length | model | mean reply length | {'shift' if v1 else 'factor'} |",
+                 "|---|---|---|---|---|"]
         for lang, by_model in sorted(factors.items()):
             means = model_lengths([r for r in rows if r.language == lang])
             median = statistics.median(means.values()) if means else 0.0
@@ -174,10 +203,12 @@ REPORT = ReportSpec(
     unit="conversations per model (every card in every situation of its language)",
     scoring=Scoring(
         metrics=(
-            _metric("ln_score", "length-normalised score: each scored conversation's final score times its "
+            _metric("ln_score", "length-normalised score: v2, each scored conversation's final score times its "
                                 "model's length factor (below 1 only for models whose mean reply is longer than "
-                                "the median model's, by at most 7%); the leaderboard ranks by it"),
-            _metric("final", "the mean of the three criteria, pooled over judges per conversation (Agg.)"),
+                                "the median model's, by at most 7%); v1, the final moved down by PingPong's v1 "
+                                "rule; the leaderboard ranks by it"),
+            _metric("final", "the three criteria weighted 0.333 each and summed, as PingPong's code does (their "
+                             "exact mean with --exact-mean), pooled over judges per conversation (Agg.)"),
             *(_metric(c, f"{c.replace('_', ' ')}: mean over turns, pooled over judges") for c in CRITERIA),
         ),
         groups=(GroupKey("language", "language"),),

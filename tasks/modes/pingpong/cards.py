@@ -3,9 +3,11 @@
 Two spellings are read, as the user wrote them:
 - rpbench's: ``{<lang>: {characters: [{name, system_prompt, summary, example_dialogue?, greeting?, tags?}],
   situations: [{id?, text, tags?, turns?}]}}``;
-- PingPong's published layout, unchanged: ``char_name``, ``example_prompt``, a greeting spelled
-  ``initial_message``, ``inital_message`` or ``greeting`` (possibly empty), ``num_turns``, plus ``version``
-  and ``*_prompt_path`` keys, which rpbench ignores (its prompts are its own).
+- PingPong's published layout, unchanged: ``char_name``, ``example_prompt``, ``initial_message`` (possibly
+  empty), ``num_turns``, plus ``version`` and ``*_prompt_path`` keys, which rpbench ignores (its prompts are
+  its own). PingPong's code reads a card's greeting from ``initial_message`` only: a greeting its own
+  settings_v2.json spells ``greeting`` or ``inital_message`` (3 of its 8 English cards) is never sent, and
+  rpbench does the same unless asked for every spelling (``any_greeting``); such cards are listed.
 Anything else is an error naming the file, the language, the record and the field.
 """
 
@@ -36,12 +38,18 @@ LANGUAGE_KEYS = ("characters", "situations")
 IGNORED = ("version",)  # and every *_prompt_path
 
 
+# In PingPong's layout, the spellings of a greeting its code does not read.
+UNREAD_GREETINGS = ("greeting", "inital_message")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Cards and situations, each language on its own (a conversation never mixes languages)."""
 
     cards: dict[str, list[Card]]
     situations: dict[str, list[Situation]]
+    # Cards (language/name) of PingPong's layout whose greeting is spelled as its code never reads it: not sent.
+    unread_greetings: tuple[str, ...] = ()
 
     @property
     def languages(self) -> list[str]:
@@ -104,13 +112,15 @@ def _situation_ids(raw: list[Mapping[str, Any]]) -> list[str]:
     return ids
 
 
-def load_settings(path: str | Path) -> Settings:
-    """Every language's cards and situations; the first problem is one InputError naming where it is."""
+def load_settings(path: str | Path, any_greeting: bool = False) -> Settings:
+    """Every language's cards and situations; the first problem is one InputError naming where it is.
+    ``any_greeting``: a card of PingPong's layout gets its greeting from any spelling, not only PingPong's."""
     data = parse_json_or_yaml(path, "a PingPong settings file")
     if not isinstance(data, dict) or not data:
         raise InputError(f"{path}: expected a mapping of language code to its characters and situations")
     cards: dict[str, list[Card]] = {}
     situations: dict[str, list[Situation]] = {}
+    unread: list[str] = []
     for lang, block in data.items():
         lang = str(lang)
         where = f"{path}: language '{lang}'"
@@ -128,6 +138,9 @@ def load_settings(path: str | Path) -> Settings:
         cards[lang] = []
         for i, rec in enumerate(raw_cards):
             who = f"{where}: character '{rec.get('char_name') or rec.get('name') or f'#{i}'}'"
+            if "char_name" in rec and not any_greeting and any(rec.get(k) for k in UNREAD_GREETINGS):
+                unread.append(f"{lang}/{rec['char_name']}")
+                rec = {k: v for k, v in rec.items() if k not in UNREAD_GREETINGS}
             cards[lang].append(_validated(Card, {**_renamed(rec, CARD_FIELDS, who), "language": lang}, who, rec,
                                           CARD_FIELDS))
         raw_situations = _records(block, "situations", where)
@@ -141,7 +154,7 @@ def load_settings(path: str | Path) -> Settings:
             dupes = duplicates(names)
             if dupes:
                 raise InputError(f"{where}: {what} '{dupes[0]}' appears more than once")
-    return Settings(cards, situations)
+    return Settings(cards, situations, tuple(unread))
 
 
 def conversation_id(card: Card, situation: Situation) -> str:

@@ -114,7 +114,9 @@ async def converse_v2(gateway: Model, card: Card, situation: Situation, role: st
         text = prompts.render("pingpong/interrogator", "en", summary=card.summary, situation=situation.text,
                               language_name=language_name(situation.language), history=transcript(turns),
                               card=card_prompt(card) if cfg.symmetric else None).text
-        asked = await gateway.complete("interrogator", [{"role": "user", "content": text}], schema=NextUtterance,
+        system = prompts.render("pingpong/interrogator_system", "en").text
+        asked = await gateway.complete("interrogator", [{"role": "system", "content": system},
+                                                        {"role": "user", "content": text}], schema=NextUtterance,
                                        sample_index=conversation_sample(model, cid),
                                        tag=f"pingpong:{cid}:{model}:turn{k}:interrogator")
         if not asked.ok:

@@ -59,7 +59,9 @@ def verdicts_schema(turns: int) -> type[_Verdicts]:
 def judge_request(card: Card, turns: Sequence[Turn], judge_role: str, tag: str) -> Request[Any]:
     text = prompts.render("pingpong/judge", "en", card=card_prompt(card), turns=list(turns),
                           language_name=language_name(card.language)).text
-    return Request(judge_role, [{"role": "user", "content": text}], schema=verdicts_schema(len(turns)), tag=tag)
+    system = prompts.render("pingpong/judge_system", "en").text
+    return Request(judge_role, [{"role": "system", "content": system}, {"role": "user", "content": text}],
+                   schema=verdicts_schema(len(turns)), tag=tag)
 
 
 def complete_conversations(turns: Sequence[Turn]) -> dict[str, list[Turn]]:

@@ -1,23 +1,31 @@
 """PingPong's numbers, as its published leaderboard code computes them.
 
 Per judge and conversation: each criterion is the mean over turns, the final
-score the (weighted) mean of the criteria, and a conversation with any turn
-flagged as a refusal is that judge's refusal. Judges are pooled per
-conversation by a weighted mean over the judges that did not flag it; a
-conversation every judge flagged has no score. The refusal ratio counts
-conversations that any judge flagged. The length-normalised (LN) score
-multiplies a model's conversation scores by a factor that only penalises models
-whose mean reply is longer than the median model's, by at most 7%.
+score the criteria weighted 0.333 each and summed (``build_table_v2.py``: so a
+final is 0.1% below the criteria's mean; ``exact_mean`` divides by the weights'
+sum instead), and a conversation with any turn flagged as a refusal is that
+judge's refusal. Judges are pooled per conversation by a weighted mean over the
+judges that did not flag it; a conversation every judge flagged has no score.
+The refusal ratio counts conversations that any judge flagged.
+
+Length normalisation, per language, against the median of the models' mean reply
+lengths (characters): v2 (``build_table_v2.py``) multiplies a model's
+conversation scores by ``1 + (median / length - 1) x 0.07`` kept within 0.93 and
+1, so only models longer than the median lose, at most 7%; v1
+(``build_table_v1.py``) adds ``(max - min of the models' finals) x min(0,
+tanh((median - length) / (3 x median)))`` to the model's final.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rpbench.tasks.modes.pingpong.records import CRITERIA, Grades
 
+RELEASE_WEIGHT = 0.333  # each criterion's weight in PingPong's final score
 ADJUSTMENT = 0.07  # how strongly length moves the score
 FLOOR = 0.93  # the largest penalty: 7%
 RANK_GAP = 0.06  # a new rank group starts when a score is this far below its group's first
@@ -41,13 +49,16 @@ def _weighted(values: Sequence[float], weights: Sequence[float]) -> float:
     return sum(v * w for v, w in zip(values, weights, strict=True)) / sum(weights)
 
 
-def judge_score(verdicts: Sequence[Grades], criterion_weights: Mapping[str, float] | None = None) -> JudgeScore:
-    """One judge on one conversation: criterion = mean over turns; final = weighted mean of the criteria."""
+def judge_score(verdicts: Sequence[Grades], criterion_weights: Mapping[str, float] | None = None,
+                exact_mean: bool = False) -> JudgeScore:
+    """One judge on one conversation: criterion = mean over turns; final = the criteria weighted and summed, as
+    PingPong's code does (0.333 each unless weights are given), or their weighted mean (``exact_mean``)."""
     if not verdicts:
         raise ValueError("a conversation judged with no turns")
-    weights = criterion_weights or {c: 1.0 for c in CRITERIA}
+    weights = criterion_weights or {c: RELEASE_WEIGHT for c in CRITERIA}
     crit = {c: statistics.fmean(float(getattr(v, f"{c}_score")) for v in verdicts) for c in CRITERIA}
-    final = _weighted([crit[c] for c in CRITERIA], [weights[c] for c in CRITERIA])
+    values, w = [crit[c] for c in CRITERIA], [weights[c] for c in CRITERIA]
+    final = _weighted(values, w) if exact_mean else sum(v * x for v, x in zip(values, w, strict=True))
     return JudgeScore(crit, final, any(v.is_refusal for v in verdicts))
 
 
@@ -77,6 +88,17 @@ def length_factors(lengths: Mapping[str, float]) -> dict[str, float]:
         return {}
     median = statistics.median(lengths.values())
     return {m: length_factor(v, median) for m, v in lengths.items()}
+
+
+def v1_length_shifts(lengths: Mapping[str, float], finals: Mapping[str, float]) -> dict[str, float]:
+    """v1's length normalisation: what each model's final score moves by (never up), against the median of the
+    models' mean reply lengths and the spread of their finals."""
+    if not lengths:
+        return {}
+    median = statistics.median(lengths.values())
+    spread = (max(finals.values()) - min(finals.values())) if finals else 0.0
+    return {m: spread * min(0.0, math.tanh((median - v) / (median * 3))) if median > 0 else 0.0
+            for m, v in lengths.items()}
 
 
 def rank_groups(scores: Sequence[float], gap: float = RANK_GAP) -> list[int]:

@@ -1,0 +1,77 @@
+"""What rpbench sends in a live run, compared fact by fact with what each release's own code sends.
+
+Each release's code was run once against the loopback server on the same inputs, a scripted stand-in answering;
+the facts of every request it sent are kept in ``tests/data/<mode>_release_requests.json`` (no prompt text:
+which agent, its limits, and what its input carried). Here rpbench runs the same inputs against the same
+stand-in, and every request must carry the same facts in the same order, except the listed differences, each
+stated on the benchmark's page. (CoSER's comparison is ``tests/test_coser_release.py``.)
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import TEST_KEY_ENV, loopback_models_file, rpbench
+
+pytestmark = pytest.mark.usefixtures("harness")
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data"
+
+
+def _compare(ours: list[dict], theirs: list[dict], key: str, differences: dict, page: str) -> None:
+    """Same requests per ``key`` group in the same order with the same facts, but for ``differences``:
+    (agent, fact) -> (release's value, rpbench's value, a phrase of the page stating it)."""
+    mine_by, theirs_by = defaultdict(list), defaultdict(list)
+    for r in ours:
+        mine_by[r[key]].append(r)
+    for r in theirs:
+        theirs_by[r[key]].append(r)
+    assert set(mine_by) == set(theirs_by)
+    seen = set()
+    for group, wanted in theirs_by.items():
+        got = mine_by[group]
+        assert [r["agent"] for r in got] == [r["agent"] for r in wanted], group
+        for mine, release in zip(got, wanted, strict=True):
+            assert set(mine) == set(release), (group, release["agent"])
+            for fact, value in release.items():
+                known = differences.get((release["agent"], fact))
+                if known and value == known[0] and mine[fact] == known[1]:
+                    seen.add((release["agent"], fact))
+                    continue
+                assert mine[fact] == value, (group, release["agent"], fact, mine[fact], value)
+    assert seen == set(differences), set(differences) - seen
+    text = (ROOT / "docs" / "benchmarks" / page).read_text().lower()
+    for _release, _ours, phrase in differences.values():
+        assert phrase.lower() in text, phrase
+
+
+PINGPONG_DIFFERENCES = {
+    ("interrogator", "also_sent"): ([], ["response_format", "seed"], "JSON schema"),
+    ("judge", "also_sent"): ([], ["response_format", "seed"], "JSON schema"),
+    ("player", "also_sent"): ([], ["seed"], "seed"),
+}
+
+
+def test_a_live_pingpong_run_sends_what_pingpong_s_code_sends(loopback, tmp_path, monkeypatch):
+    from tests.pingpong_release_facts import comparison_settings, facts, responder
+
+    recorded = json.loads((DATA / "pingpong_release_requests.json").read_text())
+    settings = comparison_settings()
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(settings, ensure_ascii=False), encoding="utf-8")
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = responder()
+    models = loopback_models_file(tmp_path / "models.toml", loopback)  # sets no limit: the mode's own settings
+    ran = rpbench("pingpong", "run", "--settings", str(path), "--player", "player", "--out", str(tmp_path / "pp"),
+                  "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "20")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    cards = [c for lang in settings.values() for c in lang["characters"]]
+    situations = [s["text"] for lang in settings.values() for s in lang["situations"]]
+    ours = [facts(b, cards, situations) for b in loopback.requests]
+    _compare(ours, recorded["requests"], "character", PINGPONG_DIFFERENCES, "pingpong.md")
+    # The greeting PingPong's code never reads (spelled `greeting` in its layout) is not sent, and said so.
+    assert "greetings not sent" in ran.stdout and "en/Tobias Fenn" in ran.stdout
