@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 _ASK = re.compile(r"\bask-(\d+)\b")
 _ANSWER = re.compile(r"\banswer-(\d+)\b")
