@@ -129,6 +129,20 @@ def test_the_shipped_example_covers_every_column_in_both_languages():
     assert group.group_size == 3 and group.target_preference == "positive" and group.polarity == "negative"
 
 
+def test_memory_items_named_short_and_long_as_the_current_release_names_them(tmp_path):
+    """SocialBench's current conversation_memory.json calls its memory items Individual-MEM-Short and
+    Individual-MEM-Long (commit "rename category"): read, each in the column its name says."""
+    items = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    memory = [i for i in items if i["meta"]["category"] == "Individual-MEM"]
+    renamed = [{**memory[0], "meta": {**memory[0]["meta"], "category": "Individual-MEM-Long"}},
+               {**memory[1], "meta": {**memory[1]["meta"], "category": "Individual-MEM-Short"}}]
+    path = tmp_path / "conversation_memory.json"
+    path.write_text(json.dumps(renamed, ensure_ascii=False), encoding="utf-8")
+    read = load_file(path).items
+    assert [i.column for i in read] == ["CM Long", "CM Short"]
+    assert len(read[0].dialogue) < 40  # the name decides, not the length
+
+
 def test_items_share_their_identical_parts_and_read_as_when_parsed_alone(tmp_path):
     """Profiles, options and dialogue lines that repeat across items are made once (memory at 100,000 items);
     every item still reads exactly as it does parsed on its own."""
@@ -298,12 +312,12 @@ def test_flow_end_to_end_policies_and_a_cached_rerun(harness, loopback, tmp_path
     assert table["always-b"] == pytest.approx({**expected, "Avg": sum(expected.values()) / 9})
     board = {r["model"]: r for r in manifest["roleinteract"]["leaderboard"]}
     assert board["always-b"]["Avg"] == pytest.approx(sum(expected.values()) / 9)
-    # The mumbler never names an option: each question was asked three times, then recorded as unreadable and
-    # left out (skip); its memory answers are words, scored 0.
+    # The mumbler never names an option: each question was asked once, as SocialBench's code asks it, then
+    # recorded as unreadable and left out (skip); its memory answers are words, scored 0.
     answers = read_records(out / ANSWERS.filename, ANSWERS)
     mumbled = [a for a in answers if a.model == "mumbler"]
     assert sum(a.status == "unparsed" for a in mumbled) == 17 and board["mumbler"]["unreadable"] == 17
-    assert sum(r["model"] == "mumbler" for r in loopback.requests) == 17 * 3 + 4
+    assert sum(r["model"] == "mumbler" for r in loopback.requests) == 17 + 4
     # Only its memory columns have scores: no Avg (the paper's needs all nine columns).
     assert table["mumbler"]["SA Style"] is None and table["mumbler"]["Avg"] is None
     assert table["mumbler"]["CM Short"] == 0.0 and board["mumbler"]["Avg"] == 0.0  # the mean of those present
@@ -321,7 +335,11 @@ def test_flow_end_to_end_policies_and_a_cached_rerun(harness, loopback, tmp_path
     kept = roleinteract(s.model_copy(update={"keep_failures": True}))
     assert len(loopback.requests) == sent and kept["this_run"]["calls_sent"] == 0
     healed = roleinteract(s)
-    assert len(loopback.requests) == sent + 17 * 3 and healed["this_run"]["calls_sent"] == 17 * 3
+    assert len(loopback.requests) == sent + 17 and healed["this_run"]["calls_sent"] == 17
+    # --reask 2: a reply with no option is shown back twice more (three asks in all), then kept as unreadable.
+    sent = len(loopback.requests)
+    reasked = roleinteract(s.model_copy(update={"reask": 2, "out": str(tmp_path / "reask")}))
+    assert len(loopback.requests) - sent == 17 * 3 - 17 and reasked["roleinteract"]["leaderboard"]
     assert {r["model"] for r in loopback.requests[sent:]} == {"mumbler"}
     sent = len(loopback.requests)
     again = roleinteract(s)  # that fresh round is in the cache now: nothing more is sent

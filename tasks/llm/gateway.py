@@ -303,7 +303,8 @@ class Gateway:
 
     async def _reply(self, spec: ModelSpec, record: CallRecord, convo: list[Message],
                      response_format: dict[str, Any] | None, sample_index: int = 0,
-                     plan_schema: dict[str, Any] | None = None, ends: str | None = None) -> dict[str, Any]:
+                     plan_schema: dict[str, Any] | None = None, ends: str | None = None,
+                     attempts: int | None = None) -> dict[str, Any]:
         """The reply to one attempt, from the cache or the model; a permanent failure raises.
 
         Identical requests in flight at the same time (two models whose answers coincide, judged at once)
@@ -325,7 +326,7 @@ class Gateway:
             return run_plan.stand_in(self.stage, record.role, spec.model, family_of(spec.model), record.cache_key,
                                      convo, plan_schema, spec.max_tokens,
                                      batch_prices_of(spec) if batch else prices_of(spec),
-                                     self.config.retry.parse_attempts,
+                                     attempts or self.config.retry.parse_attempts,
                                      "batch" if batch else "interactive" if self._wants_batch(spec) else "", ends)
         if cached is not None:
             return cached
@@ -393,18 +394,18 @@ class Gateway:
 
     async def _complete(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
                         sample_index: int, tag: str | None, parse: Parser | None = None,
-                        ends: str | None = None) -> CallResult[Any]:
+                        ends: str | None = None, attempts: int | None = None) -> CallResult[Any]:
         if schema is not None and parse is not None:
             raise ValueError("a request reads its reply by a schema or by a parser, not both")
         self.ledger.begin()
         try:
-            return await self._complete_counted(role, messages, schema, sample_index, tag, parse, ends)
+            return await self._complete_counted(role, messages, schema, sample_index, tag, parse, ends, attempts)
         finally:
             self.ledger.end()
 
     async def _complete_counted(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
                                 sample_index: int, tag: str | None, parse: Parser | None,
-                                ends: str | None = None) -> CallResult[Any]:
+                                ends: str | None = None, attempts: int | None = None) -> CallResult[Any]:
         spec = self.config.for_role(role)
         if (known := self._unusable.get((spec.model, spec.api_base))) is not None:
             raise ModelUnusable(role, spec.model, known.error, spec.api_key_env)
@@ -416,7 +417,7 @@ class Gateway:
         plan_schema = (({"const": schema.stand_in_reply()} if hasattr(schema, "stand_in_reply")
                         else schema.model_json_schema()) if run_plan.active and schema is not None else None)
         all_cached = True
-        per_round = self.config.retry.parse_attempts
+        per_round = attempts or self.config.retry.parse_attempts
         start, attempt, limit, fresh = convo, 0, per_round, False
         while attempt < limit:
             if attempt and attempt % per_round == 0:  # a fresh round starts from the request itself
@@ -425,7 +426,8 @@ class Gateway:
             record = CallRecord(call_id=next_call_id(), cache_key=key, role=role, model=spec.model, tag=tag,
                                 attempt=attempt, cached=True, outcome="ok")
             try:
-                reply = await self._reply(spec, record, convo, response_format, sample_index, plan_schema, ends)
+                reply = await self._reply(spec, record, convo, response_format, sample_index, plan_schema, ends,
+                                          per_round)
             except ModelUnusable:
                 known = self._unusable.get((spec.model, spec.api_base))
                 if known is None:  # a budget reached, a price unknown under a budget: as raised
@@ -564,7 +566,7 @@ class Gateway:
     async def run(self, req: Request[T]) -> CallResult[T]:
         """``complete`` for a prepared ``Request``."""
         return await self._complete(req.role, req.messages, req.schema, req.sample_index, req.tag, req.parse,
-                                    req.ends)
+                                    req.ends, req.attempts)
 
     def _workers_for(self, roles: Iterable[str]) -> int:
         """Enough callers to fill every endpoint the requests go to: the sum of their ``max_concurrency``.

@@ -74,6 +74,9 @@ class Request(Generic[T]):
     # The free-text reply that would end the dialogue this call belongs to ("Next Speaker: <END CHAT>"), for a
     # plan's shortest pass (a schema offers its ending as an option instead); None: the call ends nothing.
     ends: str | None = None
+    # Replies asked for at most before an unusable one is a failure (a benchmark whose release takes one reply
+    # gives 1); None: the models file's retry policy (parse_attempts).
+    attempts: int | None = None
 
 
 class Model(Protocol):

@@ -25,7 +25,8 @@ WORKERS = 4
 @stage("roleinteract-answers", batch=True, templates=("roleinteract/",),
        roles=lambda p: [p["role"]] if p["role"] else [], inputs=("data", "given"))
 async def answers(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
-                  drop_unanswerable: bool, role: str | None, given: str | None, name: str) -> StageResult:
+                  drop_unanswerable: bool, role: str | None, given: str | None, name: str, reask: int = 0,
+                  with_instruction: bool = False) -> StageResult:
     """``name``'s answers: asked of the model bound to ``role``, or read from the file ``given``."""
     items = select(data, columns, languages, limit, drop_unanswerable)[0]
     if given is not None:
@@ -34,7 +35,8 @@ async def answers(run: StageRun, data: list[str], columns: list[str], languages:
         assert role is not None
         async with run.gateway() as gateway:
             made = await answer_all(gateway, items, role, name,
-                                    run.progress.track(f"answers of {name}", len(items)))
+                                    run.progress.track(f"answers of {name}", len(items)), attempts=1 + reask,
+                                    with_instruction=with_instruction)
     run.write(ANSWERS, made)
     return run.result(answers=len(made), unreadable=sum(a.status == "unparsed" for a in made),
                       failed=sum(a.status == "failed" for a in made))
@@ -71,7 +73,8 @@ def roleinteract(s: RoleInteractSettings, stages: Stages) -> dict:
     systems = checked(check_run, s)
     common = {"data": s.data, "columns": s.columns, "languages": s.languages, "limit": s.limit,
               "drop_unanswerable": s.drop_unanswerable}
-    made = stages.map(answers, [{**common, **system.params()} for system in systems])
+    made = stages.map(answers, [{**common, "reask": s.reask, "with_instruction": s.with_instruction,
+                                 **system.params()} for system in systems])
     done = stages.run(report, **common, answers=[m.path("answers") for m in made], policy=s.policy,
                       scoring=s.scoring, resamples=s.resamples, seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "table": done.summary["table"], "policy": s.policy,

@@ -25,9 +25,13 @@ class RoleInteractSettings(RunSettings):
                                            "id, \"answer\": text}. Repeat; combine with --model.")
     out: OutputFolder = Field(default="runs/roleinteract", description="Folder for answers, scores and report.")
     policy: Literal["skip", "zero"] = Field(
-        default="skip", description="An answer in which no option can be read (after the retries): skip it (left "
-                                    "out of the averages, as the released code does) or count it as wrong. "
-                                    "Counted and reported either way.")
+        default="skip", description="An answer in which no option can be read: skip it (left out of the averages, "
+                                    "as the released code does) or count it as wrong. Counted and reported either "
+                                    "way.")
+    reask: int = Field(default=0, ge=0, le=5, description="Ask again up to N times when a reply holds no option "
+                       "letter (or is empty); SocialBench's code takes one reply (0).")
+    with_instruction: bool = Field(default=False, description="Put each item's own instruction in its prompt; "
+                                   "SocialBench's code never sends it (its prompts say what to do).")
     scoring: Literal["paper", "released"] = Field(
         default="paper", description="How a choice item scores. paper (Appendix C): any chosen option that is not "
                                      "gold gives 0, single-gold items included. released (SocialBench's dataset.py): "

@@ -42,13 +42,15 @@ def _own_profile(item: Item) -> str:
     return readable(mine.text) if mine else ""
 
 
-def prompt_text(item: Item) -> str:
-    """The item as one user message, in its language."""
+def prompt_text(item: Item, with_instruction: bool = False) -> str:
+    """The item as one user message, in its language; its own instruction only ``with_instruction`` (SocialBench's
+    code never sends it: each prompt says what to do)."""
     dialogue = [{"speaker": readable(u.speaker), "text": readable(u.text)} for u in item.dialogue]
     choices = [{"letter": c.letter, "text": readable(c.text)} for c in item.choices]
     profiles = [Profile(name=readable(p.name), text=_short(readable(p.text))) for p in item.profiles]
     return prompts.render(f"roleinteract/{template_of(item)}", item.language, dialogue=dialogue, choices=choices,
-                          instruction=readable(item.instruction), name=item.target or "", profile=_own_profile(item),
+                          instruction=readable(item.instruction) if with_instruction else "",
+                          name=item.target or "", profile=_own_profile(item),
                           profiles=profiles).text
 
 
@@ -65,17 +67,21 @@ def letter_reader(item: Item) -> Any:
     return read
 
 
-def request(item: Item, role: str, model: str) -> Request[Any]:
-    return Request(role, [{"role": "user", "content": prompt_text(item)}], tag=f"roleinteract:{item.item_id}:{model}",
-                   parse=letter_reader(item) if item.choices else None)
+def request(item: Item, role: str, model: str, attempts: int | None = None,
+            with_instruction: bool = False) -> Request[Any]:
+    return Request(role, [{"role": "user", "content": prompt_text(item, with_instruction)}],
+                   tag=f"roleinteract:{item.item_id}:{model}", parse=letter_reader(item) if item.choices else None,
+                   attempts=attempts)
 
 
 class _Requests(Sequence[Request[Any]]):
     """Each item's request, made as the gateway reads it: a stage of 100,000 items holds the prompts in
     flight, not every prompt at once."""
 
-    def __init__(self, items: Sequence[Item], role: str, model: str) -> None:
+    def __init__(self, items: Sequence[Item], role: str, model: str, attempts: int | None,
+                 with_instruction: bool) -> None:
         self.items, self.role, self.model = items, role, model
+        self.attempts, self.with_instruction = attempts, with_instruction
 
     def __len__(self) -> int:
         return len(self.items)
@@ -88,14 +94,16 @@ class _Requests(Sequence[Request[Any]]):
 
     def __getitem__(self, index: int | slice) -> Request[Any] | Sequence[Request[Any]]:
         if isinstance(index, slice):
-            return _Requests(self.items[index], self.role, self.model)
-        return request(self.items[index], self.role, self.model)
+            return _Requests(self.items[index], self.role, self.model, self.attempts, self.with_instruction)
+        return request(self.items[index], self.role, self.model, self.attempts, self.with_instruction)
 
 
-async def answer_all(gateway: Model, items: Sequence[Item], role: str, model: str,
-                     on_done: OnDone = None) -> list[Answer]:
-    """``model`` (bound to ``role``) on every item; answers in item order."""
-    results = await gateway.run_all(_Requests(items, role, model), on_done=on_done, roles=[role])
+async def answer_all(gateway: Model, items: Sequence[Item], role: str, model: str, on_done: OnDone = None,
+                     attempts: int | None = None, with_instruction: bool = False) -> list[Answer]:
+    """``model`` (bound to ``role``) on every item, each asked at most ``attempts`` times (None: the retry
+    policy's); answers in item order."""
+    results = await gateway.run_all(_Requests(items, role, model, attempts, with_instruction), on_done=on_done,
+                                    roles=[role])
     return answers_of(items, results, model)
 
 

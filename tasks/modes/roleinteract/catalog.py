@@ -41,6 +41,9 @@ CATEGORIES: dict[str, str] = {
     "Individual-EP-DialogueEmotionDetect": "EP Emo.",
     "Individual-EP-HumorSarcasmDetect": "EP Emo.",
     "Individual-MEM": "memory",
+    # The release's current conversation_memory.json (commit "rename category") names the split itself.
+    "Individual-MEM-Short": "CM Short",
+    "Individual-MEM-Long": "CM Long",
     "Group-SAP-Positive": "Pos.",
     "Group-SAP-Neutral": "Neu.",
     "Group-SAP-Negative": "Neg.",
