@@ -114,3 +114,63 @@ def test_a_live_roleinteract_run_sends_what_socialbench_s_code_sends(loopback, t
     _compare(ours, theirs, "item", SOCIALBENCH_DIFFERENCES, "roleinteract.md")
     # One reply each (the release asks once): an unreadable one is not asked again.
     assert len(loopback.requests) == len(items)
+
+
+ROLELLM_DIFFERENCES = {
+    ("answer", "also_sent"): (["n"], ["seed"], "seed"),
+}
+
+
+def _opencompass_bootstrap_mid(scores: list[float]) -> float:
+    """OpenCompass's English figure: Hugging Face's rouge metric aggregates rouge-score's F-measures with
+    rouge-score's BootstrapAggregator (NumPy seeded 0), over the test questions in the order OpenCompass's
+    dataset shuffle (seed 42) leaves them, and reports the middle of its interval."""
+    import numpy as np
+    from rouge_score import scoring
+
+    order = np.random.default_rng(42).permutation(len(scores))
+    state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        aggregator = scoring.BootstrapAggregator()
+        # The metric scores rouge1, rouge2, rougeL and rougeLsum, resampled in that order from one generator: the
+        # draws for rougeL come after those of the first two (whose values do not matter here).
+        for k in order:
+            mine = scoring.Score(0.0, 0.0, scores[k] / 100)
+            aggregator.add_scores({"rouge1": mine, "rouge2": mine, "rougeL": mine, "rougeLsum": mine})
+        return 100 * aggregator.aggregate()["rougeL"].mid.fmeasure
+    finally:
+        np.random.set_state(state)
+
+
+def test_a_live_rolellm_run_sends_and_scores_what_opencompass_does(loopback, tmp_path, monkeypatch):
+    from rpbench.samples import sample_path
+    from rpbench.storage.tables import read_records
+    from rpbench.tasks.modes.rolellm.tables import QUESTIONS, ROW_SCORES
+    from tests.rolellm_release_facts import facts, responder
+
+    recorded = json.loads((DATA / "rolellm_release_requests.json").read_text(encoding="utf-8"))
+    bench = sample_path("rolellm", "rolebench")
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = responder
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    ran = rpbench("rolellm", "eval", "--data", str(bench / "rolebench-eng" / "instruction-generalization"),
+                  "--data", str(bench / "rolebench-zh"), "--model", "rolellm-player", "--out", str(tmp_path / "rl"),
+                  "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "20")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    descs = {**json.loads((bench / "profiles-eng" / "desc.json").read_text(encoding="utf-8")),
+             **json.loads((bench / "profiles-zh" / "desc.json").read_text(encoding="utf-8"))}
+    questions = {r.question: r for r in read_records(tmp_path / "rl" / QUESTIONS.filename, QUESTIONS)}
+    asked = [b for b in loopback.requests if b["messages"][-1]["content"] in questions]
+    ours = [{**facts(b, questions[q].role, descs[questions[q].role], q), "agent": "answer"}
+            for b in asked for q in [b["messages"][-1]["content"]]]
+    theirs = [{**r, "agent": "answer"} for r in recorded["requests"]]
+    _compare(ours, theirs, "question", ROLELLM_DIFFERENCES, "rolellm.md")
+    # The same answers scored as OpenCompass scored them: Chinese, the mean of jieba Rouge-L against the first
+    # reference, exactly; English, its bootstrap middle of the same per-question scores.
+    scores = [s for s in read_records(tmp_path / "rl" / ROW_SCORES.filename, ROW_SCORES)
+              if s.model == "rolellm-player"]
+    zh = [s.rouge_l for s in scores if s.language == "zh"]
+    en = [s.rouge_l for s in scores if s.language == "en"]
+    assert sum(zh) / len(zh) == pytest.approx(recorded["rouge_l"]["RoleBench_instruct_zh"], abs=1e-6)
+    assert _opencompass_bootstrap_mid(en) == pytest.approx(recorded["rouge_l"]["RoleBench_instruct_eng"], abs=1e-6)

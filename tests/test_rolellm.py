@@ -105,7 +105,8 @@ def test_the_three_prompt_modes():
     profiles = {"Rosa": _toy()}
     retriever = Retriever(profiles)
     zsp = messages(profiles["Rosa"], "Where is the sword?", "zsp", retriever, 2)
-    assert [m["role"] for m in zsp] == ["system", "user"] and zsp[1]["content"] == 'User: "Where is the sword?"'
+    # Zero-shot: the question as it stands, as OpenCompass's RoleBench configuration asks it.
+    assert [m["role"] for m in zsp] == ["system", "user"] and zsp[1]["content"] == "Where is the sword?"
     assert "You are Rosa. You keep a farmhouse." in zsp[0]["content"]
     fsd = messages(profiles["Rosa"], "Where is the sword?", "fsd", retriever, 2)
     assert [m["role"] for m in fsd] == ["system", "user", "assistant", "user", "assistant", "user"]
@@ -214,11 +215,31 @@ def test_rouge_l_is_rouge_scores_own_number():
     own = rouge_scorer.RougeScorer(["rougeL"])
     pred, refs = "the cat sat on the red mat", ["a cat sat on a mat", "the cat sat on the red mat today"]
     assert rouge_l(pred, refs[:1], "en") == pytest.approx(100 * own.score(refs[0], pred)["rougeL"].fmeasure)
-    assert rouge_l(pred, refs, "en") == pytest.approx(100 * max(own.score(r, pred)["rougeL"].fmeasure for r in refs))
-    assert rouge_l(pred, refs, "en", "first") == rouge_l(pred, refs[:1], "en")
-    # Chinese, one token per character: LCS of 我喜欢喝茶 / 我爱喝茶 is 我喝茶: P 3/5, R 3/4, F 2/3.
-    assert rouge_l("我喜欢喝茶", ["我爱喝茶"], "zh") == pytest.approx(100 * 2 / 3)
+    # OpenCompass scores the first reference only (the default); max keeps the best match.
+    assert rouge_l(pred, refs, "en") == rouge_l(pred, refs[:1], "en")
+    assert rouge_l(pred, refs, "en", "max") == pytest.approx(
+        100 * max(own.score(r, pred)["rougeL"].fmeasure for r in refs))
+    # Chinese, one token per character (rpbench's chars): LCS of 我喜欢喝茶 / 我爱喝茶 is 我喝茶: P 3/5, R 3/4, F 2/3.
+    assert rouge_l("我喜欢喝茶", ["我爱喝茶"], "zh", zh="chars") == pytest.approx(100 * 2 / 3)
     assert rouge_l("我喜欢喝茶", ["我爱喝茶"], "en") == 0.0  # what rouge-score's own tokenizer makes of it
+
+
+def test_chinese_rouge_l_is_opencompass_s_jieba_rouge():
+    """OpenCompass's JiebaRougeEvaluator: the text up to its first newline, ASCII period or comma, punctuation and
+    English articles dropped, cut by jieba, scored by rouge-chinese."""
+    import jieba
+    from rouge_chinese import Rouge
+
+    from rpbench.tasks.modes.rolellm.rouge import opencompass_clean
+
+    assert opencompass_clean("Hello, the world.\nmore") == "Hello"
+    assert opencompass_clean("我是一个好人！真的吗？") == "我是一个好人真的吗"
+    pred, ref = "我喜欢喝绿茶，也喜欢红茶。", "我最爱喝的是绿茶。"
+    words = lambda t: " ".join(jieba.cut(opencompass_clean(t)))  # noqa: E731
+    want = 100 * Rouge().get_scores(words(pred), words(ref))[0]["rouge-l"]["f"]
+    assert rouge_l(pred, [ref, "别的参考"], "zh") == pytest.approx(want)
+    # An answer the clean-up empties scores against a placeholder that matches nothing, as in OpenCompass.
+    assert rouge_l("...", [ref], "zh") == 0.0
 
 
 def test_scores_per_reference_set_and_split():
@@ -339,9 +360,9 @@ def test_eval_flow_scores_ranks_and_reruns_from_cache(harness, loopback, tmp_pat
     assert baseline and all("role-generalization" not in a.row_id for a in baseline)
     board = {r["model"]: r for r in manifest["rolellm"]["leaderboard"]}
     assert set(board) == {"echo", "blank", "rolegpt-baseline"} and board["rolegpt-baseline"]["failed"] == 0
-    # fsd: the retrieved examples from the role's own script came as earlier turns
+    # zsp by default, as OpenCompass asks: the role's description, then the question as it stands
     asked = [r for r in loopback.requests if r["model"] == "echo"]
-    assert all(r["messages"][0]["role"] == "system" and len(r["messages"]) == 12 for r in asked)
+    assert all([m["role"] for m in r["messages"]] == ["system", "user"] for r in asked)
     scores = read_records(out / ROW_SCORES.filename, ROW_SCORES)
     assert {s.reference for s in scores} == {"CUS", "RAW", "SPE"}
     # the three questions, twice in role-generalization, for each model asked

@@ -151,10 +151,11 @@ async def rankings(run: StageRun, data: list[str], baselines: list[str], profile
 @stage("rolellm-report", inputs=("data", "answers", "rankings", "ranking_failures", "raw"))
 async def report(run: StageRun, data: list[str], limit: int | None, answers: list[str], rankings: list[str],
                  ranking_failures: list[str], raw: str | None, combine: str, mode: str, reference: str,
-                 resamples: int, seed: int, notes: list[str] | None = None) -> StageResult:
+                 resamples: int, seed: int, zh_tokens: str = "jieba", notes: list[str] | None = None) -> StageResult:
     rows = first_rows(data, limit)
     made = [a for p in answers for a in read_records(p, ANSWERS)]
-    scores, failures = row_scores(rows, made, load_raw(raw) if raw else {}, "first" if combine == "first" else "max")
+    scores, failures = row_scores(rows, made, load_raw(raw) if raw else {}, "first" if combine == "first" else "max",
+                                  "chars" if zh_tokens == "chars" else "jieba")
     ranked = [r for p in rankings for r in read_records(p, RANKINGS)]
     failures += [f for p in ranking_failures for f in read_records(p, FAILURES)]
     wins = {j: win_rates([r for r in ranked if r.judge == j], reference) for j in sorted({r.judge for r in ranked})}
@@ -165,6 +166,7 @@ async def report(run: StageRun, data: list[str], limit: int | None, answers: lis
     run.write(FAILURES, failures, final=True)
     done = await publish_report(run, "rolellm", REPORT, scores, failures, len(rows), resamples, seed,
                                 {"raw": bool(raw), "combine": combine, "mode": mode, "win_rates": wins,
+                                 "zh_tokens": zh_tokens,
                                  "reference": reference}, samples=rolellm_samples(rows, made, scores), notes=notes)
     return run.result(leaderboard=done.board, win_rates=wins, **done.analysis.summary)
 
@@ -191,7 +193,7 @@ def rolellm_eval(s: EvalSettings, stages: Stages) -> dict:
                       rankings=[r.path("rankings") for r in ranked], ranking_failures=[r.path("failures")
                                                                                       for r in ranked],
                       raw=s.raw, combine=s.combine, mode=s.mode, reference=s.reference, resamples=s.resamples,
-                      seed=s.seed)
+                      seed=s.seed, zh_tokens=s.zh_tokens)
     summary = {"leaderboard": done.summary["leaderboard"], "by_split": done.summary["by_split"],
                "win_rates": done.summary["win_rates"], "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "rolellm-eval", rolellm=summary,

@@ -30,14 +30,22 @@ class EvalSettings(RunSettings):
                                             "folders (desc.json and the role scripts). Repeat. Default: the "
                                             "profiles-*/desc.json that the released layout keeps beside the data.")
     mode: Literal["zsp", "fsp", "fsd"] = Field(
-        default="fsd", description="RoleGPT prompting: zsp (zero-shot), fsp (retrieved examples written in the "
-                                   "prompt), fsd (retrieved examples as earlier chat turns, RoleLLM's choice).")
+        default="zsp", description="How a model under test is prompted: zsp (zero-shot: the role's description, "
+                                   "then the question, as OpenCompass's RoleBench configuration asks it), fsp "
+                                   "(retrieved examples written in the prompt), fsd (retrieved examples as earlier "
+                                   "chat turns, RoleLLM's RoleGPT).")
     top_k: int = Field(default=5, ge=1, le=20, description="Examples retrieved (BM25) from the role's script.")
     part: str = Field(default="test", description="Which files of a folder to read: test, train, ...")
     raw: MaybeInputPath = Field(default=None, description="RAW references: JSONL of question and the original answer "
                                                       "(answer, output, response or generated), for the RAW score.")
-    combine: Literal["max", "first"] = Field(
-        default="max", description="Several references: score against the best match (max) or the first only.")
+    combine: Literal["first", "max"] = Field(
+        default="first", description="Several references (RoleBench's general rows have up to five): score against "
+                                     "the first only, as OpenCompass (RoleLLM's scorer) does, or the best match "
+                                     "(max).")
+    zh_tokens: Literal["jieba", "chars"] = Field(
+        default="jieba", description="Chinese Rouge-L tokens: jieba words after OpenCompass's clean-up, scored by "
+                                     "rouge-chinese, as OpenCompass does; or chars, one token per character with "
+                                     "nothing dropped (rpbench's own).")
     limit: int | None = Field(default=None, ge=1, description="At most this many questions per role in each file "
                                                               "(the first ones; a quick run).")
     judges: list[str] = Field(default_factory=list, json_schema_extra=cli("--judge"),

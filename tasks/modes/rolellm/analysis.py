@@ -9,7 +9,7 @@ from typing import Any
 
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.modes.rolellm.records import BenchRow, RoleAnswer, RowScore
-from rpbench.tasks.modes.rolellm.rouge import Combine, rouge_l
+from rpbench.tasks.modes.rolellm.rouge import ChineseTokens, Combine, rouge_l
 from rpbench.tasks.reports.render import fmt
 from rpbench.tasks.reports.spec import (
     Analysis,
@@ -26,7 +26,7 @@ REFERENCES = ("CUS", "RAW", "SPE")
 
 
 def row_scores(rows: Sequence[BenchRow], answers: Sequence[RoleAnswer], raw: Mapping[str, list[str]],
-               combine: Combine) -> tuple[list[RowScore], list[Failure]]:
+               combine: Combine, zh: ChineseTokens = "jieba") -> tuple[list[RowScore], list[Failure]]:
     """Each answered row's Rouge-L against its reference sets: a general row against its role-play references
     (CUS) and, when RAW references are given for its question, against them (RAW); a role-specific row against
     its references (SPE). A failed answer is a failure, never a score of 0."""
@@ -44,7 +44,7 @@ def row_scores(rows: Sequence[BenchRow], answers: Sequence[RoleAnswer], raw: Map
             if refs:
                 scores.append(RowScore(model=a.model, row_id=a.row_id, split=row.split, reference=name,  # type: ignore[arg-type]
                                        role=row.role, language=row.language,
-                                       rouge_l=rouge_l(a.text, refs, row.language, combine)))
+                                       rouge_l=rouge_l(a.text, refs, row.language, combine, zh)))
     return scores, failures
 
 
@@ -69,8 +69,11 @@ def _analyze(data: AnalysisInput) -> Analysis:
     table = split_table(scores)
     lines = ["Rouge-L F (x100) per split, as RoleLLM reports it: CUS against the role-play references of the "
              "general questions, RAW against their original answers (when given), SPE against the references of "
-             f"the role-specific questions; avg is their mean. References combined by `{data.context.get('combine')}`"
-             f"; prompting `{data.context.get('mode')}`.", ""]
+             f"the role-specific questions; avg is their mean. References combined by `{data.context.get('combine')}` "
+             "(first: the first reference only, as OpenCompass scores RoleBench; max: the best match); Chinese "
+             f"tokens `{data.context.get('zh_tokens', 'jieba')}` (jieba: OpenCompass's clean-up, jieba words and "
+             "rouge-chinese; chars: one token per character); prompting "
+             f"`{data.context.get('mode')}`.", ""]
     for split, models in table.items():
         lines += [f"**{split}**", "", "| model | CUS | RAW | SPE | avg |", "|---|---|---|---|---|"]
         lines += [f"| {m} | " + " | ".join(fmt(c[k], 1) for k in (*REFERENCES, "avg")) + " |"

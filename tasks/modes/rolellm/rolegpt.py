@@ -1,7 +1,8 @@
 """RoleGPT prompting: a role's description as the system prompt, and its own dialogue as examples.
 
 Three modes, as RoleLLM compares them:
-- ``zsp`` (zero-shot): the system prompt, then the question;
+- ``zsp`` (zero-shot): the system prompt, then the question as it stands (as OpenCompass's RoleBench
+  configuration, which RoleLLM's authors point to, asks a model under test);
 - ``fsp`` (few-shot in the prompt): the retrieved examples written out in the user message before the question;
 - ``fsd`` (few-shot as dialogue): each retrieved example as a real user turn and assistant turn, then the
   question (RoleLLM's choice: chat models follow a dialogue history better than examples in one message).
@@ -51,6 +52,8 @@ def messages(profile: RoleProfile, question: str, mode: Mode, retriever: Retriev
         out.append({"role": "user", "content": prompts.render("rolellm/examples", lang, pairs=shots, name=profile.name,
                                                               user_name=user_name, question=question).text})
         return out
+    if mode == "zsp":
+        return [*out, {"role": "user", "content": question}]
     for p in shots:
         out += [{"role": "user", "content": p.question}, {"role": "assistant", "content": p.answer}]
     out.append({"role": "user", "content": prompts.render("rolellm/question", lang, user_name=user_name,

@@ -1,6 +1,6 @@
-"""The model roles RoleLLM calls. A model under test answers with room for 512 tokens (OpenCompass's RoleBench
-configuration, which the RoleLLM authors point to); RoleGPT and the generator sample as the paper did (0.7 /
-0.95; 200 tokens for RoleGPT's answers, 2,000 for the other calls)."""
+"""The model roles RoleLLM calls. A model under test answers as OpenCompass's RoleBench configuration (which the
+RoleLLM authors point to) asks it: temperature 0.7, up to 512 tokens; RoleGPT and the generator sample as the
+paper did (0.7 / 0.95; 200 tokens for RoleGPT's answers, 2,000 for the other calls)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from rpbench.tasks.llm.config import Role
 
 ROLES: dict[str, Role] = {
     "rolellm-player": Role("rolellm: the settings a model under test (--model given as a model string) answers in "
-                           "role with", {"temperature": 0.7, "top_p": 0.95, "max_tokens": 512}, {"max_tokens": 96}),
+                           "role with", {"temperature": 0.7, "max_tokens": 512}, {"max_tokens": 96}),
     "rolellm-rolegpt": Role("rolellm general: plays each role to answer general instructions (the references and "
                             "the RoleGPT baseline of RoleBench-general)",
                             {"temperature": 0.7, "top_p": 0.95, "max_tokens": 200}, {"max_tokens": 96}),
