@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -141,13 +142,17 @@ def stand_in_responder(body: dict, ending: bool = False) -> str:
     name = str(((body.get("response_format") or {}).get("json_schema") or {}).get("name"))
     if name.startswith("Ranking"):  # the reply RoleLLM's ranking schema offers a plan (stand_in_reply)
         return schema_responder(body).replace('"clear"', '"stand-in"')
+    if name == "Termination":  # DMT's "done?": its marker (what the plan's stand-in reads) never reaches a server
+        return json.dumps({"reason": "stand-in text", "done": ending})
     return stand_in_text(body["messages"], request_schema(body), ending)
 
 
 def ending_stand_in_responder(body: dict) -> str:
     """As ``stand_in_responder``, ending every dialogue at its first chance (the low end of a plan): a schema's
-    END option, or the free-text reply a request names as its ending (the server sees the prompt, not the
-    request's ``ends``: CoSER's next-speaker predictor is known by its instructions)."""
+    END option, a yes that ends a dialogue (DMT's termination check: rpbench's marker on it never reaches a
+    provider, so it is known here by its schema's name), or the free-text reply a request names as its ending (the
+    server sees the prompt, not the request's ``ends``: CoSER's next-speaker predictor is known by its
+    instructions)."""
     first = str(body["messages"][0].get("content") or "")
     if first.startswith(("You direct the turn order of a role-played scene", "你负责安排一场角色扮演戏的发言顺序")):
         return "Next Speaker: <END CHAT>"

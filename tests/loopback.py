@@ -85,6 +85,8 @@ class LoopbackServer:
         self.batch_delay = 0.0
         # Prompt tokens the server says it read from its prompt cache, for each reply (as OpenAI's usage does).
         self.cached_tokens = 0
+        # Counts a request's prompt tokens (a priced prompt's cost then grows with it); None: 10 for every request.
+        self.prompt_tokens: Callable[[dict[str, Any]], int] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
@@ -123,6 +125,7 @@ class LoopbackServer:
         self.batch_requests.clear()
         self.batch_delay = 0.0
         self.cached_tokens = 0
+        self.prompt_tokens = None
         self.fault_rate, self.fault_mix = 0.0, ()
 
     # -- HTTP -----------------------------------------------------------------------------------
@@ -161,7 +164,8 @@ class LoopbackServer:
             full = json.dumps(completion_body(model, "cut short"))
             return web.Response(text=full[: len(full) // 2], content_type="application/json")
         content = "" if fault == "empty" else (self.scripted.popleft() if self.scripted else self.responder(body))
-        return web.json_response(completion_body(model, content, cached_tokens=self.cached_tokens))
+        n_in = self.prompt_tokens(body) if self.prompt_tokens else 10
+        return web.json_response(completion_body(model, content, prompt_tokens=n_in, cached_tokens=self.cached_tokens))
 
     # -- OpenAI's Files and Batches API ---------------------------------------------------------------
     def _file_object(self, file_id: str) -> dict[str, Any]:

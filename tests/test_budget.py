@@ -63,4 +63,70 @@ def test_a_model_with_no_known_price_cannot_run_under_a_budget(harness, loopback
                       f'api_key_env = "{TEST_KEY_ENV}"\n')
     ran = rpbench("roleinteract", "run", "--data", str(EXAMPLE), "--model", "test", "--out", str(tmp_path / "run"),
                   "--models-file", str(models), "--max-cost", "1", env={TEST_KEY_ENV: "k"})
-    assert ran.returncode == 3 and "price is unknown" in ran.stderr and not loopback.log
+    # Refused at the command line, before any flow starts (nothing sent, no run folder made).
+    assert ran.returncode == 2 and not loopback.log and not (tmp_path / "run" / "calls").exists()
+    assert ran.stderr.strip() == ("error: --max-cost: no known price for openai/no-such-priced-model, so the run "
+                                  "cannot be held to a budget (give input_cost_per_token and output_cost_per_token "
+                                  "for it in the models file)")
+
+
+def test_a_budget_below_the_plans_least_cost_is_refused_and_the_plan_says_so(harness, loopback, tmp_path):
+    models = _models(tmp_path, loopback.base_url, None)
+    args = ["roleinteract", "run", "--data", str(EXAMPLE), "--model", "test", "--out", str(tmp_path / "run"),
+            "--models-file", str(models), "--max-cost", "0.00001"]
+    ran = rpbench(*args, env={TEST_KEY_ENV: "k"})
+    assert ran.returncode == 2 and not loopback.log and "is below the least this run could cost" in ran.stderr
+    planned = rpbench(*args, "--plan", env={TEST_KEY_ENV: "k"})
+    assert planned.returncode == 0 and "budget: the budget $0.0000 is below the least this run could cost" in \
+        planned.stdout
+    fits = rpbench(*args[:-1], "1", "--plan", env={TEST_KEY_ENV: "k"})
+    assert "budget: the budget $1.0000 holds the whole plan" in fits.stdout
+
+
+def test_a_budget_holds_with_sixteen_requests_in_flight(harness, loopback, tmp_path):
+    """SocialBench's released emotional_perception.json, 16 requests in flight, prompts priced: at twice the full
+    cost the run completes; at half it stops after spending 80-100% of its budget (a request waits for those in
+    flight to settle rather than count their reservations as spent), its manifest says so, and a larger budget
+    finishes it without sending an answered request again."""
+    import json
+
+    from tests.helpers import released
+
+    data = released("socialbench/emotional_perception.json")
+    # Long replies (about 150 tokens each, at the reply price): the run costs far more than its prompts.
+    loopback.responder = lambda body: "B. " + "I weigh every option with care before I choose. " * 12
+    loopback.latency = 0.2  # replies take a while: many requests are in flight at once
+    loopback.prompt_tokens = lambda body: len(json.dumps(body["messages"])) // 4
+    models = tmp_path / "models.toml"
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+                      f'api_key_env = "{TEST_KEY_ENV}"\nmax_concurrency = 16\nmax_tokens = 256\n'
+                      "input_cost_per_token = 0.0001\noutput_cost_per_token = 0.001\n")
+    env = {TEST_KEY_ENV: "k"}
+
+    def run(name: str, *more: str):
+        return rpbench("roleinteract", "run", "--data", str(data), "--limit", "10", "--drop-unanswerable",
+                       "--model", "test", "--out",
+                       str(tmp_path / name), "--models-file", str(models), "--cache", str(tmp_path / f"{name}.sqlite"),
+                       "--resamples", "20", *more, env=env)
+
+    full = run("full")
+    assert full.returncode == 0, full.stderr[-2000:]
+    cost = json.loads((tmp_path / "full" / "manifest.json").read_text())["totals"]["cost_usd"]
+    items = len(loopback.log)
+    assert items == 40 and cost > 0
+    twice = run("twice", "--max-cost", str(2 * cost))
+    assert twice.returncode == 0, twice.stderr[-2000:]
+    loopback.log.clear()
+    half = run("half", "--max-cost", str(cost / 2))
+    assert half.returncode == 3 and "budget reached" in half.stderr
+    manifest = json.loads((tmp_path / "half" / "manifest.json").read_text())
+    assert manifest["outcome"]["status"] == "stopped"
+    spent = manifest["budget"]["spent_usd"]
+    assert 0.8 * cost / 2 <= spent <= cost / 2, (spent, cost)
+    assert manifest["budget"]["left_usd"] == pytest.approx(cost / 2 - spent, abs=1e-6)
+    answered = {e["digest"] for e in loopback.log if e.get("ok")}
+    first = len(loopback.log)
+    more = run("half", "--max-cost", str(2 * cost))
+    assert more.returncode == 0, more.stderr[-2000:]
+    again = {e["digest"] for e in loopback.log[first:]}
+    assert not answered & again and len(answered) + len(again) == items

@@ -211,12 +211,17 @@ def test_chinese_variant_is_used_for_chinese():
 TOLD_THE_LANGUAGE = {"pingpong/interrogator", "pingpong/judge", "pingpong/tester"}
 
 
+# The system message sent with one of those (and only with it), in English as it is.
+SENT_WITH = {"pingpong/interrogator_system": "pingpong/interrogator", "pingpong/judge_system": "pingpong/judge"}
+
+
 def test_every_template_has_english_and_chinese_variants():
     names = {path.rsplit(".", 2)[0] for path in prompts.all_templates()}
-    assert names >= TOLD_THE_LANGUAGE
+    assert names >= TOLD_THE_LANGUAGE | set(SENT_WITH)
     for name in TOLD_THE_LANGUAGE:  # the exemption holds only while the text names the language
         assert "{{ language_name }}" in (prompts.TEMPLATE_DIR / f"{name}.en.j2").read_text(encoding="utf-8"), name
-    for name in names - TOLD_THE_LANGUAGE:
+    assert set(SENT_WITH.values()) <= TOLD_THE_LANGUAGE
+    for name in names - TOLD_THE_LANGUAGE - set(SENT_WITH):
         assert f"{name}.en.j2" in prompts.all_templates(), name
         assert f"{name}.zh.j2" in prompts.all_templates(), name
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import json
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -165,21 +166,37 @@ def plan_suite(s: SuiteSettings) -> SuitePlan:
     return SuitePlan(planned, weights)
 
 
+def _finished(folder: Path) -> bool:
+    """Whether a run folder holds a run that finished (its manifest says so; a stopped or killed one does not)."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (manifest.get("outcome") or {}).get("status") == "ok"
+
+
 def check_suite(s: SuiteSettings) -> SuitePlan:
     """The plan, with each run's own input checks, except a run that reads what an earlier run of the suite
-    makes and is not there yet (its flow checks it when it starts)."""
+    makes and has not finished making (not there yet, or left half made by a stop, a kill or a failure: its
+    flow checks it when it starts, after the earlier run has run again)."""
     planned = plan_suite(s)
     root = Path(s.out).resolve()
     for p in planned.modes:
+        made: list[Path] = []  # the folders of the mode's earlier runs that have not finished
         for run in p.runs:
             check = p.mode.checks.get(run.name)
-            if check is None:
-                continue
             values = run.settings.model_dump()
-            inputs = [Path(v) for name in path_fields(type(run.settings)) if name != "out"
+            out = Path(values["out"]).resolve() if values.get("out") else None
+            inputs = [Path(v).resolve() for name in path_fields(type(run.settings)) if name != "out"
                       for v in (values[name] if isinstance(values[name], list) else [values[name]])
                       if isinstance(v, str)]
-            if not any(not v.exists() and v.resolve().is_relative_to(root) for v in inputs):
+            pending = any(v.is_relative_to(root) and (not v.exists() or any(v.is_relative_to(f) for f in made))
+                          for v in inputs)
+            if out is not None and not _finished(out):
+                made.append(out)
+            if check is None:
+                continue
+            if not pending:
                 try:
                     load_ref(check)(run.settings)
                 except InputError as exc:  # the mode's own words, with where in the suite they come from

@@ -2,14 +2,17 @@
 
 Before a request is sent, the most it can cost is reserved: its prompt at the model's input price, counted high
 (a UTF-8 byte for half a token, above what common tokenizers make of text), and ``max_tokens`` of reply at the
-output price. A request whose reservation would take what was spent plus what is reserved past a limit is not
-sent: the run stops with ``BudgetReached``. When the reply comes, its reservation gives way to its real cost.
-So the run never passes its budget, and stops within one request's reservation of it. Calls answered from the
+output price. A request is sent when what was spent, plus what the requests in flight may still cost, plus its
+own most fits the budget. When it does not, it waits for requests in flight to settle (a reply gives its
+reservation back and spends its real cost, usually far less); only when nothing is in flight and it still does
+not fit does the run stop, with ``BudgetReached``. So the run never passes its budget, and stops within one
+request's reservation of it, not within the reservations of every request in flight. Calls answered from the
 call cache are free, so the same command with a larger budget continues where this one stopped.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from dataclasses import dataclass
 
@@ -30,10 +33,16 @@ class BudgetReached(ModelUnusable):
         option = "--max-cost" if self.scope == "the run's" else f"max_cost for role {self.role} in the models file"
         return (f"budget reached: ${self.spent:.4f} spent, and the next request could take {self.scope} spend past "
                 f"its budget of ${self.budget:.4f} ({option}); everything answered is kept: run the same command "
-                "with a larger budget to continue (no completed call is sent again)")
+                "with a larger budget to continue (no completed call is sent again; --plan says what finishing "
+                "costs)")
 
 
 Prices = tuple[float, float] | None
+
+
+def most_cost(prices: tuple[float, float], messages: list[dict[str, object]], max_tokens: int) -> float:
+    """The most a request can cost: its prompt counted high (a UTF-8 byte for half a token) and a full reply."""
+    return prices[0] * len(orjson.dumps(messages)) / 2 + prices[1] * max_tokens
 
 
 @dataclass
@@ -60,14 +69,9 @@ class Budget:
     def active(self, role_budget: float | None) -> bool:
         return self._run is not None or role_budget is not None
 
-    def reserve(self, role: str, model: str, role_budget: float | None, prices: Prices,
-                messages: list[dict[str, object]], max_tokens: int) -> float:
-        """Reserve the most a request can cost, or raise ``BudgetReached`` (sending nothing)."""
-        if prices is None:
-            raise ModelUnusable(role, model, "its price is unknown, so it cannot run under a budget (give "
-                                "input_cost_per_token and output_cost_per_token for it in the models file)")
-        prompt_tokens = len(orjson.dumps(messages)) / 2
-        most = prices[0] * prompt_tokens + prices[1] * max_tokens
+    def try_reserve(self, role: str, model: str, role_budget: float | None, most: float) -> float | None:
+        """Reserve ``most`` (the most a request, or a batch, can cost); None when it does not fit yet but requests
+        in flight may free room; ``BudgetReached`` when nothing is in flight and it does not fit."""
         with self._lock:
             limits: list[tuple[str, _Limit]] = []
             if self._run is not None:
@@ -76,10 +80,37 @@ class Budget:
                 limits.append((f"role {role}'s", self._roles.setdefault(role, _Limit(role_budget))))
             for scope, limit in limits:
                 if limit.spent + limit.reserved + most > limit.budget:
+                    if limit.reserved > 0:
+                        return None  # what is in flight may settle below its reservation: wait for it
                     raise BudgetReached(scope, limit.spent, limit.budget, role, model)
             for _scope, limit in limits:
                 limit.reserved += most
         return most
+
+    async def reserve(self, role: str, model: str, role_budget: float | None, prices: Prices,
+                      messages: list[list[dict[str, object]]], max_tokens: int, poll_s: float = 0.02) -> float:
+        """Reserve the most the requests ``messages`` (one request's, or a batch's) can cost together, waiting
+        while requests in flight may still free room; ``BudgetReached`` once nothing is in flight and they still
+        do not fit. A model with no known price cannot run under a budget."""
+        from rpbench.tasks.llm.stopping import gate
+
+        if prices is None:
+            raise ModelUnusable(role, model, "its price is unknown, so it cannot run under a budget (give "
+                                "input_cost_per_token and output_cost_per_token for it in the models file)")
+        most = sum(most_cost(prices, m, max_tokens) for m in messages)
+        while True:
+            got = self.try_reserve(role, model, role_budget, most)
+            if got is not None:
+                return got
+            await asyncio.sleep(poll_s)
+            await gate()  # a run stopped meanwhile sends nothing more
+
+    def state(self) -> dict[str, float] | None:
+        """The run's budget, what it spent and what is reserved now (None without a run budget)."""
+        with self._lock:
+            if self._run is None:
+                return None
+            return {"budget": self._run.budget, "spent": self._run.spent, "reserved": self._run.reserved}
 
     def settle(self, role: str, reserved: float, cost: float | None) -> None:
         """A reserved request ended: its reservation goes, its real cost (None: not billed) is spent."""

@@ -95,9 +95,9 @@ class ModelSpec(BaseModel):
     cache_write_cost_per_token: float | None = Field(
         default=None, description="USD for a prompt token written to the provider's prompt cache (Anthropic); "
         "default: litellm's price, else the input price.")
-    batch: bool = Field(default=False, description="Send this role's independent calls (judging, checking, "
-                        "answering a fixed question; not a dialogue's turns) through the provider's batch API, "
-                        "one batch per stage shard: about half the price, replies within the provider's window "
+    batch: bool = Field(default=False, strict=True, description="Send this role's independent calls (judging, "
+                        "checking, answering a fixed question; not a dialogue's turns) through the provider's batch "
+                        "API, one batch per stage shard: about half the price, replies within the provider's window "
                         "(24 h) instead of seconds.")
     batch_poll_s: float = Field(default=30.0, gt=0, description="Seconds between two looks at a batch in flight.")
     batch_input_cost_per_token: float | None = Field(
@@ -129,7 +129,19 @@ class ModelSpec(BaseModel):
         if self.batch and batch_provider(self.model) is None:
             raise ValueError(f"batch: {self.model} has no batch API litellm can use (providers with one: "
                              f"{', '.join(BATCH_PROVIDERS)})")
+        if self.batch and (problem := self.batch_key_problem()):
+            raise ValueError(f"batch: {problem}")
         return self
+
+    def batch_key_problem(self) -> str | None:
+        """Why this model's batches could not be sent, or None: a vLLM server of one's own, whose batches go
+        through an OpenAI-style files client that refuses to start without a key (the other routes read their
+        provider's own variable)."""
+        if not self.api_key_env and batch_provider(self.model) == "hosted_vllm":
+            return (f"{self.model} at {self.api_base or 'its server'} sends batches through an OpenAI-style files API, "
+                    "whose client needs a key: give api_key_env (a variable holding any value, if your server takes "
+                    "none)")
+        return None
 
     def sampling(self) -> dict[str, Any]:
         """The settings that change what the model says: part of every cache key."""

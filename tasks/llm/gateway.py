@@ -341,8 +341,8 @@ class Gateway:
         try:
             await gate()  # a stopped run sends nothing new (and journals nothing as sent)
             if run_budget.active(spec.max_cost):  # what it may cost, reserved (or the run stops, sending nothing)
-                reserved = run_budget.reserve(record.role, spec.model, spec.max_cost, prices_of(spec), convo,
-                                              spec.max_tokens)
+                reserved = await run_budget.reserve(record.role, spec.model, spec.max_cost, prices_of(spec), [convo],
+                                                    spec.max_tokens)
             record.cached = False
             self.ledger.sending(record)
             if sample_index and spec.seed is not None:
@@ -542,10 +542,10 @@ class Gateway:
         await gate()
         reserved = spent = 0.0
         try:
-            if run_budget.active(spec.max_cost):
-                prices = batch_prices_of(spec)
-                for _key, convo, _rf, _i in items.values():
-                    reserved += run_budget.reserve(role, spec.model, spec.max_cost, prices, convo, spec.max_tokens)
+            if run_budget.active(spec.max_cost):  # the whole batch reserved at once, before it is submitted
+                reserved = await run_budget.reserve(role, spec.model, spec.max_cost, batch_prices_of(spec),
+                                                    [convo for _key, convo, _rf, _i in items.values()],
+                                                    spec.max_tokens)
             started = time.perf_counter()
             batch_id, replies = await send_batch(spec, list(items.values()), self.cache, self.stage or "batch",
                                                  on_poll=lambda status: setattr(self, "batch_status", status))

@@ -61,12 +61,16 @@ class _Row:
         prompt = _span(self.prompt_tokens, self.prompt_tokens * k)
         reply = _span(round(self.reply_low()), self.most_reply_tokens * k)
         cost: Range | None = None
+        floor: float | None = None
         if self.prices is not None:
             p_in, p_out = self.prices
             cost = _span(round(p_in * self.prompt_tokens + p_out * self.reply_low(), 6),
                          round(k * (p_in * self.prompt_tokens + p_out * self.most_reply_tokens), 6))
+            # The least these calls can cost whatever the replies: the prompts, and one token of reply each.
+            floor = round(p_in * self.prompt_tokens + p_out * self.sent, 6)
         return {"stage": self.stage, "role": self.role, "model": self.model, "calls": calls,
                 "cached_calls": self.cached, "prompt_tokens": prompt, "reply_tokens": reply, "cost_usd": cost,
+                "cost_floor_usd": floor,
                 "cacheable_prompt_tokens": self.cacheable_prompt_tokens,
                 "cacheable_share": round(self.cacheable_prompt_tokens / self.prompt_tokens, 4)
                 if self.prompt_tokens else 0.0,
@@ -228,7 +232,8 @@ class CallPlan:
             shortest = None if self._longest is None else self._rows
             rows = [r.figures() if shortest is None else _lowered(r.figures(), shortest.get(key))
                     for key, r in sorted(longest.items())]
-        keys = ("calls", "cached_calls", "prompt_tokens", "reply_tokens", "cost_usd", "cacheable_prompt_tokens")
+        keys = ("calls", "cached_calls", "prompt_tokens", "reply_tokens", "cost_usd", "cost_floor_usd",
+                "cacheable_prompt_tokens")
         roles: dict[str, dict[str, Any]] = {}
         total: dict[str, Any] = {k: 0 for k in keys}
         for row in rows:
@@ -258,6 +263,7 @@ class CallPlan:
                          "reply there is not counted")
         if unknown and rows:
             total["cost_usd"] = _sum_known([r["cost_usd"] for r in rows])
+            total["cost_floor_usd"] = _sum_known([r["cost_floor_usd"] for r in rows])
         return {"stages": rows, "roles": list(roles.values()), "total": total, "notes": notes}
 
 
@@ -277,8 +283,13 @@ def _lowered(figures: dict[str, Any], shortest: _Row | None) -> dict[str, Any]:
         high = _hi(figures[k])
         if high is None:
             continue
-        least = _lo(low[k]) if low is not None else 0.0
-        figures[k] = _span(least if least is not None else 0.0, high)
+        least = _lo(low[k]) if low is not None else 0
+        least = least if least is not None else 0
+        # Counts stay whole numbers (a row the shorter pass never reached has a low of 0, not 0.0).
+        figures[k] = _span(int(least), int(high)) if k in ("calls", "prompt_tokens", "reply_tokens") else \
+            _span(least, high)
+    if figures.get("cost_floor_usd") is not None:
+        figures["cost_floor_usd"] = low["cost_floor_usd"] if low is not None else 0.0
     # What could be cached is counted, like the low figures, in the shorter pass ("of the low count").
     figures["cacheable_prompt_tokens"] = low["cacheable_prompt_tokens"] if low is not None else 0
     figures["cacheable_share"] = low["cacheable_share"] if low is not None else 0.0

@@ -29,7 +29,7 @@ Family = Literal["openai", "gemini", "anthropic", "vllm", "local"]
 FAMILIES: tuple[Family, ...] = ("openai", "gemini", "anthropic", "vllm", "local")
 
 # rpbench's own marker of a free-text field (structured.REASONING): never sent.
-OWN_KEYS = frozenset({"free_text"})
+OWN_KEYS = frozenset({"free_text", "rpbench_ends"})
 # Bounds and annotations OpenAI's strict mode refuses (checked after parsing instead).
 _OPENAI_DROPPED = frozenset({"minLength", "maxLength", "pattern", "format", "minimum", "maximum",
                              "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems",

@@ -35,7 +35,8 @@ def _choice(options: Sequence[Any], salt: int, ending: bool) -> Any:
 def offers_ending(schema: Any) -> bool:
     """Whether a schema anywhere offers an option that ends something (a dialogue's ``END``)."""
     if isinstance(schema, Mapping):
-        if any(o in ENDINGS for o in schema.get("enum", ()) if isinstance(o, str)):
+        enum = [o for o in schema.get("enum", ()) if isinstance(o, str)]
+        if schema.get("rpbench_ends") is True or any(o in ENDINGS for o in enum):
             return True
         return any(offers_ending(v) for v in schema.values())
     if isinstance(schema, list):
@@ -71,7 +72,7 @@ def schema_instance(schema: Mapping[str, Any], salt: int = 0, defs: Mapping[str,
         high = schema.get("maximum", low + 4)
         return low + salt % (int(high - low) + 1)
     if kind == "boolean":
-        return bool(salt % 2)
+        return ending if schema.get("rpbench_ends") else bool(salt % 2)
     if kind == "array":
         if "prefixItems" in schema:
             return [schema_instance(s, salt + k, defs, ending) for k, s in enumerate(schema["prefixItems"])]

@@ -18,6 +18,9 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 # Marks a free-text field (a judge's reasoning, a director's reason) whose length a role's
 # ``reasoning_chars`` setting may change: Field(max_length=..., json_schema_extra=REASONING).
 REASONING: dict[str, Any] = {"free_text": True}
+# Marks a yes/no field whose yes ends the dialogue its request belongs to (a generator's "is the conversation
+# done?"): a plan's stand-in says no in its longest pass and yes in its shortest.
+ENDS: dict[str, Any] = {"rpbench_ends": True}
 
 
 def _capped_items(annotation: Any, cap: int) -> Any:

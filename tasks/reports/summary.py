@@ -21,6 +21,12 @@ def run_summary_markdown(manifest: dict[str, Any], run_dir: str) -> str:
         lines += ["**The run failed** (the work is written; the command exited 3):", ""]
         lines += [f"- {reason}" for reason in outcome.get("reasons", [])]
         lines.append("")
+    budget = manifest.get("budget") or {}
+    if outcome.get("status") == "stopped" and budget:
+        lines += [f"**The run stopped at its budget** (the command exited 3): ${budget['spent_usd']:.4f} spent of "
+                  f"${budget['budget_usd']:.4f}, ${budget['left_usd']:.4f} left. Every answered call is kept: the "
+                  "same command with a larger budget continues, and the same command with --plan says what finishing "
+                  "costs (calls already answered are free).", ""]
     for line in [*(manifest.get("self_judging") or []), *(manifest.get("embedded_roles") or [])]:
         lines += [f"**Warning:** {line}.", ""]
     failures = outcome.get("failures") or {}

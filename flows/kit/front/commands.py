@@ -108,12 +108,23 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
             if settings.batch and chosen_runner() != "threads":
                 raise InputError("--batch: it reaches the calls sent from this process only; on Dask each worker "
                                  "sends its own: write batch = true for the roles in the models file instead")
-            check_role_sections(models_config(settings.models_file), settings.models_file,
-                                _names_given(settings))
+            config = models_config(settings.models_file)
+            check_role_sections(config, settings.models_file, _names_given(settings))
+            if settings.batch:
+                for role, spec in [("default", config.default), *config.roles.items()]:
+                    if problem := spec.batch_key_problem():
+                        raise InputError(f"--batch: role {role}: {problem}")
         folder = run_folder(model, settings)
+        if folder:
+            refuse_another_modes_folder(run, folder, flag_of(model, "out"))
+        lock = folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext()
         if plan and isinstance(settings, RunSettings):
-            _print_plan(run, settings, as_json)
+            with lock:  # a plan keeps plan.json in the folder: not while a run works there
+                _print_plan(run, settings, as_json)
             return
+        if plans and isinstance(settings, RunSettings) and settings.max_cost is not None:
+            with lock:
+                refuse_a_budget_it_cannot_keep(run, settings)
         workers = (workers_for_run(settings.models_file) if isinstance(settings, RunSettings) and starts_workers
                    else contextlib.nullcontext())
         with folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext(), workers:
@@ -139,9 +150,11 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
 def _print_plan(run: Callable[[Any], None], settings: RunSettings, as_json: bool) -> None:
     import json
 
-    from rpbench.flows.kit.running.plan import keep_plan, make_plan, plan_text
+    from rpbench.flows.kit.running.plan import budget_verdict, keep_plan, make_plan, plan_text
 
     plan = make_plan(run, settings)
+    if settings.max_cost is not None:
+        plan["budget"] = budget_verdict(plan, settings.max_cost)
     kept = keep_plan(plan, settings)
     if as_json:
         typer.echo(json.dumps(plan, ensure_ascii=False))
@@ -149,6 +162,40 @@ def _print_plan(run: Callable[[Any], None], settings: RunSettings, as_json: bool
     typer.echo(plan_text(plan))
     for path in kept:
         typer.echo(f"plan kept in {path}")
+
+
+def refuse_a_budget_it_cannot_keep(run: Callable[[Any], None], settings: RunSettings) -> None:
+    """Under --max-cost, the command is planned first (nothing is sent): a model whose price is unknown, or a budget
+    below the least the run could cost, is one line before anything starts, not a stop minutes into the run."""
+    from rpbench.flows.kit.running.plan import budget_verdict, make_plan
+
+    assert settings.max_cost is not None
+    verdict = budget_verdict(make_plan(run, settings), settings.max_cost)
+    if verdict["status"] in ("unpriced", "below_floor"):
+        raise InputError(f"--max-cost: {verdict['text']}")
+
+
+def refuse_another_modes_folder(run: Callable[[Any], None], folder: str, flag: str) -> None:
+    """An output folder that holds another benchmark's finished run (its manifest says which flow made it) is
+    refused: writing this run's tables beside that one's would mix two runs in one folder."""
+    import json
+    from pathlib import Path
+
+    from rpbench.flows.kit.front.registry import mode_of_flow, mode_of_module
+
+    manifest = Path(folder) / "manifest.json"
+    if not manifest.is_file():
+        return
+    try:
+        made_by = json.loads(manifest.read_text(encoding="utf-8")).get("flow")
+    except (OSError, ValueError):
+        return  # a damaged manifest: the run rewrites it
+    if not isinstance(made_by, str):
+        return
+    mine, theirs = mode_of_module(run.__module__), mode_of_flow(made_by)
+    if mine is not None and theirs != mine:
+        raise InputError(f"{flag} {folder}: the folder holds a finished {theirs or made_by} run ({made_by}); give "
+                         f"this {mine} run a folder of its own")
 
 
 def _names_given(settings: BaseModel) -> set[str]:

@@ -239,6 +239,19 @@ def builtin_roles() -> set[str]:
     return {role for mode in modes().values() for role in mode.roles}
 
 
+def mode_of_module(module: str) -> str | None:
+    """The mode whose commands live in ``module`` (a command knows its own module), or None."""
+    for mode in modes().values():
+        if isinstance(mode.commands, str) and mode.commands.partition(":")[0] == module:
+            return mode.name
+    return None
+
+
+def mode_of_flow(flow: str) -> str | None:
+    """The mode that has a flow of this short name (what a run's manifest records), or None."""
+    return next((mode.name for mode in modes().values() if flow in mode.flows), None)
+
+
 def role_settings() -> dict[str, tuple[str, Role]]:
     """Every role some registered mode declares, with that mode's name and its Role."""
     return {role: (mode.name, declared) for mode in modes().values() for role, declared in mode.roles.items()}

@@ -153,6 +153,31 @@ def planned_for(settings: RunSettings, out: str | Path) -> dict[str, Any] | None
     return plan if isinstance(plan, dict) and plan.get("settings_digest") == settings_digest(settings) else None
 
 
+def budget_verdict(plan: dict[str, Any], budget: float) -> dict[str, Any]:
+    """What the plan says of a budget: ``unpriced`` (a model's price is unknown: it cannot run under one),
+    ``below_floor`` (the prompts alone, with one token of reply a call, cost more: the run could not finish
+    whatever the replies), ``may_stop`` (its plan may cost more), or ``fits``."""
+    unpriced = sorted({r["model"] for r in plan["stages"] if r["cost_usd"] is None})
+    cost = plan["total"]["cost_usd"]
+    low, high = (cost if isinstance(cost, list) else [cost, cost])
+    floor = plan["total"].get("cost_floor_usd") or 0.0
+    if unpriced:
+        status, text = "unpriced", (f"no known price for {', '.join(unpriced)}, so the run cannot be held to a "
+                                    "budget (give input_cost_per_token and output_cost_per_token for it in the "
+                                    "models file)")
+    elif floor > budget:
+        status, text = "below_floor", (f"the budget ${budget:.4f} is below the least this run could cost (its "
+                                       f"prompts, with one token of reply a call: ${floor:.4f}; calls in the call "
+                                       "cache are free): it would stop before finishing; give a larger one")
+    elif high > budget:
+        status, text = "may_stop", (f"the budget ${budget:.4f} may stop the run before it finishes: it costs "
+                                    f"${low:.4f}-{high:.4f} by its plan (at least ${floor:.4f}); a stopped run "
+                                    "continues with the same command and a larger budget")
+    else:
+        status, text = "fits", f"the budget ${budget:.4f} holds the whole plan (at most ${high:.4f})"
+    return {"max_cost": budget, "status": status, "text": text}
+
+
 def fmt_range(value: Any, digits: int = 0) -> str:
     return span_text(value, digits, "-")
 
@@ -182,4 +207,6 @@ def plan_text(plan: dict[str, Any]) -> str:
     out.append("ranges: low if every reply is read at its first attempt, high if every reply takes every attempt "
                "and max_tokens; a dialogue that may end early: low ended at its first chance, high run to its longest")
     out += [f"note: {n}" for n in plan["notes"]]
+    if plan.get("budget"):
+        out.append(f"budget: {plan['budget']['text']}")
     return "\n".join(out)

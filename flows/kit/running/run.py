@@ -38,7 +38,7 @@ from rpbench.tasks.core.errors import ModelUnusable, RunFailed
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.llm import ModelsConfig
 from rpbench.tasks.llm.batches import batch_every_role
-from rpbench.tasks.llm.budget import start_run_budget
+from rpbench.tasks.llm.budget import BudgetReached, start_run_budget
 from rpbench.tasks.llm.event_loop import run_coroutine
 from rpbench.tasks.llm.ledger import summarize_calls
 from rpbench.tasks.reports.summary import run_summary_markdown
@@ -216,13 +216,32 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
         this_run={**stages.report(), "calls_sent": spent["calls_sent"], "cost_usd": spent["cost_usd"],
                   "prompt_tokens": spent["prompt_tokens"], "reply_tokens": spent["completion_tokens"],
                   "runner": chosen_runner()},
-        **({"plan": planned["total"]} if planned else {}),
+        plan=planned["total"] if planned else None,  # replaces an earlier command's plan in a shared folder
         **sections,
     )
     publish_markdown_now(f"run-summary-{slug(flow)}", run_summary_markdown(manifest, out), "rpbench run summary")
     if outcome["status"] == "failed":
         return failed_state(RunFailed(out, outcome["reasons"], outcome["failures"]))
     return manifest
+
+
+def stopped_by_budget(settings: Any, flow: str, error: BudgetReached) -> None:
+    """A run the budget stopped still says what it spent: its manifest (outcome stopped, the budget, the spend,
+    what is left) and a run summary; every answered call is in the call cache and the stage journals, so the
+    same command with a larger budget continues."""
+    out = getattr(settings, "out", None)
+    if not out or not isinstance(settings, RunSettings):
+        return
+    config = models_config(settings.models_file)
+    run = RunDir(Path(out))
+    manifest = run.write_manifest(
+        outcome={"status": "stopped", "reasons": [str(error)], "failures": {}},
+        budget={"budget_usd": error.budget, "spent_usd": round(error.spent, 6),
+                "left_usd": round(error.budget - error.spent, 6), "scope": error.scope},
+        flow=flow, config=config.redacted(), models_file=settings.models_file,
+        settings=settings.recorded(out))
+    publish_markdown_now(f"run-summary-{slug(flow)}", run_summary_markdown(manifest, str(out)),
+                         "rpbench run summary")
 
 
 def failed_state(error: RunFailed | ModelUnusable) -> Any:
@@ -320,9 +339,14 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
                 with outermost(args, kwargs), workers_for_run(models_file(args, kwargs)):
                     return await fn(*args, **kwargs)
             except ModelUnusable as exc:
-                return failed_state(exc)
+                return stopped(exc, args, kwargs)
 
         return _typed_like(run_async, fn)
+
+    def stopped(exc: ModelUnusable, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if isinstance(exc, BudgetReached):
+            stopped_by_budget(kwargs.get("settings", args[0] if args else None), fn.__name__, exc)
+        return failed_state(exc)
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -332,7 +356,7 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
             with outermost(args, kwargs), workers_for_run(models_file(args, kwargs)):
                 return fn(*args, **kwargs)
         except ModelUnusable as exc:
-            return failed_state(exc)
+            return stopped(exc, args, kwargs)
 
     return _typed_like(run, fn)
 

@@ -85,7 +85,8 @@ def _analyze(data: AnalysisInput) -> Analysis:
         + (f", from round {data.context['continue_from'] + 1} on" if data.context.get("continue_from") else "")
         + ". BLEU: NLTK's sentence_bleu (four-gram, uniform weights, no smoothing) on lower-cased tokens of "
         "NLTK's word_tokenize (Punkt with NLTK's English parameters, then the Treebank tokenizer; NLTK below "
-        "3.10). ROUGE-L: the F-measure of the `rouge` package, which CoSER's code calls.",
+        "3.10). ROUGE-L: the F-measure of rouge-chinese's Rouge, which is what CoSER's `from rouge import Rouge` "
+        "gave where its released figures were made.",
     ]))]
     empty = data.context.get("empty_thoughts", 0)
     if empty:
@@ -119,8 +120,8 @@ REPORT = ReportSpec(
                  MetricSpec("BLEU", "BLEU against the book's conversation, as CoSER computes it (NLTK's "
                                     "sentence_bleu on word_tokenize tokens, see below)", "bleu", digits=4,
                             interval=False),
-                 MetricSpec("ROUGE-L", "ROUGE-L F against the book's conversation, by the `rouge` package as CoSER "
-                                       "calls it", "rouge_l", digits=4, interval=False)),
+                 MetricSpec("ROUGE-L", "ROUGE-L F against the book's conversation, as CoSER's released figures "
+                                       "compute it (rouge-chinese's Rouge)", "rouge_l", digits=4, interval=False)),
         groups=(GroupKey("tag", "split", order=("id", "ood")),),
         cluster_column="item_id",
         item_column="item_id",

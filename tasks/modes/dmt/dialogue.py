@@ -26,7 +26,7 @@ from rpbench import prompts
 from rpbench.tasks.llm import Model
 from rpbench.tasks.llm.gather import OnDone, gather_counted
 from rpbench.tasks.llm.messages import Message, merge_system
-from rpbench.tasks.llm.structured import REASONING
+from rpbench.tasks.llm.structured import ENDS, REASONING
 from rpbench.tasks.modes.dmt.catalog import INTENTS
 from rpbench.tasks.modes.dmt.records import GENERATOR_FAILED, TESTED_MODEL_FAILED, DialogueEnd, Round, Seed, Step
 from rpbench.tasks.modes.dmt.seeds import dialogue_id, system_prompt
@@ -36,7 +36,7 @@ GENERATOR = "dmt-generator"
 
 class Termination(BaseModel):
     reason: str = Field(max_length=1000, json_schema_extra=REASONING)
-    done: bool
+    done: bool = Field(json_schema_extra=ENDS)
 
 
 class NextQuery(BaseModel):
