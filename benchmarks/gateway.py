@@ -14,7 +14,7 @@
 
 Prints key=value lines; the headline figure is last. The server runs in its own
 process so it does not share the client's interpreter lock.
-Usage: .venv/bin/python benchmarks/gateway.py [--skip-local] [--processes N]
+Usage: .venv/bin/python benchmarks/gateway.py [--skip-local] [--processes N (default: the cores)]
 """
 
 from __future__ import annotations
@@ -32,13 +32,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RPBENCH_TEST_API_KEY", "sk-bench")
 
-import aiohttp  # noqa: E402
 
 from rpbench.tasks.llm import Request, load_models_config  # noqa: E402
 from rpbench.tasks.llm.cache import CallCache  # noqa: E402
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec  # noqa: E402
 from rpbench.tasks.llm.gateway import Gateway  # noqa: E402
-from tests.loopback import spawn  # noqa: E402
+from tests.loopback import bare_client_rate, spawn  # noqa: E402
 
 
 def say(key: str, value: object) -> None:
@@ -77,23 +76,6 @@ async def gateway_rate(base_url: str, concurrency: int, n: int, prefix: str, pro
     await gateway.aclose()
     assert all(r.ok for r in results), [r.error for r in results if not r.ok][:3]
     return n / elapsed
-
-
-async def bare_rate(base_url: str, concurrency: int, n: int) -> float:
-    gate = asyncio.Semaphore(concurrency)
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-
-        async def one(i: int) -> None:
-            async with gate:
-                body = {"model": "loopback", "messages": [{"role": "user", "content": f"bare {i}"}]}
-                async with session.post(f"{base_url}/chat/completions", json=body) as resp:
-                    data = await resp.json()
-                    assert data["choices"][0]["message"]["content"]
-
-        await asyncio.gather(*(one(i) for i in range(concurrency)))
-        start = time.perf_counter()
-        await asyncio.gather(*(one(i) for i in range(n)))
-        return n / (time.perf_counter() - start)
 
 
 async def cached_overhead_ms(base_url: str, n: int = 2000) -> float:
@@ -142,7 +124,7 @@ async def main(skip_local: bool, processes: int) -> None:
                 say(f"latency1s_c{c}_{label}_calls_per_s", f"{rate:.2f}")
                 say(f"latency1s_c{c}_{label}_ratio_of_bound", f"{rate / c:.3f}")
     with server_process(0.2) as url:
-        bare = await bare_rate(url, 64, 1280)
+        bare = await bare_client_rate(url, 64, 1280, warm=64)
         say("latency200ms_c64_bare_aiohttp_calls_per_s", f"{bare:.1f}")
         say("latency200ms_c64_bare_ratio_of_bound", f"{bare / 320:.3f}")
         for label, procs in variants:
@@ -167,7 +149,10 @@ async def main(skip_local: bool, processes: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip-local", action="store_true", help="skip the local-model measurement (slow)")
-    parser.add_argument("--processes", type=int, default=4, help="worker processes for the spread-out variant")
+    # As many workers as cores: more than that only share the same cores with the parent and the server
+    # (benchmarks/RESULTS.md holds what four workers and two reached on two cores).
+    parser.add_argument("--processes", type=int, default=max(2, os.cpu_count() or 2),
+                        help="worker processes for the spread-out variant (default: the machine's cores, at least 2)")
     args = parser.parse_args()
     # rpbench's CLI runs its flows on uvloop when it is installed; both clients here share that loop type.
     try:

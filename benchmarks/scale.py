@@ -1,4 +1,5 @@
-"""An evaluation of 100,000 calls at 256 in flight through a Prefect server, measured in one run.
+"""An evaluation of 100,000 calls, and a burst of 2,000, at 256 in flight through a Prefect server, measured in
+one run, each beside a bare aiohttp client sending as many requests to the same server in the same run.
 
 `rpbench roleinteract run` on ITEMS generated items (each its own dialogue, so no two calls are alike) for
 MODELS models, each model its own endpoint on the loopback server (LATENCY s a reply, in its own process)
@@ -11,17 +12,20 @@ shared limits on, so every endpoint's slots are leased from the server. It is ru
 at CALLS calls, so the growth shows (time and memory per call should stay flat), and, at CALLS, once more
 with the stage shards on a local Dask cluster of 2 workers.
 
-Printed for each run: calls/s as a ratio of the bound (IN_FLIGHT / LATENCY), peak RSS of the command's whole
-process tree, the call cache's size and its lookup time, the wall time of each stage (its first call sent
-to its last answered) and of the command; then the growth of RSS from the small run to the big one. The
-headline, last: calls/s as a ratio of the bound at CALLS calls.
-Usage: .venv/bin/python benchmarks/scale.py [--calls 100000] [--in-flight 256] [--models 4] [--latency 1]
-       [--processes 2] [--route hosted_vllm] [--no-dask] [--no-small] [--no-postgres] [--api-url URL]
+Printed for each run: calls/s as a ratio of the bound (IN_FLIGHT / LATENCY) and of the bare client's calls/s,
+peak RSS of the command's whole process tree, the call cache's size and its lookup time, the wall time of each
+stage (its first call sent to its last answered) and of the command; then the growth of RSS from the small run
+to the big one; for the burst, also what litellm by itself (one process, no gateway, no Prefect) reaches as a
+ratio of the bare client's, since litellm's CPU a call is what bounds a burst on few cores. The headline,
+last: calls/s as a ratio of the bare client's at CALLS calls.
+Usage: .venv/bin/python benchmarks/scale.py [--calls 100000] [--burst 2000] [--in-flight 256] [--models 4]
+       [--latency 1] [--processes 2] [--route hosted_vllm] [--no-dask] [--no-small] [--no-postgres] [--api-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -38,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rpbench.deployments.cluster import Cluster, start_postgres, start_server  # noqa: E402
-from tests.loopback import spawn  # noqa: E402
+from tests.loopback import bare_client_rate, spawn  # noqa: E402
 
 KEY_ENV = "RPBENCH_SCALE_KEY"
 CLI = [sys.executable, "-m", "rpbench.flows.cli.main"]
@@ -151,6 +155,36 @@ def stage_walls(api_url: str, since: float, wait_s: float = 60.0) -> dict[str, t
             time.sleep(1.0)
 
 
+def litellm_alone_rate(base_url: str, route: str, in_flight: int, n: int) -> float:
+    """Calls/s of litellm by itself (rpbench's tuning, one process, no gateway, no Prefect) sending ``n``
+    distinct requests, ``in_flight`` at a time: what litellm's own CPU a call allows on this machine."""
+    import asyncio
+
+    from rpbench.tasks.llm.litellm_call import add_transport, new_session, send, tune_litellm
+
+    tune_litellm()
+
+    async def main() -> float:
+        gate = asyncio.Semaphore(in_flight)
+        session = new_session()
+
+        async def one(i: int) -> None:
+            async with gate:
+                kwargs = {"model": f"{route}/alone", "api_base": base_url, "num_retries": 0, "timeout": 60,
+                          "messages": [{"role": "user", "content": f"litellm alone {i}"}]}
+                assert (await send(add_transport(kwargs, KEY_ENV, session)))["text"]
+
+        try:
+            started = time.perf_counter()
+            await asyncio.gather(*(one(i) for i in range(n)))
+            return n / (time.perf_counter() - started)
+        finally:
+            await session.close()
+
+    os.environ.setdefault(KEY_ENV, "sk-scale")
+    return asyncio.run(main())
+
+
 def calls_per_second(out: Path) -> tuple[int, float]:
     import pyarrow.parquet as pq
 
@@ -208,6 +242,7 @@ def run(label: str, work: Path, data: Path, models: Path, n_models: int, route: 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--calls", type=int, default=100_000)
+    parser.add_argument("--burst", type=int, default=2_000, help="calls of the short run (0: none)")
     parser.add_argument("--in-flight", type=int, default=256)
     parser.add_argument("--models", type=int, default=4)
     parser.add_argument("--latency", type=float, default=1.0)
@@ -219,6 +254,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser.add_argument("--no-small", action="store_true", help="skip the run at a tenth of the calls")
     parser.add_argument("--no-postgres", action="store_true", help="the Prefect server on SQLite")
     parser.add_argument("--api-url", help="use this running Prefect server instead of starting one")
+    parser.add_argument("--no-shared-limits", action="store_true",
+                        help="each command's own bounds only (to see what leasing the server's limits costs)")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="rpbench-scale-"))
     work.chmod(0o755)  # PostgreSQL runs as its own user when this runs as root: it must reach its folder
@@ -233,7 +270,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             start_server(cluster, None if args.no_postgres else start_postgres(cluster))
         per_model = max(1, args.in_flight // args.models)
         models = models_file(work, base_url, per_model, args.processes, args.route)
-        env = cluster.env(**{KEY_ENV: "sk-scale", "RPBENCH_PROGRESS_BAR": "0", "RPBENCH_SHARED_LIMITS": "1"})
+        shared = "0" if args.no_shared_limits else "1"
+        env = cluster.env(**{KEY_ENV: "sk-scale", "RPBENCH_PROGRESS_BAR": "0", "RPBENCH_SHARED_LIMITS": shared})
         bound = per_model * args.models / args.latency
         say("prefect_database", "given" if args.api_url else "sqlite" if args.no_postgres else "postgresql")
         say("models", args.models)
@@ -241,10 +279,18 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         say("worker_processes", args.processes)
         say("in_flight_bound", per_model * args.models)
         say("loopback_latency_s", args.latency)
-        sizes = ([] if args.no_small else [("small", args.calls // 10)]) + [("big", args.calls)]
+        sizes = ([("burst", args.burst)] if args.burst else []) + \
+            ([] if args.no_small else [("small", args.calls // 10)]) + [("big", args.calls)]
         for label, calls in sizes:
             data = make_items(work / f"items-{label}.json", max(1, calls // args.models))
             results[label] = run(label, work, data, models, args.models, args.route, env, bound)
+            bare = asyncio.run(bare_client_rate(base_url, per_model * args.models, results[label]["sent"]))
+            results[label]["vs_bare"] = results[label]["rate"] * bound / bare
+            say(f"{label}_bare_aiohttp_calls_per_s", f"{bare:.1f}")
+            say(f"{label}_calls_per_s_vs_bare", f"{results[label]['vs_bare']:.3f}")
+            if label == "burst":  # what litellm by itself reaches, for scale: its CPU a call bounds a burst
+                alone = litellm_alone_rate(base_url, args.route, per_model * args.models, results[label]["sent"])
+                say("burst_litellm_alone_calls_per_s_vs_bare", f"{alone / bare:.3f}")
         if not args.no_dask:
             data = work / "items-big.json"
             results["dask"] = run("dask", work, data, models, args.models, args.route, env, bound, "--runner", "dask",
@@ -256,7 +302,10 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
                 f"{(big['wall'] / big['sent']) / (small['wall'] / small['sent']):.2f}")
         if "dask" in results:
             say("dask_calls_per_s_ratio_of_bound", f"{results['dask']['rate']:.3f}")
+        if "burst" in results:
+            say("burst_calls_per_s_vs_bare", f"{results['burst']['vs_bare']:.3f}")
         say("calls_per_s_ratio_of_bound", f"{results['big']['rate']:.3f}")
+        say("calls_per_s_vs_bare", f"{results['big']['vs_bare']:.3f}")
         return results
     finally:
         cluster.stop()

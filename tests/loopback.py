@@ -341,3 +341,23 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+async def bare_client_rate(base_url: str, in_flight: int, n: int, warm: int = 0) -> float:
+    """Calls/s of a bare aiohttp client sending ``n`` distinct requests, ``in_flight`` at a time, after ``warm``
+    unmeasured ones: what a gateway's rate is a share of, on this server and machine as they are in the run."""
+    import aiohttp
+
+    gate = asyncio.Semaphore(in_flight)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
+        async def one(i: int) -> None:
+            async with gate:
+                body = {"model": "bare", "messages": [{"role": "user", "content": f"bare {i}"}]}
+                async with session.post(f"{base_url}/chat/completions", json=body) as resp:
+                    assert (await resp.json())["choices"][0]["message"]["content"]
+
+        await asyncio.gather(*(one(-1 - i) for i in range(warm)))
+        start = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return n / (time.perf_counter() - start)

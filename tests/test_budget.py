@@ -130,3 +130,23 @@ def test_a_budget_holds_with_sixteen_requests_in_flight(harness, loopback, tmp_p
     assert more.returncode == 0, more.stderr[-2000:]
     again = {e["digest"] for e in loopback.log[first:]}
     assert not answered & again and len(answered) + len(again) == items
+
+
+def test_once_the_budget_is_reached_no_request_starts_even_one_that_would_fit():
+    """The run stops when a request does not fit with nothing in flight; a smaller request asking just after
+    must not start (it could be answered after the run ends, never stored, and paid for again by the rerun:
+    on the sixteen-in-flight run above, one request a rerun sent again)."""
+    from rpbench.tasks.llm.budget import Budget, BudgetReached
+
+    budget = Budget()
+    budget.start(1.0)
+    first = budget.try_reserve("r", "m", None, 0.6)
+    assert first == 0.6
+    assert budget.try_reserve("r", "m", None, 0.5) is None  # waits: the first may settle below its reservation
+    budget.settle("r", first, 0.6)
+    with pytest.raises(BudgetReached):
+        budget.try_reserve("r", "m", None, 0.5)  # 0.6 + 0.5 > 1 with nothing in flight: the run stops
+    with pytest.raises(BudgetReached):
+        budget.try_reserve("r", "m", None, 0.1)  # would fit, but the run is stopping
+    budget.start(2.0)  # the same command with a larger budget: a new run, free to start requests
+    assert budget.try_reserve("r", "m", None, 0.1) == 0.1

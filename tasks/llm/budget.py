@@ -59,12 +59,14 @@ class Budget:
         self._lock = threading.Lock()
         self._run: _Limit | None = None
         self._roles: dict[str, _Limit] = {}
+        self._reached: BudgetReached | None = None  # a budget this run reached: nothing more starts
 
     def start(self, budget: float | None) -> None:
         """A run starts: its limit (None for none), nothing spent yet, role limits set as roles are used."""
         with self._lock:
             self._run = _Limit(budget) if budget is not None else None
             self._roles = {}
+            self._reached = None
 
     def active(self, role_budget: float | None) -> bool:
         return self._run is not None or role_budget is not None
@@ -78,11 +80,16 @@ class Budget:
                 limits.append(("the run's", self._run))
             if role_budget is not None:
                 limits.append((f"role {role}'s", self._roles.setdefault(role, _Limit(role_budget))))
+            if self._reached is not None:
+                # The run is stopping: no request may start now, even one small enough to fit, for it could be
+                # answered after the run ends and never stored (a rerun would pay for it again).
+                raise self._reached
             for scope, limit in limits:
                 if limit.spent + limit.reserved + most > limit.budget:
                     if limit.reserved > 0:
                         return None  # what is in flight may settle below its reservation: wait for it
-                    raise BudgetReached(scope, limit.spent, limit.budget, role, model)
+                    self._reached = BudgetReached(scope, limit.spent, limit.budget, role, model)
+                    raise self._reached
             for _scope, limit in limits:
                 limit.reserved += most
         return most
