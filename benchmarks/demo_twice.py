@@ -1,4 +1,4 @@
-"""Two fresh `rpbench demo` runs build the same benchmark, and what that costs.
+"""Two fresh `rpbench furina demo` runs build the same benchmark, and what that costs.
 
 Runs the README's demo three times, each in a folder of its own with a fresh call cache and a fresh Prefect
 home, so nothing is shared between them: twice as shipped (the embedded model reads every prompt from its
@@ -40,7 +40,7 @@ def demo(root: Path, models_file: Path | None = None) -> float:
     proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=root)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
-        sys.exit(f"rpbench demo failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        sys.exit(f"rpbench furina demo failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return elapsed
 
 

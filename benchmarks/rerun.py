@@ -1,4 +1,4 @@
-"""A finished flow run again: `rpbench demo` twice, the second finding every stage cached.
+"""A finished flow run again: `rpbench furina demo` twice, the second finding every stage cached.
 
 Runs the README's demo command twice in a fresh folder with a fresh call cache,
 as separate processes, and times both. Then a third time with a new Prefect home
@@ -36,7 +36,7 @@ def demo(out: Path, env: dict[str, str] | None = None) -> tuple[float, dict]:
                           capture_output=True, text=True, env=env or dict(os.environ))
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
-        sys.exit(f"rpbench demo failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        sys.exit(f"rpbench furina demo failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     manifests = {part: json.loads((out / part / "manifest.json").read_text()) for part in ("pool", "bench", "eval")}
     return elapsed, manifests
 

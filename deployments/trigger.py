@@ -93,7 +93,7 @@ def typed(settings: Mapping[str, Any], schema: Mapping[str, Any], deployment: st
     ref = str(((schema.get("properties") or {}).get("settings") or {}).get("$ref", ""))
     model = (schema.get("definitions") or {}).get(ref.rsplit("/", 1)[-1]) or {}
     props = model.get("properties") or {}
-    # The command line's names work too (`--param model=x` as `rpbench eval --model x` says it).
+    # The command line's names work too (`--param model=x` as `rpbench furina eval --model x` says it).
     flags = {str(p["cli"]).lstrip("-").replace("-", "_"): k for k, p in props.items() if p.get("cli")}
     out: dict[str, Any] = {}
     for key, value in settings.items():

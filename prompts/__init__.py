@@ -115,6 +115,13 @@ def templates_digest(names: tuple[str, ...]) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+def unknown_templates(names: tuple[str, ...]) -> list[str]:
+    """The declared names (``group/name`` or ``group/``) no template answers to: a stage declaring one would
+    never notice an edit to the template it meant."""
+    paths = [str(p.relative_to(TEMPLATE_DIR)) for p in TEMPLATE_DIR.rglob("*.j2")]
+    return [n for n in names if not any(covered_by(p, (n,)) for p in paths)]
+
+
 def covered_by(path: str, names: tuple[str, ...]) -> bool:
     """Whether a rendered template's path is one of ``names`` (as ``templates_digest`` reads them)."""
     return any(path.startswith(n) if n.endswith("/") else path.rsplit(".", 2)[0] == n for n in names)

@@ -15,7 +15,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from rpbench.storage.arrow import arrow_schema
-from rpbench.tasks.core.records import CallRecord, Failure
+from rpbench.tasks.core.records import CallRecord, Failure, JudgeAgreement
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -39,3 +39,4 @@ class TableSpec(Generic[R]):
 CALLS = TableSpec("calls", 3, CallRecord)  # 3: cached_prompt_tokens
 # Work that produced no usable result, per stage: counted in reports, never turned into a default.
 FAILURES = TableSpec("failures", 1, Failure)
+AGREEMENT = TableSpec("agreement", 1, JudgeAgreement)  # a judge against people, wherever people scored

@@ -147,7 +147,7 @@ def work(tmp_path_factory):
                   ITEMS)
     shutil.copytree(bench, work / "bench-foreign")
     write_scenes(work / "bench-foreign" / ITEMS.filename, [SCENE])
-    # An evaluation folder as `rpbench eval` leaves it (only what validate reads is needed here).
+    # An evaluation folder as `rpbench furina eval` leaves it (only what validate reads is needed here).
     write_records(work / "eval" / ITEM_SCORES.filename, [], ITEM_SCORES)
     (work / "eval" / "report.md").write_text("# an earlier report\n")
     (work / "huge.en.txt").write_bytes(b"word " * (33 * 2**20 // 5 + 1))  # one line, 33 MB

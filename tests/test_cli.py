@@ -45,7 +45,7 @@ def _run(*args: str) -> Ran:
         (["build", "--characters", str(STARTERS), "--pool", "/tmp", "--out", "OUT", "--keep-grade", "great"],
          "--keep-grade: unknown grade great"),
         (["eval", "--bench", "/tmp", "--out", "OUT"],
-         "error: give a model to ask (--model) or replies to judge (--answers)"),
+         "error: give a model to ask (--model) or replies to score (--answers)"),
         (["train", "--data", "/nonexistent", "--out", "OUT"], "/nonexistent: no such file or folder"),
         (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--part", "test", "--preset", "huge",
           "--out", "OUT"], "--preset: unknown preset 'huge' (known: rolellama, small)"),

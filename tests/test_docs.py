@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_readme_is_short_and_gives_the_two_commands():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.encode("utf-8")) <= 8 * 1024
-    assert "bash .ci/setup && .venv/bin/rpbench demo" in readme
+    assert "bash .ci/setup && .venv/bin/rpbench furina demo" in readme
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     test_command = "bash .ci/setup dev && .venv/bin/python -m pytest -q -n 2 --dist loadgroup --durations=25"
     assert test_command in readme and test_command in ci
@@ -35,7 +35,8 @@ def test_every_command_and_option_is_in_the_reference():
     text = reference_markdown()
     commands = list(all_commands())
     names = {words for words, _ in commands}
-    assert {"rpbench coser run", "rpbench furina eval", "rpbench eval", "rpbench pingpong run"} <= names
+    assert {"rpbench coser run", "rpbench furina eval", "rpbench pingpong run"} <= names
+    assert "rpbench eval" not in names and "`rpbench eval` for `rpbench furina eval`" in text  # listed once
     for words, cmd in commands:
         assert f"`{words}`" in text, words
         for p in cmd.params:
@@ -53,15 +54,40 @@ def _built(folder: str) -> Path:
     return site
 
 
+def _section(text: str, command: str) -> str:
+    start = text.index(f"`{command}`\n")
+    return text[start:text.find("\n#", start)]
+
+
+def test_each_command_lists_only_its_own_options():
+    """``rpbench models`` and ``prepare`` read the models file and nothing else: no budget, cache or batch."""
+    from rpbench.flows.cli.reference import reference_markdown
+
+    text = reference_markdown()
+    for command in ("rpbench models", "rpbench prepare"):
+        section = _section(text, command)
+        assert "`--models-file`" in section
+        assert not any(o in section for o in ("`--cache`", "`--max-cost`", "`--batch`", "`--keep-failures`"))
+    assert "`--max-cost`" in _section(text, "rpbench coser run")
+
+
 def test_the_site_builds_strict_with_the_reference_and_the_measured_figures(tmp_path):
     pytest.importorskip("mkdocs", reason="MkDocs is not installed (bash .ci/setup dev)")
     site = _built(str(tmp_path))
     reference = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
     assert "rpbench coser run" in reference and "--max-cost" in reference
+    # Placeholders shown as written (not swallowed as HTML tags), and a default its own sentence.
+    assert "RPBENCH__" not in reference and "RPBENCH_&lt;ROLE&gt;_&lt;FIELD&gt;" in reference
+    assert ".Default:" not in reference and " Default: " in reference
     performance = (site / "performance" / "index.html").read_text(encoding="utf-8")
     results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
     headline = next(line for line in results.splitlines() if line.startswith("Headline:"))
     assert headline.split("**")[1].split(" = ")[1] in performance  # included from what the benchmarks wrote
+    # A short summary (a row per script), the full history staying in the repository.
+    page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    summary = (ROOT / "benchmarks" / "SUMMARY.md").read_text(encoding="utf-8")
+    assert "RESULTS.md\"" not in page and len(page.splitlines()) + len(summary.splitlines()) < 120
+    assert performance.count("<tr>") - 1 == sum(line.startswith("## ") for line in results.splitlines()) - 1
     rolellm = (site / "benchmarks" / "rolellm" / "index.html").read_text(encoding="utf-8")
     assert "OpenCompass&#39;s scoring (rpbench&#39;s default)" in rolellm or "OpenCompass's scoring (rpbench's default)" in rolellm
     assert (site / "screenshots" / "viewer-furina.png").is_file()
@@ -127,3 +153,13 @@ def test_the_built_site_opens_navigates_every_page_and_finds_a_command(tmp_path)
     finally:
         browser.quit()
         server.shutdown()
+
+
+def test_the_pages_teach_each_benchmarks_commands_under_its_name():
+    """FURINA's top-level names are aliases on their way out: the manual teaches `rpbench furina ...`."""
+    import re
+
+    old = re.compile(r"rpbench (build|export|eval|validate|demo|pool|characters)\b")
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in pages for m in old.finditer(p.read_text("utf-8"))]
+    assert not found, found

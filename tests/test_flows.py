@@ -298,3 +298,21 @@ def test_limit_evaluates_the_benchmarks_first_items_only(harness, loopback, tmp_
     assert {g.item_id for g in made} == {items[0]} and {g.model for g in made} == {"base", "openai/mut"}
     assert done["evaluation"]["items"] == 1
     assert {r.item_id for r in read_records(tmp_path / "o" / "item_scores.parquet", ITEM_SCORES)} == {items[0]}
+
+
+def test_a_stage_declaration_with_a_misspelt_input_or_template_fails_as_it_is_declared():
+    """A misspelt ``inputs=`` name would leave that file out of the stage's cache key (an edited input would not
+    rerun it), a misspelt template would leave edits to the prompt unnoticed: both fail at import, by name."""
+    from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+
+    async def answers(run: StageRun, items: str, model: str) -> StageResult:
+        return run.result()
+
+    with pytest.raises(TypeError, match=r"inputs=\['itmes'\] name no parameter of it .*'items'"):
+        stage("typo-inputs", inputs=["itmes"])(answers)
+    with pytest.raises(TypeError, match=r"templates=\['coser/actr'\] match no prompt template"):
+        stage("typo-templates", templates=["coser/actr"])(answers)
+    with pytest.raises(TypeError, match="roles must be a list"):
+        stage("typo-roles", roles="coser-actor")(answers)
+    declared = stage("fine", inputs=["items"], templates=["coser/"], roles=["coser-actor"])(answers)
+    assert declared.name == "fine"

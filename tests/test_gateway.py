@@ -156,9 +156,9 @@ async def test_concurrency_bound_is_respected(make_gateway, loopback):
     loopback.latency = 0.05
     in_flight, peak = 0, 0
     gateway = make_gateway(max_concurrency=4, cache=False)
-    import rpbench.tasks.llm.gateway as gw
+    import litellm
 
-    real = gw.litellm.acompletion
+    real = litellm.acompletion
 
     async def spy(**kwargs):
         nonlocal in_flight, peak
@@ -169,11 +169,11 @@ async def test_concurrency_bound_is_respected(make_gateway, loopback):
         finally:
             in_flight -= 1
 
-    gw.litellm.acompletion = spy
+    litellm.acompletion = spy
     try:
         results = await gateway.run_all([Request("scene", [{"role": "user", "content": f"n{i}"}]) for i in range(12)])
     finally:
-        gw.litellm.acompletion = real
+        litellm.acompletion = real
     assert all(r.ok for r in results) and peak == 4
     assert [r.text for r in results] == [f"echo: n{i}" for i in range(12)]
 

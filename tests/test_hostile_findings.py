@@ -189,7 +189,7 @@ def test_a_judge_bound_to_the_model_under_test_is_pointed_out(tmp_path):
     config = load_models_config(models)
 
     def lines(judges: list[str]) -> list[str]:
-        return self_judging(PingPongSettings(settings=str(PINGPONG), players=["mine"], judges=judges), config)
+        return self_judging(PingPongSettings(settings=str(PINGPONG), models=["mine"], judges=judges), config)
 
     assert lines(["openai/gpt-4.1", "other-judge"]) == [
         "judge 'openai/gpt-4.1' is the same model as the model(s) under test mine (openai/gpt-4.1): it scores its "

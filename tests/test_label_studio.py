@@ -245,7 +245,7 @@ def test_pingpong_conversations_rated_in_label_studio_feed_the_agreement_command
                       '"RPBENCH_LS_KEY"\nstructured = "json_schema"\ntimeout = 5\n')
     run = tmp_path / "pingpong"
     made = subprocess.run([*CLI, "pingpong", "run", "--settings", str(sample_path("pingpong", "settings.yaml")),
-                           "--player", "player", "--player", "interrogator", "--judge", "pingpong-judge",
+                           "--model", "player", "--model", "interrogator", "--judge", "pingpong-judge",
                            "--max-turns", "2", "--character", "Captain Mirela Voss", "--out", str(run),
                            "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "50"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300,

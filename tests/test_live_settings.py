@@ -45,7 +45,7 @@ def test_pingpong_model_strings_get_the_releases_settings(openai_at_loopback, tm
     monkeypatch.setenv("RPBENCH_INTERROGATOR_MODEL", "openai/gpt-4o-mini")
     openai_at_loopback.responder = _judge_or_any
     ran = rpbench("pingpong", "run", "--settings", str(sample_path("pingpong", "settings.yaml")),
-                  "--player", "openai/gpt-4o", "--judge", "openai/gpt-4.1", "--limit", "2", "--max-turns", "2",
+                  "--model", "openai/gpt-4o", "--judge", "openai/gpt-4.1", "--limit", "2", "--max-turns", "2",
                   "--out", str(tmp_path / "pp"), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "20")
     assert ran.returncode == 0, ran.stderr[-2000:]
     sent = _sent(openai_at_loopback)
@@ -77,9 +77,47 @@ def test_a_run_with_a_role_left_on_the_embedded_model_says_so_before_it_starts(o
     """PingPong's interrogator, bound by nothing, stays on the embedded model beside a real player and judge:
     the plan (which sends nothing) already says which role, and how to bind it."""
     ran = rpbench("pingpong", "run", "--settings", str(sample_path("pingpong", "settings.yaml")),
-                  "--player", "openai/gpt-4o", "--judge", "openai/gpt-4.1", "--limit", "1", "--max-turns", "1",
+                  "--model", "openai/gpt-4o", "--judge", "openai/gpt-4.1", "--limit", "1", "--max-turns", "1",
                   "--out", str(tmp_path / "pp"), "--plan")
     assert ran.returncode == 0, ran.stderr[-2000:]
     said = ran.stdout + ran.stderr
     assert "roles interrogator run on the embedded local model" in said, said[-1500:]
     assert "RPBENCH_<ROLE>_MODEL" in said
+
+
+def test_a_run_reads_its_models_file_once_and_records_its_digest(loopback, tmp_path, monkeypatch):
+    """The command, its checks, plan, stages and manifest share one reading of the models file (each used to
+    parse and validate it again); an edit is read on the next run of the same process."""
+    import hashlib
+
+    from rpbench.tasks.llm import config as config_module
+
+    reads: list[str] = []
+    real = config_module.load_models_config
+
+    def counted(path=None, *args, **kwargs):
+        reads.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(config_module, "load_models_config", counted)
+    monkeypatch.setenv("RPBENCH_TEST_KEY", "k")
+    loopback.responder = any_mode_responder
+    models = tmp_path / "models.toml"
+    models.write_text(f'[roles.tester]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+                      'api_key_env = "RPBENCH_TEST_KEY"\n', encoding="utf-8")
+
+    def run(out: str):
+        return rpbench("roleinteract", "run", "--data", str(sample_path("roleinteract", "example.json")),
+                       "--model", "tester", "--models-file", str(models), "--out", str(tmp_path / out),
+                       "--cache", str(tmp_path / "c.sqlite"), "--resamples", "20")
+
+    ran = run("first")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert reads == [str(models)]
+    manifest = json.loads((tmp_path / "first" / "manifest.json").read_text())
+    assert manifest["models_file_sha256"] == hashlib.sha256(models.read_bytes()).hexdigest()
+    models.write_text(models.read_text() + "max_tokens = 77\n", encoding="utf-8")
+    ran = run("second")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert len(reads) == 2  # the edit is seen, once
+    assert {b.get("max_tokens") for b in loopback.requests[-3:]} == {77}

@@ -167,16 +167,36 @@ def test_a_modes_settings_references_are_its_flows_own_settings_models():
     assert named >= 7
 
 
-def test_a_suite_file_is_checked_without_importing_prefect_or_litellm():
-    """So a typo in a suite file is one line in about a second, as for every other command."""
+def _python(code: str) -> str:
+    """What a fresh interpreter running ``code`` prints (its imports are its own)."""
     import subprocess
     import sys
+
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    return ran.stdout
+
+
+def test_a_suite_file_is_checked_without_importing_prefect_or_litellm():
+    """So a typo in a suite file is one line in about a second, as for every other command."""
 
     code = ("from rpbench.flows.kit.running.environment import setup_environment; setup_environment()\n"
             "from rpbench.flows.suite.plan import check_suite\n"
             "from rpbench.flows.suite.settings import SuiteSettings\n"
             "plan = check_suite(SuiteSettings(models=['test']))\n"
             "import sys; print(len(plan.modes), 'prefect' in sys.modules, 'litellm' in sys.modules)")
-    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert ran.returncode == 0, ran.stderr[-2000:]
-    assert ran.stdout.split() == ["6", "False", "False"]  # every mode of the default suite
+    assert _python(code).split() == ["6", "False", "False"]  # every mode of the default suite
+
+
+def test_importing_any_flow_module_leaves_litellm_unimported():
+    """litellm takes seconds to import: it comes in with the first gateway a stage makes, not with the modules
+    every command, deployment and served flow loads (each mode's flows, found from the registry)."""
+
+    code = ("import importlib, sys\n"
+            "from rpbench.flows.kit.front.registry import modes\n"
+            "names = sorted({ref.split(':')[0] for m in modes().values() for ref in m.flows.values()})\n"
+            "for name in names: importlib.import_module(name)\n"
+            "import rpbench.tasks.llm.gateway\n"
+            "print(len(names), 'litellm' in sys.modules)")
+    count, imported = _python(code).split()
+    assert int(count) >= 8 and imported == "False"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import TEST_KEY_ENV, loopback_models_file
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_FOLDERS = ("flows", "tasks", "storage", "prompts", "deployments", "samples")
 
@@ -21,29 +24,39 @@ PACKAGE_FOLDERS = ("flows", "tasks", "storage", "prompts", "deployments", "sampl
 pytestmark = pytest.mark.xdist_group("packaging")
 
 
-def test_every_python_package_folder_is_listed_in_pyproject():
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+def test_every_python_package_folder_is_found_without_a_list_to_keep():
+    """setup.py makes the package list from the tree: pyproject.toml lists none (a new folder needs no line)."""
+    import runpy
+
+    assert "packages" not in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     found = {"rpbench." + ".".join(p.parent.relative_to(ROOT).parts)
              for top in PACKAGE_FOLDERS for p in (ROOT / top).rglob("__init__.py")}
-    assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
-    assert listed - found == set(), "these are listed in pyproject.toml but have no __init__.py"
+    setup_py = runpy.run_path(str(ROOT / "setup.py"), run_name="not_main_setup")
+    assert set(setup_py["packages"]()) == found and "rpbench.flows.modes.coser" in found
+
+
+def _copy_of_the_tree(into: Path) -> Path:
+    """The working tree's tracked and new files, copied (so a build leaves the checkout clean)."""
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, into / name)
+    return into
+
+
+def _build_wheel(src: Path, out: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(out)], check=True, capture_output=True)
+    (path,) = out.glob("rpbench-*.whl")
+    return path
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     """A wheel built from a copy of the working tree (tracked and new files), so the checkout stays clean."""
-    src = tmp_path_factory.mktemp("src")
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.split()
-    for name in files:
-        if (ROOT / name).is_file():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, src / name)
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(out)], check=True, capture_output=True)
-    (path,) = out.glob("rpbench-*.whl")
-    return path
+    return _build_wheel(_copy_of_the_tree(tmp_path_factory.mktemp("src")), tmp_path_factory.mktemp("dist"))
 
 
 def test_the_wheel_adds_only_rpbench(wheel):
@@ -75,3 +88,47 @@ def test_an_install_of_the_wheel_alone_finds_its_data(wheel, tmp_path):
     """)
     proc = subprocess.run([sys.executable, "-S", "-c", check], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_a_new_mode_needs_its_folder_and_its_entry_point_only(tmp_path, loopback):
+    """The tutorial's quiz mode as a package of its own, ``flows/modes/quizmode``, with one line added to
+    pyproject.toml (its entry point): the wheel carries it, and the installed command runs it on the loopback
+    server, with no other edit and no list of packages to extend."""
+    src = _copy_of_the_tree(tmp_path / "src")
+    folder = src / "flows" / "modes" / "quizmode"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    own = (ROOT / "tests" / "toy_quiz.py").read_text(encoding="utf-8")
+    (folder / "mode.py").write_text(own.replace("tests.toy_quiz", "rpbench.flows.modes.quizmode.mode"), "utf-8")
+    pyproject = src / "pyproject.toml"
+    section = '[project.entry-points."rpbench.modes"]\n'
+    pyproject.write_text(pyproject.read_text().replace(
+        section, section + 'toy-quiz = "rpbench.flows.modes.quizmode.mode:TOY"\n'))
+    built = _build_wheel(src, tmp_path / "dist")
+    assert "rpbench/flows/modes/quizmode/mode.py" in zipfile.ZipFile(built).namelist()
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(built)],
+                   check=True, capture_output=True)
+
+    loopback.responder = lambda body: "blue" if "sky" in body["messages"][-1]["content"] else "no idea"
+    quiz = tmp_path / "quiz.jsonl"
+    quiz.write_text('{"id": "q1", "question": "What colour is the sky?", "answer": "blue"}\n'
+                    '{"id": "q2", "question": "What do bees make?", "answer": "honey"}\n')
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    run = textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = [{str(target)!r}, {sysconfig.get_paths()["purelib"]!r}]
+        import rpbench.flows.modes.quizmode.mode as mode
+        assert mode.__file__.startswith({str(target)!r}), mode.__file__
+        from rpbench.flows.cli.main import main
+        sys.argv = ["rpbench", "toy-quiz", "run", "--questions", {str(quiz)!r}, "--model", "quizzer",
+                    "--models-file", {str(models)!r}, "--out", {str(tmp_path / "out")!r},
+                    "--cache", {str(tmp_path / "c.sqlite")!r}]
+        main()
+    """)
+    env = {**os.environ, TEST_KEY_ENV: "k"}
+    proc = subprocess.run([sys.executable, "-S", "-c", run], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=600)
+    assert proc.returncode == 0, (proc.stdout[-1500:], proc.stderr[-3000:])
+    assert "quizzer: accuracy 50.0" in proc.stdout
+    assert len(loopback.requests) == 2

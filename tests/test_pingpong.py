@@ -215,7 +215,7 @@ def test_run_rerun_and_rejudge(harness, loopback, tmp_path, monkeypatch):
     monkeypatch.setenv(TEST_KEY_ENV, "k")
     loopback.responder = _respond
     models, cache, out = _models(tmp_path, loopback), str(tmp_path / "c.sqlite"), str(tmp_path / "run")
-    s = PingPongSettings(settings=str(SETTINGS), players=["short", "long"], judges=["strict-judge"], out=out,
+    s = PingPongSettings(settings=str(SETTINGS), models=["short", "long"], judges=["strict-judge"], out=out,
                          max_turns=2, characters=["Captain Mirela Voss", "林晚照"], resamples=200,
                          models_file=models, cache=cache)
     manifest = pingpong(s)
@@ -291,7 +291,7 @@ def test_conversations_given_as_a_file_are_judged_exactly_as_live_ones(harness, 
     models, cache = _models(tmp_path, loopback), str(tmp_path / "c.sqlite")
     common = {"settings": str(SETTINGS), "judges": ["strict-judge"], "max_turns": 2, "characters": ["林晚照"],
               "resamples": 50, "models_file": models, "cache": cache}
-    live = pingpong(PingPongSettings(players=["short"], out=str(tmp_path / "live"), **common))
+    live = pingpong(PingPongSettings(models=["short"], out=str(tmp_path / "live"), **common))
     turns = read_records(tmp_path / "live" / CONVERSATIONS.filename, CONVERSATIONS)
     by_id: dict[str, list] = {}
     for t in turns:
@@ -319,7 +319,7 @@ def test_v1_tester_talks_and_grades_on_ten_points(harness, loopback, tmp_path, m
     monkeypatch.setenv(TEST_KEY_ENV, "k")
     loopback.responder = _respond
     out = tmp_path / "v1"
-    manifest = pingpong(PingPongSettings(settings=str(SETTINGS), players=["short"], version="v1", out=str(out),
+    manifest = pingpong(PingPongSettings(settings=str(SETTINGS), models=["short"], version="v1", out=str(out),
                                          characters=["Tobias Fenn"], situations=["bio"], max_turns=3,
                                          resamples=200, models_file=_models(tmp_path, loopback),
                                          cache=str(tmp_path / "c.sqlite")))
@@ -336,11 +336,11 @@ def test_cli_errors_are_one_line(tmp_path):
     data["en"]["characters"][0]["colour"] = "red"
     bad.write_text(json.dumps(data))
     cases = [
-        (["pingpong", "run", "--settings", str(bad), "--player", "player"], "character 'Abe': unknown field 'colour'"),
-        (["pingpong", "run", "--settings", str(SETTINGS), "--player", "no-such-model"], "--player: unknown model"),
-        (["pingpong", "run", "--settings", str(SETTINGS), "--player", "player", "--judge", "nobody"],
+        (["pingpong", "run", "--settings", str(bad), "--model", "player"], "character 'Abe': unknown field 'colour'"),
+        (["pingpong", "run", "--settings", str(SETTINGS), "--model", "no-such-model"], "--model: unknown model"),
+        (["pingpong", "run", "--settings", str(SETTINGS), "--model", "player", "--judge", "nobody"],
          "--judge: unknown model"),
-        (["pingpong", "run", "--settings", str(SETTINGS), "--player", "player", "--character", "Nobody"],
+        (["pingpong", "run", "--settings", str(SETTINGS), "--model", "player", "--character", "Nobody"],
          "unknown character 'Nobody'"),
         (["pingpong", "rejudge", str(tmp_path), "--judge", "pingpong-judge"], "not a finished PingPong run"),
     ]
@@ -379,7 +379,7 @@ def test_agreement_spearman_per_judge_and_krippendorff_between_annotators(tmp_pa
 
 @pytest.mark.local_model
 def test_pingpong_runs_on_the_local_model(tmp_path):
-    p = subprocess.run([*CLI, "pingpong", "run", "--settings", str(SETTINGS), "--player", "player",
+    p = subprocess.run([*CLI, "pingpong", "run", "--settings", str(SETTINGS), "--model", "player",
                         "--character", "Captain Mirela Voss", "--situation", "rude", "--max-turns", "1",
                         "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "100"],
                        capture_output=True, text=True, env={**os.environ, "PREFECT_HOME": str(tmp_path / "ph")})

@@ -66,7 +66,7 @@ def test_a_live_pingpong_run_sends_what_pingpong_s_code_sends(loopback, tmp_path
     monkeypatch.setenv(TEST_KEY_ENV, "k")
     loopback.responder = responder()
     models = loopback_models_file(tmp_path / "models.toml", loopback)  # sets no limit: the mode's own settings
-    ran = rpbench("pingpong", "run", "--settings", str(path), "--player", "player", "--out", str(tmp_path / "pp"),
+    ran = rpbench("pingpong", "run", "--settings", str(path), "--model", "player", "--out", str(tmp_path / "pp"),
                   "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "20")
     assert ran.returncode == 0, ran.stderr[-2000:]
     cards = [c for lang in settings.values() for c in lang["characters"]]

@@ -85,9 +85,9 @@ async def test_synthesis_runs_every_step_refines_and_rejects_copies(tmp_path):
     assert {"memories", "relationships", "background_private", "speech_pattern"} <= private
 
     chars_path = write_characters(tmp_path / "synth.yaml", cast)
-    assert load_characters(chars_path) == cast  # `rpbench characters check` accepts it
+    assert load_characters(chars_path) == cast  # `rpbench furina characters check` accepts it
     scenes_path = write_scene_file(tmp_path / "synth.scenes.json", [scene])
-    (loaded,) = load_scene_file(scenes_path)  # `rpbench pool add` accepts it
+    (loaded,) = load_scene_file(scenes_path)  # `rpbench furina pool add` accepts it
     assert loaded.source == "synthesized" and [c.name for c in loaded.characters] == ["Ysolde Marrow", "Tamsin Oakes"]
     assert yaml.safe_load(chars_path.read_text())[0]["type"] == "synthesized"
 

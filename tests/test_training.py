@@ -1,6 +1,6 @@
 """LoRA training on the embedded model (tiny inputs, a few steps): the loss mask, a falling loss, DPO pairs from
 a benchmark the loopback server built, a killed run resuming from its checkpoint, the adapter answering through
-the gateway and ranked beside its base by `rpbench eval`."""
+the gateway and ranked beside its base by `rpbench furina eval`."""
 
 from __future__ import annotations
 

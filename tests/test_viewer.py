@@ -109,6 +109,9 @@ def test_the_viewer_finds_filters_links_and_escapes(mode, harness, loopback, tmp
     try:
         _open(browser, url)
         assert len(_rows(browser)) == min(len(samples), 50)  # the first page
+        headers = browser.execute_script("return [...document.querySelectorAll('table.samples th')]"
+                                         ".map(t => t.textContent)")
+        assert headers[:3] == ["sample", "model", "score"] and len(headers) == len(set(headers))  # each column once
         search = browser.find_element("id", "search")
         search.send_keys(query + "\n")
         _wait(browser, "return location.hash.includes('q=')")
@@ -131,6 +134,8 @@ def test_the_viewer_finds_filters_links_and_escapes(mode, harness, loopback, tmp
         shown = browser.find_element("css selector", "section.sample")
         assert shown.get_attribute("data-sample") == target["id"]
         assert target["title"] in shown.text
+        meta = shown.find_element("css selector", ".meta").text
+        assert meta.count(target["model"]) == 1 or target["model"] in target["title"]  # the model named once
         markup = next(s for s in samples if any(MARKUP in p["text"] for p in s["parts"]))
         _open(browser, f"{url}#sample={markup['id']}")
         page = browser.execute_script("return document.body.innerText")

@@ -12,7 +12,7 @@ import typer
 from rpbench.tasks.core.errors import InputError
 
 app = typer.Typer(help="Human validation of the judge through Label Studio: push items as tasks, pull the "
-                       "annotations back for `rpbench validate`. The token comes from LABEL_STUDIO_API_KEY.",
+                       "annotations back for `rpbench furina validate`. The token comes from LABEL_STUDIO_API_KEY.",
                   no_args_is_help=True)
 
 
@@ -29,7 +29,7 @@ PROJECT = typer.Option("--project", help="The Label Studio project, by name.")
 @app.command("push")
 def push(
     eval_dir: Annotated[Path, typer.Option("--eval", help="The run folder the tasks come from (an evaluation, "
-                                                          "rpbench eval --out, for dimension and pairwise; a "
+                                                          "rpbench furina eval --out, for dimension and pairwise; a "
                                                           "PingPong run for pingpong).")],
     task: Annotated[str, typer.Option("--task", help="The kind of task, one a benchmark mode offers: "
                                                      "dimension (which dimension an item tests), pairwise (the "
@@ -96,10 +96,10 @@ def push(
 def pull(
     url: Annotated[str, URL],
     project: Annotated[str, PROJECT],
-    out: Annotated[Path, typer.Option("--out", help="Annotations file to write (JSONL), for rpbench validate "
+    out: Annotated[Path, typer.Option("--out", help="Annotations file to write (JSONL), for rpbench furina validate "
                                                     "--annotations.")],
 ) -> None:
-    """Pull a project's annotations back as rows `rpbench validate` reads (pairwise scores un-randomised: 1 =
+    """Pull a project's annotations back as rows `rpbench furina validate` reads (pairwise scores un-randomised: 1 =
     the reply under test much better), or `rpbench pingpong agreement` for a pingpong project; skipped and
     unsure answers are counted, not scored."""
     from rpbench.flows.kit.front.registry import annotation_kinds, load_ref

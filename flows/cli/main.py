@@ -21,14 +21,14 @@ from rpbench.flows.cli.modes_group import ModesGroup
 from rpbench.flows.kit.front import interrupts
 from rpbench.flows.kit.front.commands import settings_command
 from rpbench.flows.kit.front.registry import modes
-from rpbench.flows.kit.front.settings import RunSettings
+from rpbench.flows.kit.front.settings import ModelsFileSettings
 from rpbench.flows.kit.running.environment import setup_environment
 from rpbench.flows.suite.commands import add_commands as suite_commands
 from rpbench.flows.training.commands import add_commands as training_commands
 from rpbench.tasks.core.errors import InputError, ModelUnusable, RunFailed
 
 
-def prepare(s: RunSettings) -> None:
+def prepare(s: ModelsFileSettings) -> None:
     """Derive once what the local models need (re-encoded weights, the tokenizer for token counts).
 
     Done on first use anyway; the set-up command runs it so that a first run does not wait for it.
@@ -167,7 +167,7 @@ def make_app() -> typer.Typer:
     app.command("trigger")(trigger_run)
     app.command("report")(report_runs)
     app.command("deploy")(deploy)
-    app.command("prepare")(settings_command(RunSettings, prepare, starts_workers=False))
+    app.command("prepare")(settings_command(ModelsFileSettings, prepare, starts_workers=False))
     training_commands(app)
     suite_commands(app)
     from rpbench.flows.annotation.commands import app as annotate

@@ -9,12 +9,12 @@ from typing import Literal
 import typer
 from pydantic import Field
 
-from rpbench.flows.kit.front.settings import RunSettings, cli
+from rpbench.flows.kit.front.settings import ModelsFileSettings, cli
 
 PING = [{"role": "user", "content": "Reply with the single word: ready"}]
 
 
-class ModelsSettings(RunSettings):
+class ModelsSettings(ModelsFileSettings):
     action: Literal["show", "check"] = Field(
         default="show", json_schema_extra=cli(argument=True),
         description="show (default): each role's model and settings; check: send one tiny request per role the "
@@ -26,7 +26,7 @@ SHOWN = ("model", "api_base", "temperature", "top_p", "max_tokens", "reasoning_c
          "processes", "batch", "api_key_env", "max_cost")
 
 
-def show_models(s: RunSettings) -> None:
+def show_models(s: ModelsFileSettings) -> None:
     from rpbench.flows.kit.front.registry import builtin_roles, models_config
     from rpbench.tasks.llm.config import presets
     from rpbench.tasks.llm.local.models import EMBEDDED
@@ -46,7 +46,7 @@ def show_models(s: RunSettings) -> None:
     typer.echo("presets (--models-file NAME): " + ", ".join(presets()))
 
 
-async def _ask_each(s: RunSettings) -> list[tuple[str, str, str | None, float]]:
+async def _ask_each(s: ModelsFileSettings) -> list[tuple[str, str, str | None, float]]:
     """(role, model, error or None, seconds) for [default] and every role the file binds, all at once.
 
     Uncached, one try each (a check must reach the model now), with a few tokens of answer."""
@@ -77,7 +77,7 @@ async def _ask_each(s: RunSettings) -> list[tuple[str, str, str | None, float]]:
         await gateway.aclose()
 
 
-def check_models(s: RunSettings) -> None:
+def check_models(s: ModelsFileSettings) -> None:
     from rpbench.tasks.llm.event_loop import run_coroutine
 
     results = run_coroutine(_ask_each(s))

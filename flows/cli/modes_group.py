@@ -73,6 +73,7 @@ class ModesGroup(TyperGroup):
                 alias = copy.copy(command)  # the same command, its help noting the name it has in the group
                 alias.help = f"{command.help or ''}\n\n{_alias_note(mode, name)}"
                 alias.short_help = f"{mode.top_commands[name]} {_alias_note(mode, name)}"
+                alias.alias_of = f"rpbench {mode.name} {name}"  # type: ignore[attr-defined]  # listed once, there
                 loaded[name] = alias
         self.commands.update(loaded)
 

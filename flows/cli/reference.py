@@ -23,14 +23,23 @@ def all_commands() -> Iterator[tuple[str, Command]]:
     def walk(cmd: Command, words: tuple[str, ...]) -> Iterator[tuple[str, Command]]:
         yield " ".join(words), cmd
         for name, sub in getattr(cmd, "commands", {}).items():
-            if not getattr(sub, "hidden", False):
+            if not getattr(sub, "hidden", False) and not getattr(sub, "alias_of", None):
                 yield from walk(sub, (*words, name))
 
     yield from walk(cli, ("rpbench",))
 
 
+def _text(text: str) -> str:
+    """Help text as Markdown shows it: outside `code`, < > and & as themselves (``RPBENCH_<ROLE>_<FIELD>`` is
+    not an HTML tag to drop)."""
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):  # even parts lie outside code spans
+        parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
+
+
 def _cell(text: Any) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    return _text(" ".join(str(text).split())).replace("|", "\\|")
 
 
 def _option_rows(cmd: Command) -> list[str]:
@@ -42,19 +51,36 @@ def _option_rows(cmd: Command) -> list[str]:
             flags = ", ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts])
             default = "" if p.required or p.default in (None, False, (), []) or callable(p.default) else \
                 f" Default: `{p.default}`."
-            rows.append(f"| {flags} | {_cell(p.help or '')}{' (required)' if p.required else ''}{_cell(default)} |")
+            rows.append(f"| {flags} | {_cell(p.help or '')}{' (required)' if p.required else ''}{default} |")
         else:
             rows.append(f"| `{(p.name or '').upper()}` | argument |")
     return rows
 
 
+def aliases() -> dict[str, str]:
+    """Top-level names that stand for a mode's command (``rpbench build`` stands for ``rpbench furina build``)."""
+    from rpbench.flows.cli.main import make_cli
+    from rpbench.flows.kit.front.registry import modes
+
+    cli = make_cli()
+    for mode in modes().values():
+        if mode.commands is not None:
+            cli._load(mode)
+    return {f"rpbench {name}": str(getattr(cmd, "alias_of", "")) for name, cmd in cli.commands.items()
+            if getattr(cmd, "alias_of", None)}
+
+
 def reference_markdown() -> str:
     out = []
+    if old := aliases():
+        listed = ", ".join(f"`{a}` for `{b}`" for a, b in sorted(old.items()))
+        out.append(f"Each command is listed once, under its benchmark. Older top-level names still work for one "
+                   f"more release: {listed}.\n")
     for words, cmd in all_commands():
         depth = min(len(words.split()), 4)
         out.append(f"{'#' * (depth + 1)} `{words}`\n")
         if cmd.help:
-            out.append(cmd.help.strip().replace("\b\n", "") + "\n")
+            out.append(_text(cmd.help.strip().replace("\b\n", "")) + "\n")
         rows = _option_rows(cmd)
         if rows:
             out += ["| option | what it does |", "|---|---|", *rows, ""]

@@ -125,8 +125,8 @@ async def register(run: StageRun, adapter: str, losses: str, base: str, summary:
     """The adapter as a model name (``local/<base>+adapter=<folder>``), a models file that binds it to the role
     ``tuned``, and the report."""
     model = f"local/{base}{ADAPTER_MARK}{adapter}"
-    fragment = (f"# Written by rpbench train: the trained adapter as a role (rpbench eval --models-file THIS --model "
-                f"tuned).\n[roles.tuned]\nmodel = \"{model}\"\n")
+    fragment = (f"# Written by rpbench train: the trained adapter as a role (rpbench furina eval --models-file THIS "
+                f"--model tuned).\n[roles.tuned]\nmodel = \"{model}\"\n")
     atomic_write_bytes(run.final_folder / "models.toml", fragment.encode())
     atomic_write_bytes(run.final_folder / "model.txt", (model + "\n").encode())
     text = report_markdown({**summary, "model": model}, read_records(losses, LOSSES), "losses.png")

@@ -19,8 +19,8 @@ class TrainSettings(RunSettings):
     data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                             description="Training data: a RoleBench file or folder in its released layout (as "
                                         "`rpbench rolellm eval` reads it; Context-Instruct writes the same), or a "
-                                        "benchmark folder from `rpbench build` (its accepted test turns; its judged "
-                                        "pairs for --objective dpo). Repeat.")
+                                        "benchmark folder from `rpbench furina build` (its accepted test turns; its "
+                                        "judged pairs for --objective dpo). Repeat.")
     base: str = Field(default="local/smollm2-135m",
                       description="The base model: a local model (local/<name>; any but the embedded one is "
                                   "registered in the local_models table of a models file).")

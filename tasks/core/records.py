@@ -59,3 +59,26 @@ class CallRecord(Record):
     cost_usd: float | None = None
     transient_retries: int = 0
     started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class JudgeAgreement(Record):
+    """How far one judge's scores follow people's on one group of items (a benchmark's dimension in one
+    language, say): correlations and exact agreement with 95% bootstrap intervals (tasks.stats.agreement)."""
+
+    benchmark: str
+    judge: str
+    group: str
+    language: str
+    n: int
+    pearson: float | None
+    pearson_low: float | None
+    pearson_high: float | None
+    spearman: float | None
+    spearman_low: float | None
+    spearman_high: float | None
+    kendall: float | None
+    kendall_low: float | None
+    kendall_high: float | None
+    exact: float | None
+    exact_low: float | None
+    exact_high: float | None

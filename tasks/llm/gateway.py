@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar, overload
 
 import aiohttp
-import litellm
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
@@ -41,10 +40,8 @@ from rpbench.tasks.llm.budget import run_budget
 from rpbench.tasks.llm.cache import CallCache, request_key
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec
 from rpbench.tasks.llm.ledger import Ledger, next_call_id
-from rpbench.tasks.llm.litellm_call import add_transport, new_session, request_kwargs, send, tune_litellm
 from rpbench.tasks.llm.local.models import PROVIDER as LOCAL_PROVIDER
 from rpbench.tasks.llm.local.models import model_fingerprint
-from rpbench.tasks.llm.local.provider import register_local_provider
 from rpbench.tasks.llm.planning import run_plan
 from rpbench.tasks.llm.process_pool import ProcessPool, acquire_pool, release_pool
 from rpbench.tasks.llm.prompt_cache import PrefixMemory, with_cache_marks
@@ -60,7 +57,6 @@ from rpbench.tasks.llm.structured import (
     schema_instruction,
     with_reasoning_cap,
 )
-from rpbench.tasks.llm.transient import is_fatal, is_transient
 
 T = TypeVar("T")
 
@@ -70,6 +66,8 @@ M = TypeVar("M", bound=BaseModel)
 @functools.lru_cache(maxsize=1024)
 def _listed_price(model: str, key: str) -> float | None:
     """A per-token price from litellm's price map, or None when it lists none for the model."""
+    import litellm
+
     try:
         value: Any = litellm.get_model_info(model).get(key)
     except Exception:
@@ -183,6 +181,10 @@ class Gateway:
         self._batched: dict[str, dict[str, Any]] = {}
         self._prefixes = PrefixMemory()  # recent prompts, to mark the prefixes Anthropic should cache
         self.batch_status = ""  # where this fork's batch in flight stands, for the stage's progress line
+        # litellm (seconds to import) comes in with the first gateway, not with every module that names one.
+        from rpbench.tasks.llm.litellm_call import tune_litellm
+        from rpbench.tasks.llm.local.provider import register_local_provider
+
         tune_litellm()
         register_local_provider(config.local_models)
 
@@ -206,6 +208,8 @@ class Gateway:
         loop = asyncio.get_running_loop()
         session = self._sessions.get(loop)
         if session is None or session.closed:
+            from rpbench.tasks.llm.litellm_call import new_session
+
             session = new_session()
             self._sessions[loop] = session
         return session
@@ -242,6 +246,8 @@ class Gateway:
             return spec.structured
         if spec.model.startswith(LOCAL_PROVIDER + "/"):
             return "json_schema"
+        import litellm
+
         try:
             return "json_schema" if litellm.supports_response_schema(model=spec.model) else "prompt"
         except Exception:  # unknown models (e.g. a vLLM server) are asked in the prompt
@@ -255,6 +261,9 @@ class Gateway:
         ``record.transient_retries`` counts the retries as they happen, so a call that fails after all of
         them records how many it made.
         """
+        from rpbench.tasks.llm.litellm_call import add_transport, request_kwargs, send
+        from rpbench.tasks.llm.transient import is_transient
+
         policy = self.config.retry
         if family_of(spec.model) == "anthropic":  # Anthropic caches a prompt only up to a marked block
             messages = with_cache_marks(messages, self._prefixes, (self.stage, record.role))
@@ -437,6 +446,8 @@ class Gateway:
                 # Some providers echo the key in their error text: mask it before it is stored anywhere.
                 record.outcome, record.error = "failed", scrub_text(f"{type(exc).__name__}: {exc}")[:500]
                 self.ledger.add(record)
+                from rpbench.tasks.llm.transient import is_fatal
+
                 if is_fatal(exc):  # no later call to this model can succeed: stop the run here
                     unusable = ModelUnusable(role, spec.model, _plain(exc), spec.api_key_env)
                     self._unusable.setdefault((spec.model, spec.api_base), unusable)

@@ -26,7 +26,7 @@ class TrainingRequest:
 
 @dataclass(frozen=True)
 class TrainingSource:
-    # What it reads, as a user would call it ("RoleBench files", "benchmark folders (rpbench build)").
+    # What it reads, as a user would call it ("RoleBench files", "benchmark folders (rpbench furina build)").
     what: str
     # Whether a path (that exists) is data of this source.
     claims: Callable[[Path, TrainingRequest], bool]

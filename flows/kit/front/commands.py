@@ -6,14 +6,14 @@ from __future__ import annotations
 import contextlib
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import typer
 from pydantic import BaseModel, ValidationError
 
 from rpbench.flows.kit.front.registry import builtin_roles, models_config
-from rpbench.flows.kit.front.settings import RunSettings, output_fields
+from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings, output_fields
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.storage.folder_lock import folder_lock
@@ -100,17 +100,18 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
             values[name] = given
         settings = parse_settings(model, values)
         if isinstance(settings, RunSettings):
-            # Read (and check) the models file now: an error in it is one line before any flow starts,
-            # not Prefect's report of a failed flow run followed by the same line.
             if settings.max_cost is not None and chosen_runner() != "threads":
                 raise InputError("--max-cost: the budget is kept by the process that sends the calls; on Dask each "
                                  "worker sends its own, so it could not hold: run with the threads runner")
             if settings.batch and chosen_runner() != "threads":
                 raise InputError("--batch: it reaches the calls sent from this process only; on Dask each worker "
                                  "sends its own: write batch = true for the roles in the models file instead")
+        if isinstance(settings, ModelsFileSettings):
+            # Read (and check) the models file now: an error in it is one line before any flow starts,
+            # not Prefect's report of a failed flow run followed by the same line.
             config = models_config(settings.models_file)
             check_role_sections(config, settings.models_file, _names_given(settings))
-            if settings.batch:
+            if isinstance(settings, RunSettings) and settings.batch:
                 for role, spec in [("default", config.default), *config.roles.items()]:
                     if problem := spec.batch_key_problem():
                         raise InputError(f"--batch: role {role}: {problem}")
@@ -249,3 +250,25 @@ def stages_line(manifest: dict[str, Any]) -> str:
         planned = f" (planned: {fmt_range(plan.get('calls'))}, USD {fmt_range(plan.get('cost_usd'), 4)})"
     return (f"stages: {this.get('stages', 0)} ({this.get('cached', 0)} cached); "
             f"calls sent by this run: {this.get('calls_sent', 0)}, USD {this.get('cost_usd') or 0:.4f}{planned}")
+
+
+def run_evaluation(settings: BaseModel, check: str | None, flow: str, section: str,
+                   lines: Callable[[dict[str, Any]], Iterable[str]] = lambda _r: ()) -> dict[str, Any]:
+    """What every evaluation command does: check the input (Prefect-free, so a typo is one line at once), run
+    the flow, print the mode's own lines about its section of the manifest (``lines``), what the run did, and
+    where its report is. ``check`` and ``flow`` are ``module:attribute`` references, imported only here, in
+    that order. Returns the manifest's section."""
+    from rpbench.flows.kit.front.checking import checked
+    from rpbench.flows.kit.front.registry import load_ref
+
+    if check is not None:
+        checked(load_ref(check), settings)
+    from rpbench.flows.kit.running.run import run_flow
+
+    manifest = run_flow(load_ref(flow), settings=settings)
+    found = manifest.get(section, {})
+    for line in lines(found):
+        typer.echo(line)
+    typer.echo(stages_line(manifest))
+    typer.echo(f"report: {found.get('report')}")
+    return dict(found)

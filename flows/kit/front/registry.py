@@ -16,6 +16,7 @@ notebooks). A reference may also be the object itself.
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -111,7 +112,14 @@ def one_run(flow: str, field_name: str = "models") -> Callable[[Mapping[str, Any
 
 @dataclass(frozen=True)
 class BenchmarkMode:
-    """A mode's spec. Everything but the first three fields is a reference, loaded when it is used."""
+    """A mode's spec. Everything but the first three fields is a reference, loaded when it is used.
+
+    References follow the layout of a mode in this repository: a bare name is looked up in the mode's module
+    for it (``flows={"coser": "coser"}`` is ``rpbench.flows.modes.coser.flows:coser``, ``item_table=
+    "ITEM_SCORES"`` is in ``rpbench.tasks.modes.<name>.tables``), a module without a dot (or starting with
+    one) is under the mode's folder, and the report and commands default to ``<work>.analysis:REPORT`` and
+    ``<package>.commands:add_commands``. A mode kept elsewhere gives ``package`` and ``work``, or full
+    references."""
 
     name: str
     description: str
@@ -120,9 +128,7 @@ class BenchmarkMode:
     roles: Mapping[str, Role]
     # Its item-level table (a TableSpec), and how that becomes model scores, a leaderboard and a report.
     item_table: Ref
-    report: Ref
-    # Its other tables (TableSpecs), for documentation and checks.
-    tables: Sequence[Ref] = ()
+    report: Ref = "analysis:REPORT"
     # Its flows by short name (deployments serve them), and for some of them the function that checks a
     # flow's settings before it starts (files, model names): `rpbench trigger` runs it before sending a run.
     flows: Mapping[str, Ref] = field(default_factory=dict)
@@ -132,7 +138,7 @@ class BenchmarkMode:
     settings: Mapping[str, Ref] = field(default_factory=dict)
     # A function adding its commands to a Typer app: `rpbench <name> ...`, or, for the commands named in
     # ``top_commands`` (name -> one-line help), at the top level.
-    commands: Ref | None = None
+    commands: Ref | None = "commands:add_commands"
     top_commands: Mapping[str, str] = field(default_factory=dict)
     # Its flows end to end on shipped samples, small enough for a test: a function of a work folder giving
     # SmokeSteps. The hardening tests (kills and resumes, injected faults, the secrets scan) run it for every
@@ -147,9 +153,34 @@ class BenchmarkMode:
     # How a suite runs the mode: a function (its section of the suite file, the models under test, the mode's
     # folder in the suite's output) -> SuiteParts, the scored one last. A mode without one cannot be in a suite.
     suite: Ref | None = None
+    # Where its flows, settings, checks and commands live, and its work (tables, analysis).
+    package: str = ""
+    work: str = ""
 
     def __post_init__(self) -> None:
         from rpbench.tasks.llm.config import Role
+
+        package = self.package or f"rpbench.flows.modes.{self.name}"
+        work = self.work or f"rpbench.tasks.modes.{self.name}"
+
+        def full(ref: Ref, module: str) -> Ref:  # "X": attribute X of ``module``
+            return ref if not isinstance(ref, str) or ":" in ref else f"{module}:{ref}"
+
+        def full_name(ref: Ref, base: str) -> Ref:  # "analysis:REPORT", ".a.b:X": modules under ``base``
+            if isinstance(ref, str) and ":" in ref and (ref.startswith(".") or "." not in ref.partition(":")[0]):
+                return f"{base}.{ref.lstrip('.')}"
+            return ref
+
+        object.__setattr__(self, "item_table", full(self.item_table, f"{work}.tables"))
+        object.__setattr__(self, "report", full_name(self.report, work))
+        object.__setattr__(self, "commands", full_name(self.commands, package))
+        object.__setattr__(self, "schedules", full_name(self.schedules, package))
+        object.__setattr__(self, "training_data", full_name(self.training_data, work))
+        object.__setattr__(self, "annotation", {k: full_name(v, work) for k, v in self.annotation.items()})
+        for kind in ("flows", "checks", "settings"):
+            refs = getattr(self, kind)
+            object.__setattr__(self, kind, {k: full(full_name(v, package), f"{package}.{kind}")
+                                            for k, v in refs.items()})
 
         # A role given as a bare description is a Role with no settings of its own.
         roles = {name: Role(r) if isinstance(r, str) else r for name, r in self.roles.items()}
@@ -257,12 +288,42 @@ def role_settings() -> dict[str, tuple[str, Role]]:
     return {role: (mode.name, declared) for mode in modes().values() for role, declared in mode.roles.items()}
 
 
+_configs: dict[tuple[Any, ...], ModelsConfig] = {}
+_configs_lock = threading.Lock()
+
+
 def models_config(models_file: str | None) -> ModelsConfig:
     """The models file (a path, a preset's name, or None for the built-in one) with every mode's own role
-    settings beneath it: what any command or stage of a run reads."""
-    from rpbench.tasks.llm import load_models_config
+    settings beneath it: what any command or stage of a run reads.
 
-    return load_models_config(models_file, roles=role_settings())
+    Read once for as long as the file, the environment's RPBENCH_ variables and the registered modes stay
+    as they are: a run's command, plan, checks, stages and manifest all ask for it, and each reading parsed
+    and validated it again. An edited file (its size or time changes) is read afresh, so a served process
+    sees the edit on its next run."""
+    from rpbench.tasks.llm.config import load_models_config, models_path
+
+    path = models_path(models_file)
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size, tuple(sorted(modes())),
+           tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("RPBENCH_"))))
+    with _configs_lock:
+        known = _configs.get(key)
+    if known is None:
+        known = load_models_config(models_file, roles=role_settings())
+        with _configs_lock:
+            if len(_configs) > 32:  # a long-lived process (a served deployment) sees many edits of a file
+                _configs.clear()
+            _configs[key] = known
+    return known
+
+
+def models_file_digest(models_file: str | None) -> str:
+    """SHA-256 of the models file a run read (the manifest records it beside the resolved settings)."""
+    import hashlib
+
+    from rpbench.tasks.llm.config import models_path
+
+    return hashlib.sha256(models_path(models_file).read_bytes()).hexdigest()
 
 
 def annotation_kinds() -> dict[str, tuple[BenchmarkMode, Ref]]:

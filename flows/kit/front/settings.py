@@ -3,11 +3,13 @@ parameters are all made from it, so no default is written twice."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, ClassVar, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic.fields import FieldInfo
 
 from rpbench.storage.recorded_paths import recorded_path
 from rpbench.storage.user_files import check_cache_file, check_output_file, check_output_folder
@@ -67,8 +69,8 @@ def cli(flag: str | None = None, *, argument: bool = False, hidden: bool = False
     return out
 
 
-class RunSettings(BaseModel):
-    """What every flow that calls models takes: which models file and which call cache."""
+class ModelsFileSettings(BaseModel):
+    """What every command that reads the models file takes (``rpbench models`` and ``prepare`` take only this)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -77,6 +79,11 @@ class RunSettings(BaseModel):
         description="Models config (TOML or YAML), or a shipped preset by name (furina-paper, vllm), binding "
         "model roles to model strings and sampling settings. Default: every role uses the embedded local "
         "model. Env overrides: RPBENCH_<ROLE>_<FIELD>. (--models is the old name of this option.)")
+
+
+class RunSettings(ModelsFileSettings):
+    """What every flow that calls models takes: the models file, the call cache, the budget and failure bounds."""
+
     cache: CacheFile = Field(
         default=None, description="SQLite call cache; a rerun repeats no call found here. "
         "Default: .rpbench/calls.sqlite")
@@ -121,3 +128,47 @@ class RunSettings(BaseModel):
             elif isinstance(value, list):
                 values[name] = [recorded_path(v, out) for v in value]
         return values
+
+
+class EvalSettings(RunSettings):
+    """What every evaluation takes besides its data: the systems it ranks (models asked through their roles,
+    answers a user already has), how many items, and the intervals' resamples and seed. A mode says in its
+    class variables what its answer files hold and what it counts (they fill in the help), and adds its own."""
+
+    # What one item of this benchmark is (for --limit) and what an --answers file holds, in the mode's words.
+    item_unit: ClassVar[str] = "items"
+    answers_layout: ClassVar[str] = "a JSONL file of {\"id\": item id, \"answer\": text}"
+    answers_are: ClassVar[str] = "answers"
+
+    models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
+                              description="Model under test: a litellm model string, or a role name. Repeat.")
+    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
+                               description="{answers_are} you already have, scored as a model's with no call: "
+                                           "NAME=FILE (or FILE, named by its stem), {answers_layout}. Repeat; "
+                                           "combine with --model.")
+    limit: int | None = Field(default=None, ge=1, description="Only the first N {item_unit} (a quick run, as "
+                              "lm-evaluation-harness's --limit). Default: all.")
+    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
+    seed: int = Field(default=0, description="Seed of the bootstrap (and of every draw the run makes).")
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        words = {"item_unit": cls.item_unit, "answers_layout": cls.answers_layout,
+                 "answers_are": cls.answers_are.capitalize()}
+        for name in ("answers", "limit"):
+            if name in inspect.get_annotations(cls):
+                continue  # the mode declares the field itself, help and all
+            template = EvalSettings.model_fields[name].description or ""
+            cls.model_fields[name] = FieldInfo.merge_field_infos(cls.model_fields[name],
+                                                                 description=template.format(**words))
+        cls.model_rebuild(force=True)
+
+    @model_validator(mode="after")
+    def _something_to_score(self) -> EvalSettings:
+        if not self.models and not self.answers:
+            raise ValueError(f"give a model to ask (--model) or {self.answers_are} to score (--answers)")
+        return self
+
+    def judging(self) -> tuple[list[str], list[str]]:
+        return list(self.models), []

@@ -1,6 +1,6 @@
 """The systems a run puts on its leaderboard: a model asked through its role, or answers a user already has.
 
-Every mode that takes ``--model`` (or ``--player``) and ``--answers`` reads them here, once: the answer files
+Every mode that takes ``--model`` and ``--answers`` reads them here, once: the answer files
 checked (``NAME=FILE``, each file present, no name twice), a name given both ways refused, and each system's
 stage parameters (``name``, ``role``, ``given``, ``shard``) made the same way. Prefect-free: the commands'
 input checks use it before any flow starts.

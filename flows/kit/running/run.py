@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from prefect import Task
 
 from rpbench.flows.kit.front import interrupts
-from rpbench.flows.kit.front.registry import models_config
+from rpbench.flows.kit.front.registry import models_config, models_file_digest
 from rpbench.flows.kit.front.settings import RunSettings
 from rpbench.flows.kit.running.environment import start_temporary_server
 from rpbench.flows.kit.running.outcome import judge_run
@@ -210,6 +210,7 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
         flow=flow,
         config=config.redacted(),
         models_file=models_file,
+        models_file_sha256=models_file_digest(models_file),
         models=totals.pop("models"),
         prompt_templates=dict(sorted(templates.items())),
         totals=totals,

@@ -332,6 +332,19 @@ def _run_name(name: str) -> Callable[[], str]:
     return named
 
 
+def _check_declaration(spec: StageSpec, fn: StageFn, own: set[str]) -> None:
+    """What a stage declares, checked as it is declared (at import): a misspelt input would leave its file out
+    of the cache key, and a misspelt template would leave edits to it unnoticed, both silently."""
+    where = f"stage {spec.name} ({fn.__module__}.{fn.__qualname__})"
+    given = {n for n, _d, _a in _GIVEN}
+    if unknown := sorted(set(spec.inputs) - own - given):
+        raise TypeError(f"{where}: inputs={unknown} name no parameter of it (its parameters: {sorted(own)})")
+    if not callable(spec.templates) and (missing := prompts.unknown_templates(tuple(spec.templates))):
+        raise TypeError(f"{where}: templates={missing} match no prompt template under {prompts.TEMPLATE_DIR}")
+    if not callable(spec.roles) and isinstance(spec.roles, str):
+        raise TypeError(f"{where}: roles must be a list of role names, not the string {spec.roles!r}")
+
+
 def stage(name: str, *, templates: Templates = (), roles: Roles = (), inputs: Sequence[str] = (),
           code: Callable[[Mapping[str, Any]], Iterable[str]] | None = None, batch: bool = False,
           ) -> Callable[[StageFn], Task[..., Awaitable[StageResult]]]:
@@ -350,6 +363,7 @@ def stage(name: str, *, templates: Templates = (), roles: Roles = (), inputs: Se
         signature = inspect.signature(fn)
         params = list(signature.parameters.values())[1:]  # without `run`
         own = {p.name for p in params}
+        _check_declaration(spec, fn, own)
         added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
                  for n, d, a in _GIVEN if n not in own]
         outer = signature.replace(parameters=[*params, *added])

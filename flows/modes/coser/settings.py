@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from typing import ClassVar
 
-from rpbench.flows.kit.front.settings import InputPaths, OutputFolder, RunSettings, cli
+from pydantic import Field
+
+from rpbench.flows.kit.front.settings import EvalSettings, InputPaths, OutputFolder, cli
 
 
-class CoserSettings(RunSettings):
+class CoserSettings(EvalSettings):
     """Models act CoSER's given circumstances; a critic lists flaws per dimension against the book."""
+
+    item_unit: ClassVar[str] = "circumstances"
+    answers_are: ClassVar[str] = "simulations"
+    answers_layout: ClassVar[str] = ("in CoSER's simulation layout (a list of {book_title, i_p, i_c, simulation: "
+                                     "[{role, content}]}); no actor, environment or next-speaker call")
 
     def judging(self) -> tuple[list[str], list[str]]:
         return list(self.models), [self.judge]
@@ -19,14 +26,6 @@ class CoserSettings(RunSettings):
     data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                              description="CoSER's test set as released (test_set.json, example_test_set.json) or a "
                                          "file in its layout. Repeat.")
-    models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
-                              description="Model under test, playing every character: a litellm model string, or a "
-                                          "role name. Repeat.")
-    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
-                               description="Simulations you already have, judged as a model's with no actor, "
-                                           "environment or next-speaker call: NAME=FILE (or FILE, named by its "
-                                           "stem) in CoSER's simulation layout (a list of {book_title, i_p, i_c, "
-                                           "simulation: [{role, content}]}). Repeat; combine with --model.")
     judge: str = Field(default="coser-critic", json_schema_extra=cli("--judge"),
                        description="The critic: a role name or a model string.")
     out: OutputFolder = Field(default="runs/coser", description="Folder for scenes, critiques, scores and report.")
@@ -37,12 +36,3 @@ class CoserSettings(RunSettings):
     without_thoughts: bool = Field(default=False, description="Actors write actions and speech only, no "
                                    "[thoughts] (CoSER's wo_thought setting; each still reads its character's inner "
                                    "thought, as in CoSER).")
-    limit: int | None = Field(default=None, ge=1, description="Only the first N circumstances (a quick run).")
-    seed: int = Field(default=0, description="Seed of the next-speaker draws and the bootstrap.")
-    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
-
-    @model_validator(mode="after")
-    def _something_to_judge(self) -> CoserSettings:
-        if not self.models and not self.answers:
-            raise ValueError("give a model to act (--model) or simulations to judge (--answers)")
-        return self

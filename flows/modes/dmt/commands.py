@@ -2,37 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.front.commands import settings_command, stages_line
+from rpbench.flows.kit.front.commands import run_evaluation, settings_command
 from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.reports.render import fmt
 
 
+def _lines(d: dict[str, Any]) -> Iterator[str]:
+    yield f"dialogues per model: {d.get('dialogues')}; short dialogues: policy '{d.get('policy')}'"
+    for r in d.get("leaderboard", []):
+        yield (f"{r['model']}: DMT-Score {fmt(r['score'])} [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]  "
+               f"mean of metrics {fmt(r.get('metric_mean'))}  n={r['n']} failed={r['failed']}")
+    for model, curve in d.get("round_curve", {}).items():
+        yield f"{model} by rounds: " + "  ".join(f"{t}:{fmt(v)}" for t, v in enumerate(curve, 1))
+
+
 def run(s: DmtSettings) -> None:
     """Each model plays every seed's role in a dialogue the generator steers by topic and intent, round by round,
     until the purpose is served or --max-rounds; every round is labelled good/bad per metric; DMT-Scores."""
-    from rpbench.flows.modes.dmt.checks import check_run
-
-    checked(check_run, s)  # bad input fails here, before Prefect or the gateway is even imported
-    from rpbench.flows.kit.running.run import run_flow
-    from rpbench.flows.modes.dmt.flows import dmt
-
-    manifest = run_flow(dmt, settings=s)
-    d = manifest.get("dmt", {})
-    typer.echo(f"dialogues per model: {d.get('dialogues')}; short dialogues: policy '{d.get('policy')}'")
-    for r in d.get("leaderboard", []):
-        typer.echo(f"{r['model']}: DMT-Score {fmt(r['score'])} [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]  "
-                   f"mean of metrics {fmt(r.get('metric_mean'))}  n={r['n']} failed={r['failed']}")
-    for model, curve in d.get("round_curve", {}).items():
-        typer.echo(f"{model} by rounds: " + "  ".join(f"{t}:{fmt(v)}" for t, v in enumerate(curve, 1)))
-    typer.echo(stages_line(manifest))
-    typer.echo(f"report: {d.get('report')}")
+    run_evaluation(s, "rpbench.flows.modes.dmt.checks:check_run", "rpbench.flows.modes.dmt.flows:dmt", "dmt", _lines)
 
 
 def agreement(

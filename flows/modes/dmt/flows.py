@@ -131,7 +131,7 @@ def dmt(s: DmtSettings, stages: Stages) -> dict:
                       failures=[m.path("dialogue_failures") for m in made]
                       + [lb.path("label_failures") for lb in labelled],
                       max_rounds=s.max_rounds, policy=s.policy, n_dialogues=n, resamples=s.resamples,
-                      seed=s.bootstrap_seed)
+                      seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "table4": done.summary["table4"],
                "round_curve": done.summary["round_curve"], "policy": s.policy, "dialogues": n,
                "report": done.path("report_html")}

@@ -8,9 +8,6 @@ from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.dmt.roles import ROLES
 
-FLOWS = "rpbench.flows.modes.dmt.flows"
-TABLES = "rpbench.tasks.modes.dmt.tables"
-
 
 def _smoke(work: Path) -> list[SmokeStep]:
     """Two models, one English and one Chinese seed, two formats, three rounds."""
@@ -27,13 +24,10 @@ DMT = BenchmarkMode(
     description="DMT-RoleBench: a generator steers multi-turn dialogues by topic and intent; each round is "
                 "labelled good/bad on the metrics of the role type; strict and lenient DMT-Scores by rounds.",
     roles=ROLES,
-    item_table=f"{TABLES}:DIALOGUE_SCORES",
-    report="rpbench.tasks.modes.dmt.analysis:REPORT",
-    flows={"dmt": f"{FLOWS}:dmt"},
-    settings={"dmt": "rpbench.flows.modes.dmt.settings:DmtSettings"},
-    checks={"dmt": "rpbench.flows.modes.dmt.checks:check_run"},
-    commands="rpbench.flows.modes.dmt.commands:add_commands",
-    tables=(f"{TABLES}:ROUNDS", f"{TABLES}:LABELS", f"{TABLES}:DIALOGUE_SCORES",),
+    item_table="DIALOGUE_SCORES",
+    flows={"dmt": "dmt"},
+    settings={"dmt": "DmtSettings"},
+    checks={"dmt": "check_run"},
     smoke=_smoke,
     suite=one_run("dmt"),
 )

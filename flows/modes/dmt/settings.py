@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
-from rpbench.flows.kit.front.settings import InputPath, OutputFolder, RunSettings, cli
+from rpbench.flows.kit.front.settings import EvalSettings, InputPath, OutputFolder, cli
 from rpbench.tasks.modes.dmt.catalog import FORMATS
 
 
-class DmtSettings(RunSettings):
+class DmtSettings(EvalSettings):
     """Models under test in dynamic dialogues steered by each seed's topic and intent; per-round binary labels."""
+
+    item_unit: ClassVar[str] = "dialogues (seed and format) of the selection, for every model"
+    answers_are: ClassVar[str] = "dialogues"
+    answers_layout: ClassVar[str] = "JSONL of {\"id\": seed id/format, \"rounds\": [{\"query\", \"response\"}]}"
 
     def judging(self) -> tuple[list[str], list[str]]:
         return list(self.models), ["dmt-judge"]
@@ -22,12 +26,6 @@ class DmtSettings(RunSettings):
     seeds: InputPath = Field(json_schema_extra=cli("--seeds"),
                        description="Seeds file (YAML or JSON): role profile and type, topic, intent, first query, "
                                    "prompt formats.")
-    models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
-                              description="Model under test: a litellm model string, or a role name. Repeat.")
-    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
-                               description="Dialogues you already have, labelled as a model's with no call: "
-                                           "NAME=FILE (or FILE, named by its stem), JSONL of {\"id\": seed id/format, "
-                                           "\"rounds\": [{\"query\", \"response\"}]}. Repeat.")
     out: OutputFolder = Field(default="runs/dmt", description="Folder for dialogues, labels, scores and report.")
     max_rounds: int = Field(default=5, ge=1, le=30, description="T: the most rounds a dialogue has (and the "
                             "prefix lengths scored).")
@@ -43,17 +41,6 @@ class DmtSettings(RunSettings):
     formats: list[str] = Field(default_factory=list, json_schema_extra=cli("--format"),
                                description="Only these prompt formats (minimalist, overview, detailed). Repeat. "
                                            "Default: each seed's own list.")
-    limit: int | None = Field(default=None, ge=1, description="Only the first N dialogues (seed and format) of "
-                              "the selection, for every model (a quick look, as lm-evaluation-harness's --limit). "
-                              "Default: all.")
-    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
-    bootstrap_seed: int = Field(default=0, description="Bootstrap seed.")
-
-    @model_validator(mode="after")
-    def _something_to_label(self) -> DmtSettings:
-        if not self.models and not self.answers:
-            raise ValueError("give a model to ask (--model) or dialogues to label (--answers)")
-        return self
 
     @field_validator("formats")
     @classmethod

@@ -2,7 +2,7 @@
 
 One stage per world, in order: each world's originality check also counts
 the characters of the worlds before it. Then collect writes the characters
-file and, beside it, the scenes file for `rpbench pool add`.
+file and, beside it, the scenes file for `rpbench furina pool add`.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ async def world(run: StageRun, group: int, n: int, language: str, seed_roles: li
 
 @stage("synthesize-collect", inputs=("characters", "scenes"))
 async def collect(run: StageRun, characters: list[str], scenes: list[str], characters_file: str) -> StageResult:
-    """The characters file (YAML) and beside it the scenes file that `rpbench pool add` takes."""
+    """The characters file (YAML) and beside it the scenes file that `rpbench furina pool add` takes."""
     cast = [c for p in characters for c in read_records(p, CHARACTERS)]
     made: list[Scene] = [s for p in scenes for s in read_scenes(p)]
     run.write(CHARACTERS, cast, final=True)

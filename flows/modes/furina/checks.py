@@ -39,7 +39,7 @@ def check(s: BuildSettings) -> tuple[list[Character], tuple[str, ...]]:
     characters = selected_characters(s)[: s.limit]  # --limit: the first N (a trial run)
     scenes_path = Path(s.pool) / SCENES.filename
     if not scenes_path.is_file():
-        raise InputError(f"{s.pool}: no scenes.parquet (build a pool first: rpbench pool build)")
+        raise InputError(f"{s.pool}: no scenes.parquet (build a pool first: rpbench furina pool build)")
     scenes = read_scenes(scenes_path)
     config = s.build(("source",))
     for c in characters:
@@ -58,11 +58,10 @@ def check_models(s: EvalSettings) -> list[System]:
     require_keys(config, ["judge"], "--models-file")  # the judge of every item: no run without its key
     roles = resolve_all(config, s.models, ROLES, like="test", option="--model")
     systems = read_systems({BASE: BASE, **roles}, s.answers, model_option="--model (or the base)")
-    given = [x.answers for x in systems if x.answers]
-    if given:
-        items = {i.item_id: i for i in load_bench(**bench_files(s.bench)).items}
-        for path in given:
-            read_answers(path, items)
+    bench = load_bench(**bench_files(s.bench))  # a bad benchmark folder is one line before any flow starts
+    items = {i.item_id: i for i in bench.items}
+    for path in (x.answers for x in systems if x.answers):
+        read_answers(path, items)
     return systems
 
 

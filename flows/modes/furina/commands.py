@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.front.commands import settings_command, stages_line
+from rpbench.flows.kit.front.commands import run_evaluation, settings_command, stages_line
 from rpbench.flows.modes.furina.settings import (
     BuildSettings,
     ChunkSettings,
@@ -155,7 +155,7 @@ def build(s: BuildSettings) -> None:
 
 
 def export(
-    bench: Annotated[Path, typer.Argument(help="Benchmark folder (from `rpbench build`).")],
+    bench: Annotated[Path, typer.Argument(help="Benchmark folder (from `rpbench furina build`).")],
     fmt: Annotated[str, typer.Option("--format", help="jsonl or parquet.")] = "jsonl",
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: <bench>/export).")] = None,
 ) -> None:
@@ -173,27 +173,15 @@ def export(
 # -- evaluation -------------------------------------------------------------------------------------
 def evaluate(s: EvalSettings) -> None:
     """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
-    from rpbench.flows.modes.furina.checks import check_models
-    from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench
-
-    checked(check_models, s)  # bad input fails here, before Prefect or the gateway is even imported
-    load_bench(**bench_files(s.bench))
-    from rpbench.flows.kit.running.run import run_flow
-    from rpbench.flows.modes.furina.evaluate import evaluate as evaluate_flow
-
-    manifest = run_flow(evaluate_flow, settings=s)
-    e = manifest.get("evaluation", {})
-    for r in e.get("leaderboard", []):
-        typer.echo(f"{r['model']}: {r['score']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] n={r['n']} "
-                   f"failed={r['failed']}")
-    typer.echo(stages_line(manifest))
-    typer.echo(f"report: {e.get('report')}")
+    run_evaluation(s, "rpbench.flows.modes.furina.checks:check_models", "rpbench.flows.modes.furina.evaluate:evaluate",
+                   "evaluation", lambda e: (f"{r['model']}: {r['score']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] "
+                                            f"n={r['n']} failed={r['failed']}" for r in e.get("leaderboard", [])))
 
 
 def validate(
     annotations: Annotated[Path, typer.Option(
         "--annotations", help="Human labels: CSV or JSONL with item_id, annotator, dimension and/or score.")],
-    eval_dir: Annotated[Path, typer.Option("--eval", help="Evaluation folder (from `rpbench eval`).")],
+    eval_dir: Annotated[Path, typer.Option("--eval", help="Evaluation folder (from `rpbench furina eval`).")],
 ) -> None:
     """Compare the judge with human annotators: dimension accuracy, Pearson r per dimension, agreement."""
     import json
@@ -206,7 +194,7 @@ def validate(
     labels = load_annotations(annotations)
     scores_file = eval_dir / ITEM_SCORES.filename
     if not scores_file.is_file():
-        raise InputError(f"{eval_dir}: no {ITEM_SCORES.filename} (run `rpbench eval` into this folder first)")
+        raise InputError(f"{eval_dir}: no {ITEM_SCORES.filename} (run `rpbench furina eval` into this folder first)")
     result = validate_judge(labels, read_rows(scores_file, ITEM_SCORES))
     if len(result["unknown_items"]) == len({a["item_id"] for a in labels}):
         # Nothing to compare: say so, and leave any earlier validation of this folder as it was.

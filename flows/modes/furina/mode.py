@@ -14,9 +14,6 @@ from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, SuitePart
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.furina.roles import ROLES
 
-HERE = "rpbench.flows.modes.furina"
-SETTINGS = f"{HERE}.settings"
-
 
 def _smoke(work: Path) -> list[SmokeStep]:
     """Every FURINA flow on the shipped samples, at the smallest sizes that still run each stage."""
@@ -72,22 +69,14 @@ FURINA = BenchmarkMode(
     description="FURINA-Builder and FURINA-Bench: books to a scene pool, director-driven simulation with DWRS, "
                 "source-vs-base selection, both-order judging, hallucination checks.",
     roles=ROLES,
-    item_table="rpbench.tasks.modes.furina.tables:ITEM_SCORES",
-    report="rpbench.tasks.modes.furina.evaluation.analysis:REPORT",
-    tables=("rpbench.tasks.modes.furina.tables:SCENES", "rpbench.tasks.modes.furina.tables:ITEMS",
-            "rpbench.tasks.modes.furina.tables:ITEM_SCORES"),
-    flows={"build-pool": f"{HERE}.pool:build_pool",
-           "synthesize-characters": f"{HERE}.characters:synthesize_characters",
-           "build-benchmark": f"{HERE}.build:build_benchmark",
-           "evaluate": f"{HERE}.evaluate:evaluate",
-           "demo": f"{HERE}.demo:demo"},
-    checks={"build-benchmark": "rpbench.flows.modes.furina.checks:check",
-            "evaluate": "rpbench.flows.modes.furina.checks:check_models"},
-    settings={"build-pool": f"{SETTINGS}:PoolSettings", "build-benchmark": f"{SETTINGS}:BuildSettings",
-              "evaluate": f"{SETTINGS}:EvalSettings"},
+    item_table="ITEM_SCORES",
+    report=".evaluation.analysis:REPORT",
+    flows={"build-pool": "pool:build_pool", "synthesize-characters": "characters:synthesize_characters",
+           "build-benchmark": "build:build_benchmark", "evaluate": "evaluate:evaluate", "demo": "demo:demo"},
+    checks={"build-benchmark": "check", "evaluate": "check_models"},
+    settings={"build-pool": "PoolSettings", "build-benchmark": "BuildSettings", "evaluate": "EvalSettings"},
     # FURINA's commands: `rpbench furina ...`, and at the top level of `rpbench` as aliases for one release
     # (they were there before the other modes came).
-    commands=f"{HERE}.commands:add_commands",
     top_commands={
         "pool": "Turn books into a pool of ready scenes; inspect chunking; add your own scenes.",
         "characters": "Test characters: check files of profiles; synthesize original ones.",
@@ -103,8 +92,7 @@ FURINA = BenchmarkMode(
     },
     smoke=_smoke,
     suite=_suite,
-    annotation={"dimension": "rpbench.tasks.modes.furina.annotation:DIMENSION",
-                "pairwise": "rpbench.tasks.modes.furina.annotation:PAIRWISE"},
-    training_data="rpbench.tasks.modes.furina.training:BENCHMARKS",
-    schedules=f"{HERE}.schedules:schedules",
+    annotation={"dimension": "annotation:DIMENSION", "pairwise": "annotation:PAIRWISE"},
+    training_data="training:BENCHMARKS",
+    schedules="schedules:schedules",
 )

@@ -5,10 +5,11 @@ stages read them too, so each is written once."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from rpbench.flows.kit.front import settings as kit
 from rpbench.flows.kit.front.settings import (
     NAMES_A_PATH,
     InputPath,
@@ -22,7 +23,6 @@ from rpbench.tasks.core.records import LANGUAGES
 from rpbench.tasks.modes.furina.config import (
     BuildConfig,
     ChunkingConfig,
-    EvalConfig,
     FilterConfig,
     PoolConfig,
     SynthesisConfig,
@@ -95,7 +95,7 @@ class BuildSettings(RunSettings):
     """Characters and a pool to a benchmark: simulated dialogues, judged turns, items."""
 
     characters: InputPath = Field(description="Test characters file (JSON or YAML).")
-    pool: InputPath = Field(description="Pool folder (from `rpbench pool build`).")
+    pool: InputPath = Field(description="Pool folder (from `rpbench furina pool build`).")
     out: OutputFolder = Field(default="runs/bench", description="Folder for dialogues, items, stats and manifest.")
     only: list[str] = Field(default_factory=list, description="Use only these characters from the file (repeat).")
     limit: int | None = Field(default=None, ge=1, description="Only the first N characters (after --only), for a "
@@ -144,8 +144,12 @@ class BuildSettings(RunSettings):
                            wave_size=self.wave_size, seed=self.seed, sources=sources)
 
 
-class EvalSettings(RunSettings):
+class EvalSettings(kit.EvalSettings):
     """Models under test against a benchmark: answers, both-order judgments, checks, scores, report."""
+
+    item_unit: ClassVar[str] = "items of the benchmark (in its own order), for every model"
+    answers_are: ClassVar[str] = "replies"
+    answers_layout: ClassVar[str] = "JSONL of {\"id\": item id, \"answer\": reply}"
 
     def judging(self) -> tuple[list[str], list[str]]:
         return list(self.models), ["judge", "checker"]
@@ -153,25 +157,8 @@ class EvalSettings(RunSettings):
     def helper_roles(self) -> list[str]:
         return ["base"]
 
-    bench: InputPath = Field(description="Benchmark folder (from `rpbench build`).")
-    models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
-                              description="Model under test: a litellm model string, or a role name. Repeat.")
-    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
-                               description="Replies you already have, judged as a system's with no call to it: "
-                                           "NAME=FILE (or FILE, named by its stem), JSONL of {\"id\": item id, "
-                                           "\"answer\": reply}. Repeat; combine with --model.")
+    bench: InputPath = Field(description="Benchmark folder (from `rpbench furina build`).")
     out: OutputFolder = Field(default="runs/eval", description="Folder for generations, judgments, scores and reports.")
-    limit: int | None = Field(default=None, ge=1, description="Only the benchmark's first N items (in its own "
-                              "order), for every model: a quick look before a full run.")
-    resamples: int = Field(default=EvalConfig.resamples, ge=1,
-                           description="Bootstrap resamples for the 95% intervals.")
-    seed: int = Field(default=EvalConfig.seed, description="Bootstrap seed.")
-
-    @model_validator(mode="after")
-    def _something_to_judge(self) -> EvalSettings:
-        if not self.models and not self.answers:
-            raise ValueError("give a model to ask (--model) or replies to judge (--answers)")
-        return self
 
 
 class SynthesisSettings(RunSettings):

@@ -43,9 +43,8 @@ def check_run(s: PingPongSettings) -> tuple[list[System], dict[str, str]]:
     """The systems (players resolved to roles, conversation files read) and the judges resolved to roles, the
     settings file read: every input error before any call."""
     grid = select(load_settings(s.settings, s.any_greeting), s.characters, s.situations, None, s.settings)
-    players = resolve_all(models_config(s.models_file), s.players, builtin_roles(), like="player",
-                          option="--player")
-    systems = read_systems(players, s.answers, model_option="--player", what="conversations")
+    players = resolve_all(models_config(s.models_file), s.models, builtin_roles(), like="player", option="--model")
+    systems = read_systems(players, s.answers, what="conversations")
     turns = {conversation_id(c, situation): situation.num_turns for c, situation in grid}
     for path in [x.answers for x in systems if x.answers]:
         for cid, exchanges in read_conversations(path, turns).items():

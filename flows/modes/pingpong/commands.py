@@ -2,53 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.front.commands import settings_command, stages_line
+from rpbench.flows.kit.front.commands import run_evaluation, settings_command
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.reports.render import fmt
 
 
-def _print_board(manifest: dict[str, Any]) -> None:
-    p = manifest.get("pingpong", {})
-    typer.echo(f"judges: {', '.join(p.get('judges', []))}; conversations: {p.get('conversations')}, "
-               f"scored {p.get('scored')}, refusals {p.get('refusals')}")
+def _lines(p: dict[str, Any]) -> Iterator[str]:
+    yield (f"judges: {', '.join(p.get('judges', []))}; conversations: {p.get('conversations')}, "
+           f"scored {p.get('scored')}, refusals {p.get('refusals')}")
     for r in p.get("leaderboard", []):
-        typer.echo(f"{r['model']}: LN {fmt(r['ln_score'], 2)} [{fmt(r['ci_low'], 2)}, {fmt(r['ci_high'], 2)}]  "
-                   f"agg {fmt(r['final'], 2)}  refusal ratio {fmt(r['refusal_ratio'], 2)}  "
-                   f"length {fmt(r['length'], 0)}  n={r['n']} failed={r['failed']}")
+        yield (f"{r['model']}: LN {fmt(r['ln_score'], 2)} [{fmt(r['ci_low'], 2)}, {fmt(r['ci_high'], 2)}]  "
+               f"agg {fmt(r['final'], 2)}  refusal ratio {fmt(r['refusal_ratio'], 2)}  "
+               f"length {fmt(r['length'], 0)}  n={r['n']} failed={r['failed']}")
     if p.get("unread_greetings"):
-        typer.echo(f"greetings not sent (PingPong's code reads initial_message only; --any-greeting sends them): "
-                   f"{', '.join(p['unread_greetings'])}")
-    typer.echo(stages_line(manifest))
-    typer.echo(f"report: {p.get('report')}")
+        yield (f"greetings not sent (PingPong's code reads initial_message only; --any-greeting sends them): "
+               f"{', '.join(p['unread_greetings'])}")
 
 
 def run(s: PingPongSettings) -> None:
     """Players chat with an emulated user over every card and situation of the settings file; each judge
     scores every player turn (in character, entertaining, fluency, refusal); a leaderboard by LN score."""
-    from rpbench.flows.modes.pingpong.checks import check_run
-
-    checked(check_run, s)  # bad input fails here, before Prefect or the gateway is even imported
-    from rpbench.flows.kit.running.run import run_flow
-    from rpbench.flows.modes.pingpong.flows import pingpong
-
-    _print_board(run_flow(pingpong, settings=s))
+    run_evaluation(s, "rpbench.flows.modes.pingpong.checks:check_run", "rpbench.flows.modes.pingpong.flows:pingpong",
+                   "pingpong", _lines)
 
 
 def rejudge(s: RejudgeSettings) -> None:
     """Score the stored conversations of a run with more judges (no player is called again)."""
-    from rpbench.flows.kit.running.run import run_flow
-    from rpbench.flows.modes.pingpong.flows import rejudge as rejudge_flow
     from rpbench.flows.modes.pingpong.flows import stored_run
 
     stored_run(s.run)
-    _print_board(run_flow(rejudge_flow, settings=s))
+    run_evaluation(s, None, "rpbench.flows.modes.pingpong.flows:rejudge", "pingpong", _lines)
 
 
 def agreement(

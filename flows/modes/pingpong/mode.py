@@ -8,16 +8,13 @@ from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.pingpong.roles import ROLES
 
-FLOWS = "rpbench.flows.modes.pingpong.flows"
-TABLES = "rpbench.tasks.modes.pingpong.tables"
-
 
 def _smoke(work: Path) -> list[SmokeStep]:
     """Two players, two judges, one character per language in two situations, then a third judge."""
     settings = str(sample_path("pingpong", "settings.yaml"))
     out = work / "pingpong"
     return [
-        SmokeStep("pingpong", ("pingpong", "run", "--settings", settings, "--player", "player", "--player",
+        SmokeStep("pingpong", ("pingpong", "run", "--settings", settings, "--model", "player", "--model",
                                "interrogator", "--judge", "pingpong-judge", "--judge", "judge", "--max-turns", "2",
                                "--character", "Captain Mirela Voss", "--character", "林晚照",
                                "--out", str(out), "--resamples", "200"), out),
@@ -32,14 +29,11 @@ PINGPONG = BenchmarkMode(
     description="PingPong: an emulated user talks to each player over character cards and situations; several "
                 "judges score every turn (in character, entertaining, fluency, refusals); length-normalised.",
     roles=ROLES,
-    item_table=f"{TABLES}:CONVERSATION_SCORES",
-    report="rpbench.tasks.modes.pingpong.analysis:REPORT",
-    flows={"pingpong": f"{FLOWS}:pingpong", "pingpong-rejudge": f"{FLOWS}:rejudge"},
-    settings={"pingpong": "rpbench.flows.modes.pingpong.settings:PingPongSettings"},
-    checks={"pingpong": "rpbench.flows.modes.pingpong.checks:check_run"},
-    commands="rpbench.flows.modes.pingpong.commands:add_commands",
-    tables=(f"{TABLES}:CONVERSATIONS", f"{TABLES}:TURN_JUDGMENTS", f"{TABLES}:CONVERSATION_SCORES",),
+    item_table="CONVERSATION_SCORES",
+    flows={"pingpong": "pingpong", "pingpong-rejudge": "rejudge"},
+    settings={"pingpong": "PingPongSettings"},
+    checks={"pingpong": "check_run"},
     smoke=_smoke,
-    suite=one_run("pingpong", "players"),
-    annotation={"pingpong": "rpbench.tasks.modes.pingpong.annotation:CONVERSATION"},
+    suite=one_run("pingpong"),
+    annotation={"pingpong": "annotation:CONVERSATION"},
 )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rpbench.flows.kit.front.settings import InputPath, OutputFolder, RunSettings, cli
+from rpbench.flows.kit.front.settings import EvalSettings, InputPath, OutputFolder, RunSettings, cli
 from rpbench.tasks.modes.pingpong.records import CRITERIA
 
 
@@ -53,25 +53,26 @@ class Scoring(RunSettings):
         return dict(zip(CRITERIA, self.criterion_weights, strict=True)) if self.criterion_weights else None
 
 
-class PingPongSettings(Scoring):
+class PingPongSettings(EvalSettings, Scoring):
     """Players chat with an emulated user over every card and situation; judges score every turn."""
 
+    item_unit: ClassVar[str] = "conversations (character and situation) of the selection, for every model"
+    answers_are: ClassVar[str] = "conversations"
+    answers_layout: ClassVar[str] = ("JSONL of {\"id\": language/character/situation, \"turns\": [{\"user\", "
+                                     "\"player\"}]}; v2 only")
+
     def judging(self) -> tuple[list[str], list[str]]:
-        return list(self.players), list(self.judges)
+        return list(self.models), list(self.judges)
 
     def helper_roles(self) -> list[str]:
-        return (["tester"] if self.version == "v1" else ["interrogator"]) if self.players else []
+        return (["tester"] if self.version == "v1" else ["interrogator"]) if self.models else []
 
     settings: InputPath = Field(json_schema_extra=cli("--settings"),
                           description="Settings file (YAML or JSON): character cards and situations per language, "
                                       "in rpbench's layout or PingPong's own.")
-    players: list[str] = Field(default_factory=list, json_schema_extra=cli("--player"),
-                               description="Model under test: a litellm model string, or a role name. Repeat.")
-    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
-                               description="Conversations you already have, judged as a player's with no call: "
-                                           "NAME=FILE (or FILE, named by its stem), JSONL of {\"id\": "
-                                           "language/character/situation, \"turns\": [{\"user\", \"player\"}]}. "
-                                           "Repeat; v2 only.")
+    models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model", deprecated=("--player",)),
+                              description="Model under test (the player): a litellm model string, or a role name. "
+                                          "Repeat. (--player is the old name of this option.)")
     judges: list[str] = Field(default_factory=lambda: ["pingpong-judge"], json_schema_extra=cli("--judge"),
                               description="Judge: a role name or a model string; several are averaged. Repeat. "
                                           "(v1 has one combined tester instead, the role `tester`.)")
@@ -89,14 +90,9 @@ class PingPongSettings(Scoring):
     situations: list[str] = Field(default_factory=list, json_schema_extra=cli("--situation"),
                                   description="Only these situations (by id or first tag). Repeat. Default: all.")
     max_turns: int | None = Field(default=None, ge=1, description="Cap every situation's turns (a quick run).")
-    limit: int | None = Field(default=None, ge=1, description="Only the first N conversations (character and "
-                              "situation) of the selection, for every model (a quick look, as "
-                              "lm-evaluation-harness's --limit). Default: all.")
 
     @model_validator(mode="after")
-    def _something_to_judge(self) -> PingPongSettings:
-        if not self.players and not self.answers:
-            raise ValueError("give a player to ask (--player) or conversations to judge (--answers)")
+    def _answers_need_v2(self) -> PingPongSettings:
         if self.answers and self.version == "v1":
             raise ValueError("--answers needs --version v2 (v1's tester grades as it talks)")
         return self

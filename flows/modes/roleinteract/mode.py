@@ -8,9 +8,6 @@ from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.roleinteract.roles import ROLES
 
-FLOWS = "rpbench.flows.modes.roleinteract.flows"
-TABLES = "rpbench.tasks.modes.roleinteract.tables"
-
 
 def _smoke(work: Path) -> list[SmokeStep]:
     """Two models over the shipped example file (every column, English and Chinese)."""
@@ -27,13 +24,10 @@ ROLEINTERACT = BenchmarkMode(
     description="RoleInteract: multiple-choice and memory questions on a role's style, knowledge, emotional "
                 "perception, memory and social preference in groups; the nine-column table and its average.",
     roles=ROLES,
-    item_table=f"{TABLES}:ITEM_SCORES",
-    report="rpbench.tasks.modes.roleinteract.analysis:REPORT",
-    flows={"roleinteract": f"{FLOWS}:roleinteract"},
-    settings={"roleinteract": "rpbench.flows.modes.roleinteract.settings:RoleInteractSettings"},
-    checks={"roleinteract": "rpbench.flows.modes.roleinteract.checks:check_run"},
-    commands="rpbench.flows.modes.roleinteract.commands:add_commands",
-    tables=(f"{TABLES}:ITEMS", f"{TABLES}:ANSWERS", f"{TABLES}:ITEM_SCORES",),
+    item_table="ITEM_SCORES",
+    flows={"roleinteract": "roleinteract"},
+    settings={"roleinteract": "RoleInteractSettings"},
+    checks={"roleinteract": "check_run"},
     smoke=_smoke,
     suite=one_run("roleinteract"),
 )

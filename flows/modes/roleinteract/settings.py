@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
-from rpbench.flows.kit.front.settings import InputPaths, OutputFolder, RunSettings, cli
+from rpbench.flows.kit.front.settings import EvalSettings, InputPaths, OutputFolder, cli
 from rpbench.tasks.modes.roleinteract.catalog import NAMES
 
 
-class RoleInteractSettings(RunSettings):
+class RoleInteractSettings(EvalSettings):
     """Models answer RoleInteract's questions: self-awareness, emotional perception, memory, group preference."""
+
+    item_unit: ClassVar[str] = "items of each column and language, in file order"
 
     data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                             description="A RoleInteract JSON file as released (self_awareness.json, "
                                         "emotional_perception.json, conversation_memory.json, social_preference.json) "
                                         "or one in that layout. Repeat.")
-    models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
-                              description="Model under test: a litellm model string, or a role name. Repeat.")
-    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
-                               description="Answers you already have, scored as a system's replies with no call: "
-                                           "NAME=FILE (or FILE, named by its stem), a JSONL file of {\"id\": item "
-                                           "id, \"answer\": text}. Repeat; combine with --model.")
     out: OutputFolder = Field(default="runs/roleinteract", description="Folder for answers, scores and report.")
     policy: Literal["skip", "zero"] = Field(
         default="skip", description="An answer in which no option can be read: skip it (left out of the averages, "
@@ -45,16 +41,6 @@ class RoleInteractSettings(RunSettings):
                                            "CM Long, Pos., Neu., Neg.). Repeat. Default: all.")
     languages: list[str] = Field(default_factory=list, json_schema_extra=cli("--language"),
                                  description="Only items in these languages (en, zh). Repeat.")
-    limit: int | None = Field(default=None, ge=1, description="At most this many items per column and language, "
-                                                              "the first in file order (a quick run).")
-    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
-    seed: int = Field(default=0, description="Bootstrap seed.")
-
-    @model_validator(mode="after")
-    def _something_to_score(self) -> RoleInteractSettings:
-        if not self.models and not self.answers:
-            raise ValueError("give a model to ask (--model) or answers to score (--answers)")
-        return self
 
     @field_validator("columns")
     @classmethod

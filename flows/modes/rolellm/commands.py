@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import typer
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.front.commands import settings_command, stages_line
+from rpbench.flows.kit.front.commands import run_evaluation, settings_command, stages_line
 from rpbench.flows.modes.rolellm.settings import (
     ContextInstructSettings,
     EvalSettings,
@@ -16,28 +19,23 @@ from rpbench.flows.modes.rolellm.settings import (
 from rpbench.tasks.reports.render import fmt
 
 
+def _eval_lines(r: dict[str, Any]) -> Iterator[str]:
+    for split, models in r.get("by_split", {}).items():
+        for model, cells in models.items():
+            yield f"{split} {model}: " + "  ".join(f"{k} {fmt(v, 1)}" for k, v in cells.items())
+    for row in r.get("leaderboard", []):
+        yield (f"{row['model']}: avg {fmt(row['avg'], 1)} [{fmt(row['ci_low'], 1)}, {fmt(row['ci_high'], 1)}]  "
+               f"n={row['n']} failed={row['failed']}")
+    for judge, systems in (r.get("win_rates") or {}).items():
+        yield f"judge {judge}: " + "  ".join(f"{m} win rate {fmt(v['win_rate'], 1)}" for m, v in systems.items())
+
+
 def evaluate(s: EvalSettings) -> None:
     """Models answer RoleBench questions in role (RoleGPT prompting: zsp, fsp or fsd with BM25-retrieved
     examples from the role's script); Rouge-L against the references per split (CUS, RAW, SPE, avg); with
     --judge, a ranking judge and win rates against a reference system."""
-    from rpbench.flows.modes.rolellm.checks import check_eval
-
-    checked(check_eval, s)  # bad input fails here, before Prefect or the gateway is even imported
-    from rpbench.flows.kit.running.run import run_flow
-    from rpbench.flows.modes.rolellm.flows import rolellm_eval
-
-    manifest = run_flow(rolellm_eval, settings=s)
-    r = manifest.get("rolellm", {})
-    for split, models in r.get("by_split", {}).items():
-        for model, cells in models.items():
-            typer.echo(f"{split} {model}: " + "  ".join(f"{k} {fmt(v, 1)}" for k, v in cells.items()))
-    for row in r.get("leaderboard", []):
-        typer.echo(f"{row['model']}: avg {fmt(row['avg'], 1)} [{fmt(row['ci_low'], 1)}, {fmt(row['ci_high'], 1)}]  "
-                   f"n={row['n']} failed={row['failed']}")
-    for judge, systems in (r.get("win_rates") or {}).items():
-        typer.echo(f"judge {judge}: " + "  ".join(f"{m} win rate {fmt(v['win_rate'], 1)}" for m, v in systems.items()))
-    typer.echo(stages_line(manifest))
-    typer.echo(f"report: {r.get('report')}")
+    run_evaluation(s, "rpbench.flows.modes.rolellm.checks:check_eval", "rpbench.flows.modes.rolellm.flows:rolellm_eval",
+                   "rolellm", _eval_lines)
 
 
 def context_instruct(s: ContextInstructSettings) -> None:

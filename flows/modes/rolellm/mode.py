@@ -8,9 +8,6 @@ from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.rolellm.roles import ROLES
 
-FLOWS = "rpbench.flows.modes.rolellm.flows"
-TABLES = "rpbench.tasks.modes.rolellm.tables"
-
 
 def _smoke(work: Path) -> list[SmokeStep]:
     """Context-Instruct on the shipped roles (small batches), then two models and a judge on the shipped
@@ -34,19 +31,14 @@ ROLELLM = BenchmarkMode(
                 "examples), scored by Rouge-L (CUS, RAW, SPE) and a ranking judge; Context-Instruct makes "
                 "role-specific questions from a role's own script.",
     roles=ROLES,
-    item_table=f"{TABLES}:ROW_SCORES",
-    report="rpbench.tasks.modes.rolellm.analysis:REPORT",
-    flows={"rolellm-eval": f"{FLOWS}:rolellm_eval", "rolellm-context-instruct": f"{FLOWS}:context_instruct",
-           "rolellm-general": f"{FLOWS}:rolebench_general", "rolellm-profile": f"{FLOWS}:role_profile",
-           "rolellm-select": f"{FLOWS}:role_selection"},
-    checks={"rolellm-eval": "rpbench.flows.modes.rolellm.checks:check_eval",
-            "rolellm-context-instruct": "rpbench.flows.modes.rolellm.checks:check_roles",
-            "rolellm-general": "rpbench.flows.modes.rolellm.checks:check_general"},
-    settings={"rolellm-eval": "rpbench.flows.modes.rolellm.settings:EvalSettings"},
-    commands="rpbench.flows.modes.rolellm.commands:add_commands",
-    tables=(f"{TABLES}:QUESTIONS", f"{TABLES}:ANSWERS", f"{TABLES}:ROW_SCORES", f"{TABLES}:RANKINGS",
-            f"{TABLES}:TRIPLETS",),
+    item_table="ROW_SCORES",
+    flows={"rolellm-eval": "rolellm_eval", "rolellm-context-instruct": "context_instruct",
+           "rolellm-general": "rolebench_general", "rolellm-profile": "role_profile",
+           "rolellm-select": "role_selection"},
+    checks={"rolellm-eval": "check_eval", "rolellm-context-instruct": "check_roles",
+            "rolellm-general": "check_general"},
+    settings={"rolellm-eval": "EvalSettings"},
     smoke=_smoke,
     suite=one_run("rolellm-eval"),
-    training_data="rpbench.tasks.modes.rolellm.training:ROLEBENCH",
+    training_data="training:ROLEBENCH",
 )

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
+from rpbench.flows.kit.front import settings as kit
 from rpbench.flows.kit.front.settings import InputPath, InputPaths, MaybeInputPath, OutputFolder, RunSettings, cli
 
 
-class EvalSettings(RunSettings):
+class EvalSettings(kit.EvalSettings):
     """Models answer RoleBench questions in role (RoleGPT prompting); Rouge-L against the references."""
+
+    item_unit: ClassVar[str] = "questions of each role in each file"
+    answers_layout: ClassVar[str] = "JSONL of answer with the row's id, or with role and question"
 
     def judging(self) -> tuple[list[str], list[str]]:
         return list(self.models), list(self.judges)
@@ -18,12 +22,6 @@ class EvalSettings(RunSettings):
     data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                             description="A RoleBench file (role, question, generated[, type]) or a folder in its "
                                         "released layout (rolebench-eng/..., rolebench-zh/...). Repeat.")
-    models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
-                              description="Model under test: a litellm model string, or a role name. Repeat.")
-    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
-                               description="Answers you already have, scored as a system's with no call: NAME=FILE "
-                                           "(or FILE, named by its stem), JSONL of answer with the row's id, or with "
-                                           "role and question. Repeat; combine with --model.")
     out: OutputFolder = Field(default="runs/rolellm", description="Folder for answers, scores and report.")
     profiles: InputPaths = Field(default_factory=list, json_schema_extra=cli("--profiles"),
                                 description="Role profiles: role files (YAML), folders of them, or RoleBench profile "
@@ -46,22 +44,12 @@ class EvalSettings(RunSettings):
         default="jieba", description="Chinese Rouge-L tokens: jieba words after OpenCompass's clean-up, scored by "
                                      "rouge-chinese, as OpenCompass does; or chars, one token per character with "
                                      "nothing dropped (rpbench's own).")
-    limit: int | None = Field(default=None, ge=1, description="At most this many questions per role in each file "
-                                                              "(the first ones; a quick run).")
     judges: list[str] = Field(default_factory=list, json_schema_extra=cli("--judge"),
                               description="Ranking judge: a role name or a model string. Repeat. Default: none.")
     reference: str = Field(default="rolegpt-baseline",
                            description="The system win rates are counted against: rolegpt-baseline (the answers in "
                                        "rolegpt_baseline.jsonl beside the test files) or one of the --model names.")
     judge_per_role: int = Field(default=20, ge=1, description="Questions per role and file the judge ranks.")
-    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
-    seed: int = Field(default=0, description="Bootstrap seed.")
-
-    @model_validator(mode="after")
-    def _something_to_score(self) -> EvalSettings:
-        if not self.models and not self.answers:
-            raise ValueError("give a model to ask (--model) or answers to score (--answers)")
-        return self
 
 
 class ContextInstructSettings(RunSettings):

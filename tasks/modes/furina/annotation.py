@@ -1,6 +1,6 @@
 """FURINA's annotation kinds: tasks from an evaluation folder, a seeded sample of its items stratified by
 dimension and language, each made into the data one Label Studio task shows (FURINA section 4.4, appendices
-K-M), and the answers read back as rows ``rpbench validate`` reads.
+K-M), and the answers read back as rows ``rpbench furina validate`` reads.
 
 Two kinds: ``dimension`` (one task per item: which dimension does the reply test) and ``pairwise`` (one task
 per item and model under test: the model's reply against the base's, in a random order recorded in the
@@ -57,16 +57,16 @@ def load_evaluation(folder: str | Path) -> Evaluation:
     root = Path(folder)
     manifest = root / "manifest.json"
     if not manifest.is_file():
-        raise InputError(f"{root}: not an evaluation folder (no manifest.json; run rpbench eval first)")
+        raise InputError(f"{root}: not an evaluation folder (no manifest.json; run rpbench furina eval first)")
     for table in (GENERATIONS, JUDGMENTS):
         if not (root / table.filename).is_file():
             raise InputError(f"{root}: no {table.filename}: an evaluation without judgments cannot be validated "
-                             f"(run rpbench eval to the end)")
+                             f"(run rpbench furina eval to the end)")
     try:
         recorded = json.loads(manifest.read_text(encoding="utf-8"))
         bench_dir = recorded_location(manifest, recorded, str(recorded["evaluation_settings"]["bench"]))
     except (ValueError, KeyError, TypeError):
-        raise InputError(f"{manifest}: field 'evaluation_settings.bench': missing (not an rpbench eval "
+        raise InputError(f"{manifest}: field 'evaluation_settings.bench': missing (not an rpbench furina eval "
                          f"manifest?)") from None
     if not bench_dir.is_dir():
         raise InputError(f"{manifest}: field 'evaluation_settings.bench': the benchmark folder it names, "

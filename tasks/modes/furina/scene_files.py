@@ -1,4 +1,4 @@
-"""Scenes: the pool's table, and the JSON/YAML files users write for `rpbench pool add`."""
+"""Scenes: the pool's table, and the JSON/YAML files users write for `rpbench furina pool add`."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def load_scene_file(path: str | Path, source: str = "custom") -> list[Scene]:
 
 
 def write_scene_file(path: str | Path, scenes: list[Scene]) -> Path:
-    """Scenes as a JSON file that `rpbench pool add` accepts."""
+    """Scenes as a JSON file that `rpbench furina pool add` accepts."""
     path = Path(path)
     text = json.dumps([s.model_dump() for s in scenes], ensure_ascii=False, indent=2)
     atomic_write_bytes(path, text.encode("utf-8"))

@@ -1,4 +1,4 @@
-"""FURINA's training source: built benchmarks (`rpbench build` folders).
+"""FURINA's training source: built benchmarks (`rpbench furina build` folders).
 
 A benchmark's accepted test turn gives one sample prompted exactly as the test character was prompted when the
 builder wrote it (profile, scene background, dialogue so far); its judged pair of candidates gives a
@@ -30,7 +30,7 @@ TIE = 3  # sigma 3: the judge preferred neither reply
 
 
 def is_bench(path: str | Path) -> bool:
-    """A folder written by ``rpbench build`` (its dialogues, scenes and characters)."""
+    """A folder written by ``rpbench furina build`` (its dialogues, scenes and characters)."""
     return Path(path).is_dir() and (Path(path) / "dialogues.parquet").is_file()
 
 
@@ -39,7 +39,7 @@ class _Bench:
     def __init__(self, folder: Path) -> None:
         for name in BENCH_FILES:
             if not (folder / name).is_file():
-                raise InputError(f"{folder}: no {name} (a benchmark folder, as rpbench build writes it)")
+                raise InputError(f"{folder}: no {name} (a benchmark folder, as rpbench furina build writes it)")
         self.folder = folder
         self.characters: dict[str, Character] = {c.name: c for c in load_characters(folder / "characters.yaml")}
         self.scenes: dict[str, Scene] = {s.scene_id: s for s in read_scenes(folder / "scenes.parquet")}
@@ -124,7 +124,7 @@ def _pairs(paths: Sequence[str]) -> tuple[list[PreferencePair], int]:
     return pairs, ties
 
 
-BENCHMARKS = TrainingSource(what="benchmark folders (rpbench build)", claims=lambda p, _r: is_bench(p),
+BENCHMARKS = TrainingSource(what="benchmark folders (rpbench furina build)", claims=lambda p, _r: is_bench(p),
                             check=_check, samples=_samples, pairs=_pairs,
                             templates=("furina/builder/test_turn", "furina/dims/"),
                             evaluate="rpbench.flows.modes.furina.evaluate:evaluate_side_by_side")

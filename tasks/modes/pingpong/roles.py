@@ -7,7 +7,7 @@ from __future__ import annotations
 from rpbench.tasks.llm.config import Role
 
 ROLES: dict[str, Role] = {
-    "player": Role("pingpong: the settings a model under test (--player given as a model string) plays its card "
+    "player": Role("pingpong: the settings a model under test (--model given as a model string) plays its card "
                    "with", {"temperature": 0.6, "top_p": 0.9, "max_tokens": 1536}, {"max_tokens": 64}),
     "interrogator": Role("pingpong: emulates the user; sees the card's summary and the situation, writes each "
                          "message", {"temperature": 0.8, "top_p": 0.95, "max_tokens": 1024}, {"max_tokens": 96}),

@@ -110,8 +110,8 @@
     box.appendChild(el('h2', {}, s.title));
     var meta = el('div', {'class': 'meta'});
     meta.appendChild(el('span', {'class': 'score'}, s.model + ' - ' + s.score));
-    meta.appendChild(document.createTextNode('  ' + Object.keys(s.facets).map(function (k) {
-      return k + ': ' + s.facets[k]; }).join(' | ') + '  '));
+    meta.appendChild(document.createTextNode('  ' + Object.keys(s.facets).filter(function (k) {
+      return k !== 'model'; }).map(function (k) { return k + ': ' + s.facets[k]; }).join(' | ') + '  '));
     meta.appendChild(el('a', {href: '#sample=' + encodeURIComponent(s.id)}, 'link'));
     var others = samples.filter(function (o) { return o.item === s.item; }).length;
     if (withCompare && others > 1) {
@@ -140,14 +140,16 @@
     if (!shown.length) { main.appendChild(el('div', {'class': 'empty'}, 'No sample matches.')); return; }
     var table = el('table', {'class': 'samples'});
     var head = el('tr');
-    ['sample', 'model', 'score'].concat(facetNames).forEach(function (h) { head.appendChild(el('th', {}, h)); });
+    // The model is a facet (for its filter) and a column of its own: the other facets follow it, once each.
+    var columns = facetNames.filter(function (k) { return k !== 'model'; });
+    ['sample', 'model', 'score'].concat(columns).forEach(function (h) { head.appendChild(el('th', {}, h)); });
     table.appendChild(head);
     shown.slice((page - 1) * data.pageSize, page * data.pageSize).forEach(function (s) {
       var row = el('tr', {'data-sample': s.id});
       row.appendChild(el('td', {}, s.title));
       row.appendChild(el('td', {}, s.model));
       row.appendChild(el('td', {}, s.score));
-      facetNames.forEach(function (k) { row.appendChild(el('td', {}, s.facets[k] === undefined ? '' : s.facets[k])); });
+      columns.forEach(function (k) { row.appendChild(el('td', {}, s.facets[k] === undefined ? '' : s.facets[k])); });
       row.addEventListener('click', function () {
         go({q: state.q, page: page, facets: state.facets, sample: s.id});
       });

@@ -23,7 +23,7 @@ def bench_files(bench: str | Path) -> dict[str, str]:
              "scenes": folder / SCENES.filename}
     for path in files.values():
         if not path.is_file():
-            raise InputError(f"{bench}: no {path.name} (build a benchmark first: rpbench build)")
+            raise InputError(f"{bench}: no {path.name} (build a benchmark first: rpbench furina build)")
     return {k: str(v) for k, v in files.items()}
 
 

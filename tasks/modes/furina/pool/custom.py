@@ -1,4 +1,4 @@
-"""Adding a user's own scenes to a pool (`rpbench pool add`)."""
+"""Adding a user's own scenes to a pool (`rpbench furina pool add`)."""
 
 from __future__ import annotations
 
