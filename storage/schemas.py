@@ -40,3 +40,4 @@ CALLS = TableSpec("calls", 3, CallRecord)  # 3: cached_prompt_tokens
 # Work that produced no usable result, per stage: counted in reports, never turned into a default.
 FAILURES = TableSpec("failures", 1, Failure)
 AGREEMENT = TableSpec("agreement", 1, JudgeAgreement)  # a judge against people, wherever people scored
+JUDGES = TableSpec("judges", 1, JudgeAgreement)  # a suite's: every benchmark's agreement rows together

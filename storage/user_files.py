@@ -164,6 +164,50 @@ def validate_records(
     return out
 
 
+class Fields:
+    """One record of a user's file read field by field, each problem an InputError naming the file, the record
+    and the field (``where``: "file: record 3"). A path is the field's keys joined by dots ("messages.output")."""
+
+    def __init__(self, record: Any, where: str) -> None:
+        if not isinstance(record, dict):
+            raise InputError(f"{where}: not an object")
+        self.record, self.where = record, where
+
+    def get(self, path: str) -> Any:
+        found: Any = self.record
+        for key in path.split("."):
+            found = found.get(key) if isinstance(found, dict) else None
+        return found
+
+    def fail(self, path: str, problem: str) -> InputError:
+        return InputError(f"{self.where}: field '{path}': {problem}")
+
+    def text(self, path: str, required: bool = True, blank: tuple[str, ...] = ()) -> str | None:
+        """Text (a number as written); missing, empty or one of ``blank`` ("N/A") is None, or an error if
+        ``required``. A mapping (a profile kept as fields) is its fields, one per line."""
+        value = self.get(path)
+        if isinstance(value, dict) and value:
+            return "\n".join(f"{k}: {v}" for k, v in value.items())
+        if value is None or value == "" or (isinstance(value, str) and value.strip() in blank):
+            if required:
+                raise self.fail(path, "missing")
+            return None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        if not isinstance(value, str):
+            raise self.fail(path, "not text")
+        return value
+
+    def number(self, path: str) -> float | None:
+        value = self.get(path)
+        if value is None or value == "":
+            return None
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise self.fail(path, f"'{value}' is not a number") from None
+
+
 # -- where a run writes -----------------------------------------------------------------------------
 SQLITE_HEADER = b"SQLite format 3\x00"
 

@@ -247,6 +247,12 @@ def test_validation_accuracy_correlation_and_agreement(tmp_path):
     (pair,) = result["agreement"]
     assert pair["dimension_agreement"] == pytest.approx(3 / 6) and pair["score_r"] == pytest.approx(1.0)
     assert "| all | 12 | 0.750 |" in validation_markdown(result)
+    # The same piece every benchmark reports a judge against people with: Pearson as above, with intervals.
+    shared = next(j for j in result["judges"] if j["group"] == "all")
+    assert shared["n"] == 12 and shared["pearson"] == pytest.approx(corr["r"])
+    assert shared["spearman"] == pytest.approx(stats.spearmanr(both, humans).statistic)
+    assert shared["pearson_low"] <= shared["pearson"] <= shared["pearson_high"]
+    assert "| judge | all | all | 12 |" in validation_markdown(result)
     # Krippendorff's alpha (the krippendorff package): the same scores from both annotators agree fully; their
     # dimension choices agree on half the items.
     import krippendorff

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import CLI
@@ -187,6 +188,8 @@ def test_push_annotate_pull_validate(label_studio, annotators, evaluation, tmp_p
     # The same scores from both annotators on the four tasks both answered: full agreement.
     assert "score (ordinal) 1.000" in validated.stdout
     assert "ann1@rpbench.test/ann2@rpbench.test" in validated.stdout
+    agreement = pq.read_table(evaluation / "agreement.parquet").to_pylist()  # the shared judge-vs-people table
+    assert {a["benchmark"] for a in agreement} == {"furina"} and "all" in {a["group"] for a in agreement}
 
 
 def _pairs_project(url: str, evaluation: Path):

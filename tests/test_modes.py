@@ -185,7 +185,7 @@ def test_a_suite_file_is_checked_without_importing_prefect_or_litellm():
             "from rpbench.flows.suite.settings import SuiteSettings\n"
             "plan = check_suite(SuiteSettings(models=['test']))\n"
             "import sys; print(len(plan.modes), 'prefect' in sys.modules, 'litellm' in sys.modules)")
-    assert _python(code).split() == ["6", "False", "False"]  # every mode of the default suite
+    assert _python(code).split() == ["7", "False", "False"]  # every mode of the default suite
 
 
 def test_importing_any_flow_module_leaves_litellm_unimported():

@@ -86,10 +86,14 @@ def quality_responder(body: dict) -> str:
     the quality mark its model left in it; every other request is answered as any_mode_responder does."""
     text = "\n".join(str(m.get("content")) for m in body["messages"])
     model = str(body.get("model"))
-    if model in QUALITY:
-        return _player(model, text)
     fmt = (body.get("response_format") or {}).get("json_schema") or {}
     name, marks = fmt.get("name"), MARK.findall(text)
+    if model in QUALITY:
+        said = _player(model, text)
+        return json.dumps({"response": said}) if name == "ActorReply" else said  # CharacterBench's JSON reply
+    if str(name).startswith("Verdict") and marks:  # CharacterBench: the top of the scale, its middle, or 1
+        top = fmt["schema"]["properties"]["score"]["maximum"]
+        return json.dumps({"reasoning": "scored", "score": {1.0: top, 0.5: (top + 1) // 2, 0.0: 1}[QUALITY[marks[-1]]]})
     acted = ACTED.findall(text)
     if str(name).startswith("CoserCritique") and acted:  # CoSER: the worse the actor, the more and worse flaws
         dimension = next(iter(fmt["schema"]["properties"]))
@@ -135,7 +139,7 @@ def test_a_suite_of_every_mode_profiles_three_models_as_they_were_made(tmp_path,
     assert ran.returncode == 0, ran.stderr[-3000:]
     out = tmp_path / "suite"
     profile = pq.read_table(out / "profile.parquet").to_pylist()
-    benchmarks = {"furina", "pingpong", "dmt", "roleinteract", "rolellm", "coser"}
+    benchmarks = {"furina", "pingpong", "dmt", "roleinteract", "rolellm", "coser", "characterbench"}
     assert {p["benchmark"] for p in profile} == benchmarks
     assert {p["model"] for p in profile} == set(MODELS)  # RoleLLM's own RoleGPT reference is not profiled
     for b in benchmarks:
@@ -144,9 +148,9 @@ def test_a_suite_of_every_mode_profiles_three_models_as_they_were_made(tmp_path,
         order = ["poor", "fair", "good"] if b == "rolellm" else ["good", "fair", "poor"]
         assert score[order[0]] > score[order[1]] > score[order[2]], (b, score)
         assert [round(pct[m], 1) for m in order] == [83.3, 50.0, 16.7], (b, pct)
-    # Constructed: five benchmarks rank good > fair > poor, RoleLLM the other way round.
+    # Constructed: six benchmarks rank good > fair > poor, RoleLLM the other way round.
     taus = {(a["first"], a["second"]): a["tau"] for a in pq.read_table(out / "agreement.parquet").to_pylist()}
-    assert len(taus) == 15
+    assert len(taus) == 21
     for (a, b), tau in taus.items():
         assert tau == pytest.approx(-1.0 if "rolellm" in (a, b) else 1.0), (a, b)
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
@@ -229,7 +233,8 @@ def test_a_mode_the_suite_file_does_not_have_is_an_error(tmp_path):
 def test_suite_show_prints_the_shipped_suite_which_names_every_mode():
     ran = rpbench("suite", "show")
     assert ran.returncode == 0
-    assert all(f"[{m}" in ran.stdout for m in ("furina", "pingpong", "dmt", "roleinteract", "rolellm"))
+    assert all(f"[{m}" in ran.stdout for m in ("furina", "pingpong", "dmt", "roleinteract", "rolellm", "coser",
+                                               "characterbench"))
 
 
 # -- the statistics, on constructed cases ---------------------------------------------------------------

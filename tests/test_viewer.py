@@ -26,7 +26,13 @@ MARKUP = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned
 
 def _responder(body: dict) -> str:
     reply = any_mode_responder(body)
-    return reply if body.get("response_format") else f"{reply} {MARKUP}"
+    if not body.get("response_format"):
+        return f"{reply} {MARKUP}"
+    # A reply asked for as JSON carries the markup in its free-text fields (a reply in character, a reason).
+    data = json.loads(reply)
+    if isinstance(data, dict):
+        data.update({k: f"{v} {MARKUP}" for k, v in data.items() if k in ("response", "reasoning") and isinstance(v, str)})
+    return json.dumps(data)
 
 
 def _models(tmp_path: Path, server) -> Path:

@@ -22,7 +22,8 @@ from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.running.ui import publish_markdown
 from rpbench.flows.suite.plan import PlannedMode, check_suite
 from rpbench.flows.suite.settings import SuiteSettings
-from rpbench.storage.schemas import CALLS
+from rpbench.storage.schemas import AGREEMENT as HUMAN_AGREEMENT
+from rpbench.storage.schemas import CALLS, JUDGES
 from rpbench.storage.tables import atomic_write_bytes, read_records
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.reports.index import SAMPLES_FILE, merged_samples, read_run
@@ -78,6 +79,10 @@ async def profile(run: StageRun, models: list[str], modes: list[str], folders: l
                                 for p in _tables(Path(folder), name))
         if board:
             results.append(BenchmarkResult(name, get_mode(name).load_report(), status, board, scores, items))
+    # Each judge against people, wherever a benchmark of the suite had human scores (its agreement.parquet).
+    judges = [a for folder, use in zip(folders, usable, strict=True)
+              if use and (Path(folder) / HUMAN_AGREEMENT.filename).is_file()
+              for a in read_records(Path(folder) / HUMAN_AGREEMENT.filename, HUMAN_AGREEMENT)]
     rows = profile_rows(results)
     subscores = subscore_rows(results)
     agreed = agreement(results, resamples, seed)
@@ -85,6 +90,7 @@ async def profile(run: StageRun, models: list[str], modes: list[str], folders: l
     run.write(PROFILE, rows, final=True)
     run.write(SUBSCORES, subscores, final=True)
     run.write(AGREEMENT, agreed.pairs, final=True)
+    run.write(JUDGES, judges, final=True)
     if weighted:
         run.write(COMBINED, weighted, final=True)
     root = Path(out).resolve()
@@ -93,8 +99,9 @@ async def profile(run: StageRun, models: list[str], modes: list[str], folders: l
     models = sorted({p.model for p in rows})
     intro = (f"{len(models)} model(s) ({', '.join(models) or 'none scored'}) on {len(results)} of {len(modes)} "
              f"benchmark(s). Every sample of every benchmark: [{SAMPLES_FILE}]({SAMPLES_FILE}).")
-    markdown = profile_markdown(TITLE, intro, rows, subscores, agreed, weighted, links)
-    html = profile_html(TITLE, intro, rows, subscores, agreed, weighted, links, {"all samples": SAMPLES_FILE})
+    markdown = profile_markdown(TITLE, intro, rows, subscores, agreed, weighted, links, judges)
+    html = profile_html(TITLE, intro, rows, subscores, agreed, weighted, links, {"all samples": SAMPLES_FILE},
+                        judges)
     for name, text in (("report.md", markdown), ("report.html", html)):
         atomic_write_bytes(run.final_folder / name, text.encode("utf-8"))
         run.tables[name.replace(".", "_")] = str(run.final_folder / name)
@@ -174,7 +181,8 @@ def suite(settings: SuiteSettings) -> Any:
     done = stages.run(profile, models=list(s.models), modes=modes, folders=folders,
                       statuses=[outcomes[m][0] for m in modes],
                       reasons=[outcomes[m][1] for m in modes], usable=usable,
-                      tables=[t for m, f in zip(modes, folders, strict=True) for t in _tables(Path(f), m)],
+                      tables=[t for m, f in zip(modes, folders, strict=True)
+                              for t in (*_tables(Path(f), m), str(Path(f) / HUMAN_AGREEMENT.filename))],
                       weights=plan.weights, resamples=s.resamples, seed=s.seed, out=s.out)
     failed = [f"mode {m}: {'; '.join(outcomes[m][1])}" for m in modes if outcomes[m][0] != "ok"]
     summary = {"modes": {m: {"status": outcomes[m][0], "reasons": outcomes[m][1], "folder": f,

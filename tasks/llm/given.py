@@ -8,8 +8,9 @@ stays unreadable.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -96,3 +97,10 @@ def read_exchanges(path: str | Path, known: Collection[str], what: str, turns: s
             raise InputError(f"{where}: field 'id': '{key}' appears more than once")
         out[key] = pairs
     return out
+
+
+def given_results(ids: Sequence[str], path: str, role: str, **reading: Any) -> list[CallResult[object]]:
+    """The replies a file of answers gives the items ``ids``, each read as ``given_reply`` reads one (an item
+    the file does not answer is a failure saying so)."""
+    texts = read_answers(path)
+    return [given_reply(texts.get(i), role, missing=f"{path} has no answer for this item", **reading) for i in ids]

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from rpbench.tasks.core.records import JudgeAgreement
 from rpbench.tasks.reports.colours import model_colours
+from rpbench.tasks.reports.judges import judge_agreement_lines
 from rpbench.tasks.reports.page import Block, html_page, markdown_html
 from rpbench.tasks.reports.profile import AgreementResult, Combined, ProfileRow, SubScore
 from rpbench.tasks.reports.render import fmt, png
@@ -131,14 +133,24 @@ def percentile_charts(profile: Sequence[ProfileRow], benchmarks: Sequence[str]) 
     return charts
 
 
+JUDGES_NOTE = ("Where a benchmark has human scores, how far each judge follows them (the benchmark's "
+               "agreement.parquet; 95% bootstrap intervals over items).")
+
+
+def _judge_lines(judges: Sequence[JudgeAgreement]) -> list[str]:
+    return [JUDGES_NOTE, "", *judge_agreement_lines(judges, with_benchmark=True), ""] if judges else []
+
+
 def profile_markdown(title: str, intro: str, profile: Sequence[ProfileRow], subscores: Sequence[SubScore],
-                     agreement: AgreementResult, combined: Sequence[Combined], runs: Sequence[RunLink]) -> str:
+                     agreement: AgreementResult, combined: Sequence[Combined], runs: Sequence[RunLink],
+                     judges: Sequence[JudgeAgreement] = ()) -> str:
     benchmarks = [r.mode for r in runs]
     lines = [f"# {title}", "", intro, "", "## Profile", "",
              "Each cell: the benchmark's headline score [95% interval], and the model's percentile among this "
              "suite's models.", "", *_profile_table(profile, benchmarks), "",
              *_combined_lines(combined), "## Sub-scores", "", *_subscore_tables(subscores, benchmarks),
-             "## Agreement between benchmarks", "", *_agreement_lines(agreement), "", "## Runs", "",
+             "## Agreement between benchmarks", "", *_agreement_lines(agreement), "",
+             *(["## Judges against people", "", *_judge_lines(judges)] if judges else []), "## Runs", "",
              *_run_lines(runs), "", "## What the profile shows and what it does not", "", CAVEATS]
     return "\n".join(lines) + "\n"
 
@@ -154,7 +166,7 @@ def _run_lines(runs: Sequence[RunLink]) -> list[str]:
 
 def profile_html(title: str, intro: str, profile: Sequence[ProfileRow], subscores: Sequence[SubScore],
                  agreement: AgreementResult, combined: Sequence[Combined], runs: Sequence[RunLink],
-                 links: Mapping[str, str]) -> str:
+                 links: Mapping[str, str], judges: Sequence[JudgeAgreement] = ()) -> str:
     benchmarks = [r.mode for r in runs]
     link_line = " ".join(f"[{name}]({href})" for name, href in links.items())
     blocks = [Block("Profile", markdown_html("\n".join(_profile_table(profile, benchmarks))),
@@ -163,6 +175,7 @@ def profile_html(title: str, intro: str, profile: Sequence[ProfileRow], subscore
         blocks.append(Block("Weighted percentile", markdown_html("\n".join(_combined_lines(combined)[2:]))))
     blocks += [Block("Sub-scores", markdown_html("\n".join(_subscore_tables(subscores, benchmarks)))),
                Block("Agreement between benchmarks", markdown_html("\n".join(_agreement_lines(agreement)))),
+               *([Block("Judges against people", markdown_html("\n".join(_judge_lines(judges))))] if judges else []),
                Block("Runs", markdown_html("\n".join(_run_lines(runs)))),
                Block("What the profile shows and what it does not", markdown_html(CAVEATS))]
     return html_page(title, f"{intro}\n\n{link_line}", blocks)

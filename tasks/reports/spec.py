@@ -145,3 +145,17 @@ class ReportSpec:
     # Fills the extra columns of the leaderboard rows (in place) and returns the mode's report sections.
     analyze: Callable[[AnalysisInput], Analysis] | None = None
     unit: str = "benchmark items"  # what the report's item count counts
+
+
+@dataclass
+class Scored:
+    """What a mode's scoring hook gives the kit's report stage: the item-level rows (its item table), the
+    failures, how many items the run covered, the other tables to keep final (spec, records), the facts its
+    ``analyze`` reads (``context``), and the samples for the viewer (they may be made as they are read)."""
+
+    rows: Sequence[Any]
+    failures: Sequence[Any]
+    n_items: int
+    finals: Sequence[tuple[Any, Sequence[Any]]] = ()
+    context: dict[str, Any] = field(default_factory=dict)
+    samples: Any = ()

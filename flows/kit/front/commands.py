@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 import typer
@@ -193,7 +193,7 @@ def refuse_another_modes_folder(run: Callable[[Any], None], folder: str, flag: s
         return  # a damaged manifest: the run rewrites it
     if not isinstance(made_by, str):
         return
-    mine, theirs = mode_of_module(run.__module__), mode_of_flow(made_by)
+    mine, theirs = getattr(run, "rpbench_mode", None) or mode_of_module(run.__module__), mode_of_flow(made_by)
     if mine is not None and theirs != mine:
         raise InputError(f"{flag} {folder}: the folder holds a finished {theirs or made_by} run ({made_by}); give "
                          f"this {mine} run a folder of its own")
@@ -272,3 +272,18 @@ def run_evaluation(settings: BaseModel, check: str | None, flow: str, section: s
     typer.echo(stages_line(manifest))
     typer.echo(f"report: {found.get('report')}")
     return dict(found)
+
+
+def leaderboard_lines(section: dict[str, Any], headline: str) -> Iterator[str]:
+    """A mode's leaderboard as a command prints it (the headline with its interval, items, failures), then
+    each judge's agreement with people where the run had human scores."""
+    from rpbench.tasks.reports.render import fmt
+
+    for row in section.get("leaderboard", []):
+        yield (f"{row['model']}: {headline} {fmt(row.get(headline), 2)} [{fmt(row.get('ci_low'), 2)}, "
+               f"{fmt(row.get('ci_high'), 2)}]  n={row['n']} failed={row['failed']}")
+    for a in section.get("agreement", []):
+        yield (f"{a['judge']} vs people, {a['group']} ({a['language']}): Pearson {fmt(a['pearson'], 3)} "
+               f"Spearman {fmt(a['spearman'], 3)} Kendall {fmt(a['kendall'], 3)} exact {fmt(a['exact'], 3)} "
+               f"n={a['n']}")
+

@@ -48,3 +48,29 @@ def read_systems(roles: Mapping[str, str], answers: list[str], *, model_option: 
     if both:
         raise InputError(f"--answers: '{both[0]}' is also a {model_option}; name the {what} otherwise (NAME=FILE)")
     return [System(n, role=r) for n, r in roles.items()] + [System(n, answers=p) for n, p in given.items()]
+
+
+def evaluation_systems(settings: Any, like: str, known: Mapping[str, object] | None = None,
+                       what: str = "answers") -> list[System]:
+    """An evaluation's systems from its settings' ``--model`` (each resolved to a role; a model string gets the
+    settings of role ``like``) and ``--answers`` (each JSONL file read, its ids checked against ``known``)."""
+    from rpbench.flows.kit.front.registry import builtin_roles, models_config
+    from rpbench.tasks.llm.given import read_answers
+    from rpbench.tasks.llm.names import resolve_all
+
+    roles = resolve_all(models_config(settings.models_file), settings.models, builtin_roles(), like=like,
+                        option="--model")
+    systems = read_systems(roles, settings.answers, what=what)
+    for x in systems:
+        if x.answers:
+            read_answers(x.answers, known)
+    return systems
+
+
+def judge_role(settings: Any, name: str, like: str, option: str = "--judge") -> str:
+    """The role a judge given as a role name or a model string resolves to (a model string gets ``like``'s
+    settings)."""
+    from rpbench.flows.kit.front.registry import builtin_roles, models_config
+    from rpbench.tasks.llm.names import resolve_all
+
+    return resolve_all(models_config(settings.models_file), [name], builtin_roles(), like=like, option=option)[name]

@@ -6,14 +6,14 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rpbench.flows.kit.front.registry import get_mode
+from rpbench.flows.kit.front.registry import get_mode, load_ref
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.running.ui import publish_markdown, publish_table
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.reports.report import Report, build_report, write_report
-from rpbench.tasks.reports.spec import ReportSpec
+from rpbench.tasks.reports.spec import ReportSpec, Scored
 from rpbench.tasks.reports.viewer import VIEWER_FILE, Sample, write_viewer
 
 
@@ -58,4 +58,26 @@ async def report_stage(run: StageRun, mode: str, items: list[str], failures: lis
     run.write(found.load_item_table(), rows, final=True)
     report = await publish_report(run, found.name, found.load_report(), rows, failed, n_items, resamples, seed,
                                   notes=notes)
+    return run.result(leaderboard=report.board, **report.analysis.summary)
+
+
+def _hook_modules(params: Mapping[str, Any]) -> list[str]:
+    """The scoring hook's module and the mode's report and item table modules: their code decides the report."""
+    return [params["score"].partition(":")[0], *_mode_modules(params)]
+
+
+@stage("report", inputs=("inputs",), code=_hook_modules)
+async def scored_report(run: StageRun, mode: str, score: str, inputs: list[str], options: dict[str, Any],
+                        resamples: int, seed: int, notes: list[str] | None = None) -> StageResult:
+    """Any mode's report from its scoring hook: ``score`` ("module:function") turns ``options`` (its stage
+    tables and settings; ``inputs``: every file it reads, whose content keys the cache) into a ``Scored``; the
+    kit writes the item table, the failures and the mode's other tables final, scores, reports and publishes."""
+    found = get_mode(mode)
+    scored: Scored = load_ref(score)(**options)
+    tables: list[tuple[Any, Sequence[Any]]] = [(found.load_item_table(), scored.rows), (FAILURES, scored.failures),
+                                               *scored.finals]
+    for spec, records in tables:
+        run.write(spec, records, final=True)
+    report = await publish_report(run, found.name, found.load_report(), scored.rows, scored.failures,
+                                  scored.n_items, resamples, seed, scored.context, scored.samples, notes)
     return run.result(leaderboard=report.board, **report.analysis.summary)

@@ -186,7 +186,8 @@ def validate(
     """Compare the judge with human annotators: dimension accuracy, Pearson r per dimension, agreement."""
     import json
 
-    from rpbench.storage.tables import atomic_write_bytes, read_rows
+    from rpbench.storage.schemas import AGREEMENT
+    from rpbench.storage.tables import atomic_write_bytes, read_rows, write_table
     from rpbench.tasks.modes.furina.evaluation.validation import load_annotations, validation_markdown
     from rpbench.tasks.modes.furina.evaluation.validation import validate as validate_judge
     from rpbench.tasks.modes.furina.tables import ITEM_SCORES
@@ -195,7 +196,11 @@ def validate(
     scores_file = eval_dir / ITEM_SCORES.filename
     if not scores_file.is_file():
         raise InputError(f"{eval_dir}: no {ITEM_SCORES.filename} (run `rpbench furina eval` into this folder first)")
-    result = validate_judge(labels, read_rows(scores_file, ITEM_SCORES))
+    # The judge's model, as the evaluation's manifest recorded the role it resolved to.
+    config = json.loads((eval_dir / "manifest.json").read_text("utf-8")).get("config", {}) \
+        if (eval_dir / "manifest.json").is_file() else {}
+    judge = str(((config.get("roles") or {}).get("judge") or config.get("default") or {}).get("model") or "judge")
+    result = validate_judge(labels, read_rows(scores_file, ITEM_SCORES), judge)
     if len(result["unknown_items"]) == len({a["item_id"] for a in labels}):
         # Nothing to compare: say so, and leave any earlier validation of this folder as it was.
         raise InputError(f"{annotations}: none of the annotated item ids is in {scores_file} "
@@ -203,8 +208,9 @@ def validate(
     md = validation_markdown(result)
     atomic_write_bytes(eval_dir / "validation.md", md.encode("utf-8"))
     atomic_write_bytes(eval_dir / "validation.json", json.dumps(result, indent=2).encode("utf-8"))
+    write_table(eval_dir / AGREEMENT.filename, result["judges"], AGREEMENT)
     typer.echo(md)
-    typer.echo(f"written: {eval_dir / 'validation.md'} and validation.json")
+    typer.echo(f"written: {eval_dir / 'validation.md'}, validation.json and {AGREEMENT.filename}")
 
 
 # -- the demo ---------------------------------------------------------------------------------------

@@ -14,8 +14,11 @@ from typing import Any
 
 from rpbench.storage.user_files import load_rows
 from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import JudgeAgreement
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
+from rpbench.tasks.reports.judges import judge_agreement_lines
 from rpbench.tasks.stats import krippendorff_alpha, pearson
+from rpbench.tasks.stats.agreement import judge_agreement
 
 
 def load_annotations(path: str | Path) -> list[dict[str, Any]]:
@@ -63,9 +66,12 @@ def judge_views(score: dict[str, Any]) -> dict[str, float] | None:
     return views
 
 
-def validate(annotations: list[dict[str, Any]], item_scores: list[dict[str, Any]]) -> dict[str, Any]:
+def validate(annotations: list[dict[str, Any]], item_scores: list[dict[str, Any]], judge_name: str = "judge",
+             resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Accuracy of the item dimension per human dimension and overall; Pearson judge-vs-human per dimension
-    for the judge's first order, its mirrored second order and both averaged (``r``); annotator agreement."""
+    for the judge's first order, its mirrored second order and both averaged (``r``); annotator agreement;
+    and, as every benchmark reports a judge against people (``judges``: JudgeAgreement rows), the judge's
+    two orders averaged against each human score, with intervals."""
     item_dim = {s["item_id"]: s["dimension"] for s in item_scores}
     judge = {(s["model"], s["item_id"]): v for s in item_scores if (v := judge_views(s)) is not None}
     models = sorted({s["model"] for s in item_scores})
@@ -78,6 +84,7 @@ def validate(annotations: list[dict[str, Any]], item_scores: list[dict[str, Any]
                        / len(sel) if sel else None}
 
     correlation: dict[str, dict[str, Any]] = {}
+    judges: list[JudgeAgreement] = []
     for d in [*DIMENSIONS, "all"]:
         matched = []
         for a in annotations:
@@ -91,6 +98,11 @@ def validate(annotations: list[dict[str, Any]], item_scores: list[dict[str, Any]
             row[f"r_{view}"] = _pearson([(v[view], h) for v, h in matched if view in v])[0]
         row["r"], row["p"] = _pearson([(v["both"], h) for v, h in matched if "both" in v])
         correlation[d] = row
+        both = [(h, v["both"]) for v, h in matched if "both" in v]
+        if both:  # the same measures every benchmark reports of a judge against people
+            found = judge_agreement([h for h, _ in both], [j for _, j in both], resamples, seed)
+            judges.append(JudgeAgreement.model_validate({**found, "benchmark": "furina", "judge": judge_name,
+                                                         "group": d, "language": "all", "n": len(both)}))
 
     by_item: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for a in annotations:
@@ -108,7 +120,8 @@ def validate(annotations: list[dict[str, Any]], item_scores: list[dict[str, Any]
                           if dims else None, "n_dimension": len(dims), "score_r": score_r, "n_score": len(scores)})
     unknown = sorted({a["item_id"] for a in annotations} - set(item_dim))
     return {"dimension_accuracy": accuracy, "correlation": correlation, "agreement": agreement,
-            "alpha": annotator_alpha(annotations), "unknown_items": unknown}
+            "alpha": annotator_alpha(annotations), "unknown_items": unknown,
+            "judges": [j.model_dump() for j in judges]}
 
 
 def annotator_alpha(annotations: list[dict[str, Any]]) -> dict[str, float | None]:
@@ -138,6 +151,10 @@ def validation_markdown(result: dict[str, Any]) -> str:
               "| dimension | n | r | p | r order 1 | r order 2 |", "|---|---|---|---|---|---|"]
     lines += [f"| {d} | {v['n']} | {f(v['r'])} | {f(v['p'])} | {f(v['r_order1'])} | {f(v['r_order2'])} |"
               for d, v in result["correlation"].items()]
+    if result.get("judges"):
+        lines += ["", "The judge's two orders averaged against each human score, as every benchmark reports a judge "
+                  "against people (agreement.parquet), with 95% bootstrap intervals:", "",
+                  *judge_agreement_lines(result["judges"])]
     if result.get("unknown_items"):
         lines += ["", f"{len(result['unknown_items'])} annotated items are not in this evaluation and were "
                   f"left out: {', '.join(result['unknown_items'][:10])}"]

@@ -1,0 +1,1 @@
+"""CharacterBench as a benchmark mode: settings, checks, the flow and its command."""

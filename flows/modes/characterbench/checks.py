@@ -1,0 +1,26 @@
+"""CharacterBench's input checks, run once per run (``checked``): Prefect-free, so a bad file or name is one line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rpbench.flows.kit.front.systems import System, evaluation_systems, judge_role
+from rpbench.flows.modes.characterbench.settings import CharacterBenchSettings
+from rpbench.tasks.modes.characterbench.loader import load_items
+
+RELEASED = System("released")  # neither asked nor a file: each reply under its released system's name
+
+
+@dataclass(frozen=True)
+class Inputs:
+    systems: list[System]
+    judge: str  # the judge's role
+    items: int
+
+
+def check_run(s: CharacterBenchSettings) -> Inputs:
+    """Every input error before any call: the files, the models, the judge and the reply files."""
+    items = load_items(s.data, [s.language], s.limit)
+    judge = judge_role(s, s.judge, like="characterbench-judge")
+    systems = evaluation_systems(s, "characterbench-player", {i.item_id: i for i in items}, "replies")
+    return Inputs(systems or [RELEASED], judge, len(items))

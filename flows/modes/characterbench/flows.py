@@ -1,0 +1,76 @@
+"""CharacterBench's flow: replies (per system) -> judgments (per system) -> the kit's report stage, scored by
+``analysis.scored`` (scores, the judge's agreement with people)."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from rpbench.flows.kit.front.checking import checked
+from rpbench.flows.kit.running.report import scored_report
+from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.scale.runners import stage_runner
+from rpbench.flows.modes.characterbench.checks import check_run
+from rpbench.flows.modes.characterbench.settings import CharacterBenchSettings
+from rpbench.storage.tables import read_records
+from rpbench.tasks.llm.given import given_results
+from rpbench.tasks.modes.characterbench.answering import answer_all, released_replies, replies_of
+from rpbench.tasks.modes.characterbench.judging import judge_all
+from rpbench.tasks.modes.characterbench.loader import load_items
+from rpbench.tasks.modes.characterbench.tables import JUDGMENTS, REPLIES
+
+WORKERS = 4
+
+
+@stage("characterbench-replies", batch=True, templates=("characterbench/actor",),
+       roles=lambda p: [p["role"]] if p["role"] else [], inputs=("data", "given"))
+async def replies(run: StageRun, data: list[str], language: str, limit: int | None, role: str | None,
+                  given: str | None, name: str) -> StageResult:
+    """``name``'s replies: asked of the model bound to ``role``, read from the file ``given``, or (neither)
+    the released systems' own."""
+    items = load_items(data, [language], limit)
+    if role is not None:
+        async with run.gateway() as gateway:
+            made = await answer_all(gateway, items, role, name, run.progress.track(f"replies of {name}", len(items)))
+    elif given is not None:
+        made = replies_of(items, given_results([i.item_id for i in items], given, name), name)
+    else:
+        made = released_replies(items)
+    run.write(REPLIES, made)
+    return run.result(replies=len(made), failed=sum(r.status == "failed" for r in made))
+
+
+@stage("characterbench-judgments", batch=True, templates=("characterbench/judge", "characterbench/criteria"),
+       roles=lambda p: [p["judge"]], inputs=("data", "replies"))
+async def judgments(run: StageRun, data: list[str], language: str, limit: int | None, replies: str, judge: str,
+                    output: str, name: str) -> StageResult:
+    """The judge on every reply of ``name`` that was made."""
+    items = load_items(data, [language], limit)
+    made = read_records(replies, REPLIES)
+    async with run.gateway() as gateway:
+        judged = await judge_all(gateway, items, made, judge, output,  # type: ignore[arg-type]
+                                 run.progress.track(f"judgments of {name}", len(made)))
+    run.write(JUDGMENTS, judged)
+    return run.result(judged=len(judged), failed=sum(j.status == "failed" for j in judged))
+
+
+@flow(name="rpbench-characterbench", log_prints=True, task_runner=stage_runner(WORKERS))
+@flow_body
+def characterbench(s: CharacterBenchSettings, stages: Stages) -> dict:
+    """CharacterBench: each system replies in character (or the released replies are read), the judge scores
+    each reply on its dimension; CharacterBench's scores and the judge's agreement with people."""
+    got = checked(check_run, s)
+    common = {"data": s.data, "language": s.language, "limit": s.limit}
+    made = stages.map(replies, [{**common, **x.params()} for x in got.systems])
+    judged = stages.map(judgments, [{**common, "replies": m.path("replies"), "judge": got.judge,
+                                     "output": s.judge_output, "name": x.name, "shard": x.shard}
+                                    for m, x in zip(made, got.systems, strict=True)])
+    tables = {"replies": [m.path("replies") for m in made], "judgments": [j.path("judgments") for j in judged]}
+    done = stages.run(scored_report, mode="characterbench", score="rpbench.tasks.modes.characterbench.analysis:scored",
+                      inputs=[*s.data, *tables["replies"], *tables["judgments"]],
+                      options={**common, **tables, "judge": got.judge, "resamples": s.resamples, "seed": s.seed},
+                      resamples=s.resamples, seed=s.seed)
+    summary = {"leaderboard": done.summary["leaderboard"], "agreement": done.summary.get("agreement", []),
+               "items": got.items, "report": done.path("report_html")}
+    return finish_run(s.out, stages, s, "characterbench", characterbench=summary,
+                      characterbench_settings=s.recorded(s.out))

@@ -1,0 +1,1 @@
+"""CharacterBench: items, replies in character, judgments per dimension, scores and agreement."""

@@ -1,0 +1,118 @@
+"""Reading CharacterBench's released files (one per dimension, named by it) into items, in Chinese as released
+and in English from each item's ``translation_en``; a record that cannot be read is an error naming the file,
+the record and the field."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rpbench.storage.user_files import Fields, read_user_text
+from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.modes.characterbench.dimensions import DIMENSIONS, Dimension, dimension_of
+from rpbench.tasks.modes.characterbench.records import Item, Turn
+
+MAX_BYTES = 256 * 2**20  # the release's largest dimension files are tens of MB
+NONE = ("N/A", "None")  # how the release writes a field it has no value for
+
+
+def _turns(f: Fields, user: str, character: str) -> list[Turn]:
+    """Each turn's side, from its speaker as the release's generation script reads it (``user``/``character``,
+    or the user's or the character's name); a name that is neither answers the turn before it."""
+    turns = f.get("dialogue")
+    if not isinstance(turns, list):
+        raise f.fail("dialogue", "missing or not a list")
+    out: list[Turn] = []
+    for n, t in enumerate(turns):
+        text = Fields(t, f.where).text("utterance") if isinstance(t, dict) else None
+        name = str(t.get("speaker", "")).strip() if isinstance(t, dict) else ""
+        if text is None:
+            raise f.fail(f"dialogue[{n}].utterance", "missing or not text")
+        if name.lower() in ("user", user.strip().lower()):
+            side = "user"
+        elif name.lower() in ("character", character.strip().lower()) or (name and name in character):
+            side = "character"
+        else:
+            side = "character" if out and out[-1].speaker == "user" else "user"
+        out.append(Turn(speaker=side, text=text))  # type: ignore[arg-type]
+    if not out or out[-1].speaker != "user":
+        raise f.fail("dialogue", "must end with the user's turn the character answers")
+    return out
+
+
+def _reference(dim: Dimension, f: Fields, original: Fields, character: str) -> str | None:
+    if dim.reference is None:
+        return None
+    path = ".".join(dim.reference)
+    # The English record may lack the behaviour reference; the release then takes the Chinese one.
+    found = f.get(path) if f.get(path) is not None or dim.name != "behavior_consistency_bot" else original.get(path)
+    if dim.name == "memory_consistency":
+        if not isinstance(found, list) or not all(isinstance(s, str) for s in found):
+            raise f.fail(path, "missing or not a list of text")
+        return "".join(f"{character}：{s}\n" for s in found)
+    if not isinstance(found, str) or not found:
+        raise f.fail(path, "missing" if found in (None, "") else "not text")
+    return found  # as the release sends it, "N/A" included
+
+
+def read_item(dim: Dimension, record: Any, index: int, language: str, path: str) -> Item:
+    original = Fields(record, f"{path}: record {index}")
+    f = original
+    if language == "en":
+        if not isinstance(original.get("translation_en"), dict):
+            raise original.fail("translation_en", "missing (needed for --language en)")
+        f = Fields(original.get("translation_en"), f"{original.where} (translation_en)")
+    character = f.text("character_name", required=False) or original.text("character_name")
+    assert character is not None
+    user = f.text("user_name", required=False, blank=NONE) or "user"
+    profile = f.text("character_profile")
+    assert profile is not None
+    reference = _reference(dim, f, original, character)
+    if dim.name == "behavior_consistency_human":
+        profile += f"\n{reference}"  # the release adds the style to the profile too
+    return Item(item_id=f"{dim.name}:{original.text('id')}", dimension=dim.name, language=language,
+                character=character, profile=profile, user=user,
+                user_profile=f.text("user_profile", required=False, blank=NONE),
+                greeting=f.text("greeting", required=False, blank=NONE), dialogue=_turns(f, user, character),
+                reference=reference, reply=f.text("response_messages.response", required=False),
+                reply_model=original.text("response_messages.model", required=False),
+                human=original.number("annotation_score") if original.get("annotation_score") is not None
+                else original.number("gold"), released_judge=original.number(f"pred_{language}"))
+
+
+def load_file(path: str, languages: Sequence[str]) -> list[Item]:
+    dim = dimension_of(Path(path).stem)
+    if dim is None:
+        raise InputError(f"{path}: the file's name must say its dimension, as the release names them "
+                         f"(<dimension>_test.json): {', '.join(DIMENSIONS)}")
+    try:
+        data = json.loads(read_user_text(path, "a CharacterBench file", MAX_BYTES))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(data, list) or not data:
+        raise InputError(f"{path}: expected a list of items, as the release has them")
+    items = [read_item(dim, record, n, lang, path) for lang in languages for n, record in enumerate(data)]
+    seen: set[tuple[str, str]] = set()
+    for i in items:
+        if (i.item_id, i.language) in seen:
+            raise InputError(f"{path}: field 'id': '{i.item_id.partition(':')[2]}' appears more than once")
+        seen.add((i.item_id, i.language))
+    return items
+
+
+def load_items(paths: Sequence[str], languages: Sequence[str], limit: int | None = None) -> list[Item]:
+    """Every file's items in each language (the first ``limit`` of each file); two files of one dimension are
+    an error."""
+    out: list[Item] = []
+    dims: dict[str, str] = {}
+    for path in paths:
+        items = load_file(path, languages)
+        dim = items[0].dimension
+        if dim in dims:
+            raise InputError(f"{path}: a second file for dimension {dim} (the first: {dims[dim]})")
+        dims[dim] = path
+        for lang in languages:
+            out += [i for i in items if i.language == lang][:limit]
+    return out

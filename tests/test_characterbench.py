@@ -1,0 +1,242 @@
+"""CharacterBench: the released replies judged as the release's judge judged them reproduce its figures; a live
+run asks the model, then the judge sees its reply; judgments are read strictly; bad files are one line."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.helpers import TEST_KEY_ENV, loopback_models_file, released, rpbench
+
+pytestmark = pytest.mark.usefixtures("harness")
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = json.loads((Path(__file__).parent / "data" / "characterbench_released_figures.json").read_text())
+SAMPLES = ROOT / "samples" / "characterbench"
+DIMENSIONS = ("attribute_consistency_bot", "attribute_consistency_human", "behavior_consistency_human",
+              "empathetic_responsiveness", "engagement", "human_likeness", "memory_consistency")
+
+
+def _released_judge(language: str):
+    """A stand-in CharacterJudge: for each judge request, the released prediction of the item it shows (found by
+    the reply and the user's last turn it quotes, and the dimension its criterion names)."""
+    from rpbench import prompts
+
+    by_reply: dict[str, list[tuple[str, str, float]]] = {}
+    marks = {}
+    for dim in DIMENSIONS:
+        marks[dim] = prompts.render("characterbench/criteria", language, dimension=dim).text.splitlines()[0]
+        for x in json.loads(released(f"characterbench/{dim}_test.json").read_text()):
+            source = x if language == "zh" else x["translation_en"]
+            reply = source["response_messages"]["response"]
+            by_reply.setdefault(reply, []).append((dim, source["dialogue"][-1]["utterance"], x[f"pred_{language}"]))
+
+    def respond(body: dict) -> str:
+        text = body["messages"][-1]["content"]
+        hits = {pred for reply, found in by_reply.items() if f"：{reply}\n" in text + "\n"
+                for dim, ask, pred in found if marks[dim] in text and f"User：{ask}\n" in text}
+        assert len(hits) == 1, f"{len(hits)} released predictions fit a request"
+        return f"{hits.pop():.1f}"
+
+    return respond
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_the_released_predictions_give_the_release_s_pearson_and_scores(loopback, tmp_path, monkeypatch, language):
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _released_judge(language)
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    files = [a for d in DIMENSIONS for a in ("--data", str(released(f"characterbench/{d}_test.json")))]
+    out = tmp_path / "run"
+    ran = rpbench("characterbench", "run", *files, "--language", language, "--judge-output", "number",
+                  "--models-file", str(models), "--out", str(out), "--resamples", "50")
+    assert ran.returncode == 0, (ran.stdout + ran.stderr)
+    # No reply was generated: every request is the judge's, and every released reply was judged once.
+    assert all(b["messages"][0]["content"] == "You are a helpful assistant." for b in loopback.requests)
+    assert len(loopback.requests) == 7 * 250
+    expected = FIGURES["figures"][language]
+    agreement = pq.read_table(out / "agreement.parquet").to_pylist()
+    for dim in DIMENSIONS:
+        for judge in ("openai/loopback", "CharacterJudge (released predictions)"):
+            row = next(a for a in agreement if a["group"] == dim and a["judge"] == judge)
+            assert row["n"] == 250 and row["pearson"] == pytest.approx(expected[dim]["pearson"], abs=1e-12), dim
+    rows = pq.read_table(out / "item_scores.parquet").to_pylist()
+    per_dim = {d: sum(r["scaled"] for r in rows if r["dimension"] == d) / 250 for d in DIMENSIONS}
+    for dim in DIMENSIONS:
+        assert per_dim[dim] == pytest.approx(expected[dim]["score"], abs=1e-12), dim
+    assert sum(per_dim.values()) / 7 == pytest.approx(expected["average"], abs=1e-12)
+    # Each released system under its own name on the leaderboard.
+    board = json.loads((out / "manifest.json").read_text())["characterbench"]["leaderboard"]
+    assert {"gpt", "claude3-opus", "minimax", "glm"} <= {r["model"] for r in board}
+
+
+def _live(body: dict) -> str:
+    fmt = (body.get("response_format") or {}).get("json_schema") or {}
+    if fmt.get("name") == "ActorReply":
+        return json.dumps({"response": "（收起缆绳）墨点在船头打盹呢。"})
+    top = fmt["schema"]["properties"]["score"]["maximum"]
+    return json.dumps({"reasoning": "stays in character", "score": top - 1})
+
+
+def test_a_live_run_asks_the_model_and_the_judge_sees_its_reply(loopback, tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _live
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    out = tmp_path / "run"
+    files = [a for p in sorted(SAMPLES.glob("*.json")) for a in ("--data", str(p))]
+    ran = rpbench("characterbench", "run", *files, "--model", "characterbench-player", "--models-file",
+                  str(models), "--out", str(out), "--resamples", "50")
+    assert ran.returncode == 0, (ran.stdout + ran.stderr)
+    actor = [b for b in loopback.requests if len(b["messages"]) == 1]
+    judge = [b for b in loopback.requests if len(b["messages"]) == 2]
+    assert len(actor) == len(judge) == 6
+    prompt = actor[0]["messages"][0]["content"]
+    # The release's layout: the greeting as the character's first turn after an empty user turn, user/assistant
+    # lines, the 30-character ask.
+    assert "user: \nassistant: （解开缆绳）要过江吗？坐稳了。\nuser: 师傅，你每天几点开始摆渡？" in prompt
+    assert "30个字" in prompt
+    assert all("林渡：（收起缆绳）墨点在船头打盹呢。" in b["messages"][1]["content"] for b in judge)
+    scores = pq.read_table(out / "item_scores.parquet").to_pylist()
+    assert {r["dimension"]: r["score"] for r in scores} == {"engagement": 4, "fact_accuracy": 3,
+                                                            "memory_consistency": 3}
+    # memory's highest human score in its file is 4: 3 / 4 x 5
+    assert next(r["scaled"] for r in scores if r["dimension"] == "memory_consistency") == 3.75
+    seen = len(loopback.requests)
+    again = rpbench("characterbench", "run", *files, "--model", "characterbench-player", "--models-file",
+                    str(models), "--out", str(out), "--resamples", "50")
+    assert again.returncode == 0 and len(loopback.requests) == seen
+
+
+def test_the_judge_s_input_labels_turns_by_position_and_carries_the_dimension_s_reference():
+    from rpbench.tasks.modes.characterbench.judging import judge_input
+    from rpbench.tasks.modes.characterbench.loader import load_items
+
+    memory, = [i for i in load_items([str(SAMPLES / "memory_consistency_test.json")], ["zh"], 1)]
+    text = judge_input(memory, "五点。", "number")
+    # memory: the dialogue segments as the reference, and no dialogue (the release leaves it out)
+    assert "林渡：五点，天还没亮就出船。" in text and "师傅，你每天几点" not in text
+    assert "User：你刚才说几点出船来着？" in text and "林渡：五点。" in text and "JSON" not in text
+    engagement, = load_items([str(SAMPLES / "engagement_test.json")], ["en"], 1)
+    text = judge_input(engagement, "Sure.", "json")
+    assert "User：What time do you start ferrying each day?\nLin Du：Five." in text and "# Reference" not in text
+    assert '"score"' in text
+
+
+@pytest.mark.parametrize(("output", "reply", "ok"), [
+    ("number", "4", True), ("number", " 3.0\n", True), ("number", "Score: 4", False), ("number", "5", False),
+    ("number", "0", False), ("number", "", False)])
+def test_characterjudge_s_answer_is_read_strictly(output, reply, ok):
+    from rpbench.tasks.modes.characterbench.judging import number_reader
+
+    read = number_reader(4)
+    if ok:
+        assert 1 <= read(reply) <= 4
+    else:
+        with pytest.raises(ValueError):
+            read(reply)
+
+
+def test_an_unreadable_judgment_is_asked_again_then_counted_never_a_score(loopback, tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = lambda body: "I would say about four."
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    out = tmp_path / "run"
+    ran = rpbench("characterbench", "run", "--data", str(SAMPLES / "engagement_test.json"), "--judge-output",
+                  "number", "--models-file", str(models), "--out", str(out), "--resamples", "50")
+    assert len(loopback.requests) == 2 * 3  # each of the two released replies: asked three times
+    failures = pq.read_table(out / "failures.parquet").to_pylist()
+    assert [f["kind"] for f in failures] == ["judgment", "judgment"]
+    assert all(r["score"] is None for r in pq.read_table(out / "item_scores.parquet").to_pylist())
+    assert ran.returncode != 0
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda d: d[1].pop("dialogue"), "engagement_test.json: record 1: field 'dialogue': missing or not a list"),
+    (lambda d: d[0].update(annotation_score="high"), "record 0: field 'annotation_score': 'high' is not a number"),
+    (lambda d: d[0]["dialogue"].append({"speaker": "character", "utterance": "hm"}),
+     "record 0: field 'dialogue': must end with the user's turn"),
+    (lambda d: d[1].update(id=d[0]["id"]), "field 'id': '1' appears more than once"),
+])
+def test_a_bad_record_is_one_line_naming_file_record_and_field(tmp_path, edit, message):
+    data = json.loads((SAMPLES / "engagement_test.json").read_text())
+    edit(data)
+    bad = tmp_path / "engagement_test.json"
+    bad.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    ran = rpbench("characterbench", "run", "--data", str(bad), "--out", str(tmp_path / "run"))
+    assert ran.returncode == 2 and message in (ran.stdout + ran.stderr) and "Traceback" not in (ran.stdout + ran.stderr)
+
+
+def test_a_file_not_named_by_its_dimension_is_refused(tmp_path):
+    odd = tmp_path / "chats.json"
+    odd.write_text((SAMPLES / "engagement_test.json").read_text(encoding="utf-8"), encoding="utf-8")
+    ran = rpbench("characterbench", "run", "--data", str(odd), "--out", str(tmp_path / "run"))
+    assert ran.returncode == 2 and "memory_consistency, fact_accuracy" in (ran.stdout + ran.stderr)
+
+
+def test_the_characterjudge_preset_binds_the_judge_greedy_and_answers_in_plain_numbers(loopback, tmp_path,
+                                                                                        monkeypatch):
+    from rpbench.tasks.llm.config import load_models_config
+
+    spec = load_models_config("characterjudge", environ={}).for_role("characterbench-judge")
+    assert (spec.model, spec.temperature, spec.max_tokens) == ("hosted_vllm/thu-coai/CharacterJudge", 0.0, 512)
+    # The preset against the loopback server standing in for vLLM: the judge's bare numbers are its scores.
+    monkeypatch.setenv("VLLM_API_KEY", "k")
+    monkeypatch.setenv("RPBENCH_CHARACTERBENCH_JUDGE_API_BASE", loopback.base_url)
+    loopback.responder = lambda body: "2"
+    out = tmp_path / "run"
+    ran = rpbench("characterbench", "run", "--data", str(SAMPLES / "fact_accuracy_test.json"), "--models-file",
+                  "characterjudge", "--judge-output", "number", "--out", str(out), "--resamples", "50")
+    assert ran.returncode == 0, (ran.stdout + ran.stderr)
+    body = loopback.requests[0]
+    assert body["model"] == "thu-coai/CharacterJudge" and body["temperature"] == 0.0 and body["max_tokens"] == 512
+    assert [r["score"] for r in pq.read_table(out / "item_scores.parquet").to_pylist()] == [2.0, 2.0]
+    assert not math.isnan(pq.read_table(out / "agreement.parquet").to_pylist()[0]["exact"])
+
+
+def test_people_score_replies_per_dimension_in_label_studio_tasks(loopback, tmp_path, monkeypatch):
+    import xml.etree.ElementTree as ET
+
+    from rpbench.flows.kit.front.registry import annotation_kinds, load_ref
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    loopback.responder = lambda body: "3"
+    out = tmp_path / "run"
+    ran = rpbench("characterbench", "run", "--data", str(SAMPLES / "fact_accuracy_test.json"), "--judge-output",
+                  "number", "--models-file", str(models), "--out", str(out), "--resamples", "50")
+    assert ran.returncode == 0, ran.stderr
+    kind = load_ref(annotation_kinds()["characterbench"][1])
+    tasks = kind.tasks(out, None, 0)
+    assert sorted(t["model"] for t in tasks) == ["rpbench-sample-a", "rpbench-sample-b"]
+    assert all(t["top"] == "4" and "墨点" in t["reference"] and t["criterion"] for t in tasks)
+    for language in ("en", "zh"):
+        config = ET.fromstring(kind.config(language))
+        assert [c.get("alias") for c in config.iter("Choice")] == ["1", "2", "3", "4", "5", "unsure"]
+    assert kind.read(tasks[0], [{"from_name": "score", "value": {"choices": ["2"]}}])[1]["score"] == 2
+    # 5 is not on fact accuracy's 1-4 scale: kept as unsure, never clipped to 4.
+    assert kind.read(tasks[0], [{"from_name": "score", "value": {"choices": ["5"]}}])[0] == "unsure"
+    assert kind.read(tasks[0], [])[0] == "unsure"
+
+
+def test_replies_given_as_a_file_are_judged_as_a_model_s(loopback, tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = lambda body: "2"
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    given = tmp_path / "mine.jsonl"
+    given.write_text('{"id": "engagement:1", "answer": "（笑）那你可得坐稳了。"}\n', encoding="utf-8")
+    out = tmp_path / "run"
+    ran = rpbench("characterbench", "run", "--data", str(SAMPLES / "engagement_test.json"), "--answers", str(given),
+                  "--judge-output", "number", "--models-file", str(models), "--out", str(out), "--resamples", "50")
+    assert "林渡：（笑）那你可得坐稳了。" in loopback.requests[0]["messages"][1]["content"]
+    assert len(loopback.requests) == 1  # item 2 has no reply in the file: a counted failure, never judged
+    failures = pq.read_table(out / "failures.parquet").to_pylist()
+    assert [(f["model"], f["item_id"], f["kind"]) for f in failures] == [("mine", "engagement:2", "reply")]
+    assert ran.returncode == 3  # one of two replies failed: past the run's failure bound
+    bad = tmp_path / "typo.jsonl"
+    bad.write_text('{"id": "engagement:9", "answer": "hm"}\n', encoding="utf-8")
+    wrong = rpbench("characterbench", "run", "--data", str(SAMPLES / "engagement_test.json"), "--answers", str(bad),
+                    "--out", str(tmp_path / "o"))
+    assert wrong.returncode == 2 and "typo.jsonl: line 1: field 'id': 'engagement:9' is no item" in wrong.stderr
