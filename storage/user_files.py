@@ -83,18 +83,18 @@ def load_yaml(text: str, path: str | Path, max_values: int = MAX_YAML_VALUES) ->
         loader.dispose()
 
 
-def parse_json_or_yaml(path: str | Path, what: str) -> Any:
+def parse_json_or_yaml(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_BYTES) -> Any:
     """The data in a user's JSON (by suffix) or YAML file, with one-line errors."""
-    text = read_user_text(path, what)
+    text = read_user_text(path, what, max_bytes)
     try:
         return json.loads(text) if Path(path).suffix.lower() == ".json" else load_yaml(text, path)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot parse ({str(exc).splitlines()[0]})") from None
 
 
-def load_records(path: str | Path, what: str) -> list[Any]:
+def load_records(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_BYTES) -> list[Any]:
     """The raw records in a JSON or YAML file; ``what`` names them in errors ("scene", "character")."""
-    data = parse_json_or_yaml(path, f"a {what} file")
+    data = parse_json_or_yaml(path, f"a {what} file", max_bytes)
     if data is None:
         raise InputError(f"{path}: the file holds no {what}")
     return data if isinstance(data, list) else [data]

@@ -215,9 +215,9 @@ def test_people_score_replies_per_dimension_in_label_studio_tasks(loopback, tmp_
     for language in ("en", "zh"):
         config = ET.fromstring(kind.config(language))
         assert [c.get("alias") for c in config.iter("Choice")] == ["1", "2", "3", "4", "5", "unsure"]
-    assert kind.read(tasks[0], [{"from_name": "score", "value": {"choices": ["2"]}}])[1]["score"] == 2
+    assert kind.read(tasks[0], [{"from_name": "reply_score", "value": {"choices": ["2"]}}])[1]["score"] == 2
     # 5 is not on fact accuracy's 1-4 scale: kept as unsure, never clipped to 4.
-    assert kind.read(tasks[0], [{"from_name": "score", "value": {"choices": ["5"]}}])[0] == "unsure"
+    assert kind.read(tasks[0], [{"from_name": "reply_score", "value": {"choices": ["5"]}}])[0] == "unsure"
     assert kind.read(tasks[0], [])[0] == "unsure"
 
 
@@ -240,3 +240,19 @@ def test_replies_given_as_a_file_are_judged_as_a_model_s(loopback, tmp_path, mon
     wrong = rpbench("characterbench", "run", "--data", str(SAMPLES / "engagement_test.json"), "--answers", str(bad),
                     "--out", str(tmp_path / "o"))
     assert wrong.returncode == 2 and "typo.jsonl: line 1: field 'id': 'engagement:9' is no item" in wrong.stderr
+
+
+def test_a_live_run_on_a_few_released_items_of_every_dimension(loopback, tmp_path, monkeypatch):
+    """Two items of each stored dimension, in English: the model replies, the judge sees that reply."""
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _live
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    files = [a for d in DIMENSIONS for a in ("--data", str(released(f"characterbench/{d}_test.json")))]
+    out = tmp_path / "run"
+    ran = rpbench("characterbench", "run", *files, "--language", "en", "--limit", "2", "--model",
+                  "characterbench-player", "--models-file", str(models), "--out", str(out), "--resamples", "50")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    judge = [b for b in loopback.requests if len(b["messages"]) == 2]
+    assert len(judge) == 14 and all("：（收起缆绳）墨点在船头打盹呢。" in b["messages"][1]["content"] for b in judge)
+    rows = pq.read_table(out / "item_scores.parquet").to_pylist()
+    assert sorted({r["dimension"] for r in rows}) == sorted(DIMENSIONS) and all(r["score"] for r in rows)

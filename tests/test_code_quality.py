@@ -18,3 +18,13 @@ def test_the_code_passes(command):
     proc = subprocess.run([str(BIN / command[0]), *command[1:]], cwd=ROOT, capture_output=True, text=True,
                           timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+
+
+def test_characterbench_is_its_own_logic_in_at_most_700_lines():
+    """The kit carries the wiring: CharacterBench's flows and tasks (settings, checks, flow, reading, asking,
+    judging, scoring, annotation) stay within 700 lines of Python."""
+    root = Path(__file__).resolve().parents[1]
+    files = [*(root / "flows" / "modes" / "characterbench").glob("*.py"),
+             *(root / "tasks" / "modes" / "characterbench").glob("*.py")]
+    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files)
+    assert len(files) >= 10 and lines <= 700, lines

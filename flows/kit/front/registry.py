@@ -62,6 +62,17 @@ class SmokeStep:
     uses_models: bool = True
 
 
+def smoke_run(mode: str, *args: str) -> Callable[[Path], list[SmokeStep]]:
+    """A mode's ``smoke`` when its scenario is one command: ``rpbench <mode> run *args`` into ``<work>/<mode>``,
+    with few bootstrap resamples."""
+    def steps(work: Path) -> list[SmokeStep]:
+        out = work / mode
+        return [SmokeStep(mode, (mode, "run", *args, "--out", str(out), "--resamples", "200"), out)]
+
+    steps.__doc__ = f"`rpbench {mode} run {' '.join(args)}`"
+    return steps
+
+
 @dataclass(frozen=True)
 class Schedule:
     """An example schedule a mode offers for `rpbench deploy`: one of its flows, a cron line, parameters."""

@@ -139,6 +139,8 @@ class EvalSettings(RunSettings):
     item_unit: ClassVar[str] = "items"
     answers_layout: ClassVar[str] = "a JSONL file of {\"id\": item id, \"answer\": text}"
     answers_are: ClassVar[str] = "answers"
+    # False for a benchmark that scores replies of its own (released ones) when given no system.
+    needs_systems: ClassVar[bool] = True
 
     models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
                               description="Model under test: a litellm model string, or a role name. Repeat.")
@@ -166,7 +168,7 @@ class EvalSettings(RunSettings):
 
     @model_validator(mode="after")
     def _something_to_score(self) -> EvalSettings:
-        if not self.models and not self.answers:
+        if self.needs_systems and not self.models and not self.answers:
             raise ValueError(f"give a model to ask (--model) or {self.answers_are} to score (--answers)")
         return self
 

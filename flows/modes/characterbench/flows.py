@@ -19,8 +19,6 @@ from rpbench.tasks.modes.characterbench.judging import judge_all
 from rpbench.tasks.modes.characterbench.loader import load_items
 from rpbench.tasks.modes.characterbench.tables import JUDGMENTS, REPLIES
 
-WORKERS = 4
-
 
 @stage("characterbench-replies", batch=True, templates=("characterbench/actor",),
        roles=lambda p: [p["role"]] if p["role"] else [], inputs=("data", "given"))
@@ -54,7 +52,7 @@ async def judgments(run: StageRun, data: list[str], language: str, limit: int | 
     return run.result(judged=len(judged), failed=sum(j.status == "failed" for j in judged))
 
 
-@flow(name="rpbench-characterbench", log_prints=True, task_runner=stage_runner(WORKERS))
+@flow(name="rpbench-characterbench", log_prints=True, task_runner=stage_runner(4))
 @flow_body
 def characterbench(s: CharacterBenchSettings, stages: Stages) -> dict:
     """CharacterBench: each system replies in character (or the released replies are read), the judge scores

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
+from rpbench.flows.kit.front.registry import BenchmarkMode, one_run, smoke_run
 from rpbench.flows.kit.front.run_command import RunCommand
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.characterbench.roles import ROLES
 
-
-def _smoke(work: Path) -> list[SmokeStep]:
-    """Two models reply to the shipped items of three dimensions, and the judge scores them."""
-    out = work / "characterbench"
-    files = [a for name in ("memory_consistency", "engagement", "fact_accuracy")
-             for a in ("--data", str(sample_path("characterbench", f"{name}_test.json")))]
-    return [SmokeStep("characterbench", ("characterbench", "run", *files, "--model", "characterbench-player",
-                                         "--model", "judge", "--out", str(out), "--resamples", "200"), out)]
+# Two models reply to the shipped items of three dimensions, and the judge scores them.
+SMOKE = smoke_run("characterbench", *(a for name in ("memory_consistency", "engagement", "fact_accuracy")
+                                      for a in ("--data", str(sample_path("characterbench", f"{name}_test.json")))),
+                  "--model", "characterbench-player", "--model", "judge")
 
 
 CHARACTERBENCH = BenchmarkMode(
@@ -31,6 +25,6 @@ CHARACTERBENCH = BenchmarkMode(
     checks={"characterbench": "check_run"},
     commands=RunCommand("characterbench"),
     annotation={"characterbench": "annotation:REPLY"},
-    smoke=_smoke,
+    smoke=SMOKE,
     suite=one_run("characterbench"),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from rpbench.flows.kit.front.settings import EvalSettings, InputPaths, OutputFolder, cli
 
@@ -18,6 +18,7 @@ class CharacterBenchSettings(EvalSettings):
     item_unit: ClassVar[str] = "items of each dimension file"
     answers_are: ClassVar[str] = "replies"
     answers_layout: ClassVar[str] = 'JSONL of {"id": "<dimension>:<id>", "answer": the reply}'
+    needs_systems: ClassVar[bool] = False  # with neither, the released systems' replies are judged
 
     data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                              description="CharacterBench's files as released, one per dimension and named by it "
@@ -34,10 +35,6 @@ class CharacterBenchSettings(EvalSettings):
                                     "CharacterJudge was trained to answer.")
     out: OutputFolder = Field(default="runs/characterbench", description="Folder for replies, judgments, scores, "
                               "the judge's agreement with people and the report.")
-
-    @model_validator(mode="after")
-    def _something_to_score(self) -> CharacterBenchSettings:
-        return self  # with no --model and no --answers, the released systems' replies are judged
 
     def judging(self) -> tuple[list[str], list[str]]:
         return list(self.models), [self.judge]

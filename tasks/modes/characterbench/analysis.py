@@ -1,6 +1,5 @@
-"""From judgments to CharacterBench's scores, as all_eval.py computes them (a dimension: the mean judge score
-/ the highest human score in that dimension's file x 5; a model: the mean over dimensions), the judge's
-agreement with people, the report's sections and the viewer's samples."""
+"""From judgments to CharacterBench's scores as all_eval.py computes them, the judge's agreement with people,
+the report's sections and the viewer's samples."""
 
 from __future__ import annotations
 
@@ -14,18 +13,9 @@ from rpbench.tasks.modes.characterbench.dimensions import DIMENSIONS
 from rpbench.tasks.modes.characterbench.loader import load_items
 from rpbench.tasks.modes.characterbench.records import Item, ItemScore, Judgment, Reply
 from rpbench.tasks.modes.characterbench.tables import ITEMS, JUDGMENTS, REPLIES
+from rpbench.tasks.reports import spec
 from rpbench.tasks.reports.judges import agreement_rows, judge_agreement_lines
 from rpbench.tasks.reports.render import fmt
-from rpbench.tasks.reports.spec import (
-    Analysis,
-    AnalysisInput,
-    GroupKey,
-    MetricSpec,
-    ReportSpec,
-    Scored,
-    Scoring,
-    Section,
-)
 from rpbench.tasks.reports.viewer import Part, Sample, failed_text
 
 RELEASED_JUDGE = "CharacterJudge (released predictions)"
@@ -41,15 +31,8 @@ def divisors(items: Sequence[Item]) -> dict[str, tuple[float, str]]:
     return out
 
 
-def _row(i: Item, r: Reply, j: Judgment | None, by: dict[str, tuple[float, str]]) -> ItemScore:
-    score = j.score if j is not None and j.status == "ok" else None
-    return ItemScore(model=r.model, item_id=i.item_id, dimension=i.dimension, language=i.language, score=score,
-                     scaled=None if score is None else score / by[i.dimension][0] * 5, human=i.human,
-                     released_judge=i.released_judge)
-
-
 def scored(data: list[str], language: str, limit: int | None, replies: list[str], judgments: list[str],
-           judge: str, resamples: int, seed: int) -> Scored:
+           judge: str, resamples: int, seed: int) -> spec.Scored:
     """The report stage's hook: item scores (a failed reply or judgment is a counted failure, never a score),
     the judge's and the released CharacterJudge's agreement with the human scores, samples."""
     items = load_items(data, [language], limit)
@@ -58,7 +41,13 @@ def scored(data: list[str], language: str, limit: int | None, replies: list[str]
     by = divisors(load_items(data, [language]))  # the whole file's highest human score, as all_eval.py
     keyed = {(i.item_id, i.language): i for i in items}
     verdicts = {(j.item_id, j.language, j.model): j for j in judged}
-    rows = [_row(keyed[(r.item_id, r.language)], r, verdicts.get((r.item_id, r.language, r.model)), by) for r in made]
+    rows = []
+    for r in made:
+        i, j = keyed[(r.item_id, r.language)], verdicts.get((r.item_id, r.language, r.model))
+        score = j.score if j is not None else None
+        rows.append(ItemScore(model=r.model, item_id=i.item_id, dimension=i.dimension, language=i.language,
+                              score=score, scaled=None if score is None else score / by[i.dimension][0] * 5,
+                              human=i.human, released_judge=i.released_judge))
     failures = [Failure(stage="characterbench-replies", model=r.model, item_id=r.item_id, kind="reply", error=r.error)
                 for r in made if r.status != "ok"]
     failures += [Failure(stage="characterbench-judgments", model=j.model, item_id=j.item_id, kind="judgment",
@@ -67,37 +56,37 @@ def scored(data: list[str], language: str, limit: int | None, replies: list[str]
     agreed = agreement_rows("characterbench", [
         (who, r.dimension, r.language, r.human, v) for r in rows if r.human is not None
         for who, v in ((name, r.score), (RELEASED_JUDGE, r.released_judge)) if v is not None], resamples, seed)
-    return Scored(rows, failures, len(items), [(ITEMS, items), (REPLIES, made), (JUDGMENTS, judged),
+    return spec.Scored(rows, failures, len(items), [(ITEMS, items), (REPLIES, made), (JUDGMENTS, judged),
                                                (AGREEMENT, agreed)],
                   {"divisors": by, "agreement": [a.model_dump() for a in agreed]}, samples(items, made, verdicts))
 
 
-def _analyze(data: AnalysisInput) -> Analysis:
+def _analyze(data: spec.AnalysisInput) -> spec.Analysis:
     by: dict[str, list[Any]] = data.context.get("divisors", {})
     text = ["A dimension's score is the mean of its judge scores / the highest human score in its file x 5, as "
             "the release's all_eval.py computes it; a model's, the mean over its dimensions. Where that highest "
             "human score is below the top of the judge's scale, a score can pass 5:", "",
             "| dimension | judge's scale | divided by |", "|---|---|---|",
             *(f"| {d} | 1-{DIMENSIONS[d].top} | {fmt(v, 0)} ({how}) |" for d, (v, how) in sorted(by.items()))]
-    sections = [Section("How the scores are made", "\n".join(text))]
+    sections = [spec.Section("How the scores are made", "\n".join(text))]
     found = data.context.get("agreement", [])
     if found:
-        sections.append(Section("The judge against people", "\n".join([
+        sections.append(spec.Section("The judge against people", "\n".join([
             "The judge's scores against the human scores released with the items per dimension (group), and "
             "CharacterJudge's own released predictions on the same items beside them; 95% bootstrap intervals "
             "over items.", "", *judge_agreement_lines(found)])))
-    return Analysis(sections, {"agreement": found})
+    return spec.Analysis(sections, {"agreement": found})
 
 
-REPORT = ReportSpec(
+REPORT = spec.ReportSpec(
     title="CharacterBench: role-playing replies judged per dimension",
     unit="replies",
-    scoring=Scoring(
-        metrics=(MetricSpec("score", "CharacterBench's score: per dimension the mean judge score / the highest "
+    scoring=spec.Scoring(
+        metrics=(spec.MetricSpec("score", "CharacterBench's score: per dimension the mean judge score / the highest "
                             "human score of the dimension x 5, then the mean over dimensions", column="scaled",
                             digits=2, macro_over="dimension", unit="0-5"),),
-        groups=(GroupKey("dimension", "dimension", order=tuple(DIMENSIONS)),
-                GroupKey("language", "language", breakdown=False)),
+        groups=(spec.GroupKey("dimension", "dimension", order=tuple(DIMENSIONS)),
+                spec.GroupKey("language", "language", breakdown=False)),
         item_column="item_id"),
     analyze=_analyze,
 )
@@ -113,7 +102,7 @@ def samples(items: Sequence[Item], replies: Sequence[Reply], verdicts: dict[tupl
                  *(Part(i.user if t.speaker == "user" else i.character, t.text, "turn") for t in i.dialogue),
                  Part(f"{r.model} — {i.character}", failed_text(r.text if r.status == "ok" else None, r.error), "turn"),
                  *([Part("Reference", i.reference, "note")] if i.reference else []),
-                 *([Part("Judge", f"{fmt(j.score, 0)}: {j.reasoning or ''}" if j.status == "ok"
+                 *([Part("Judge", f"{fmt(j.score, 0)}: {j.text or ''}" if j.status == "ok"
                          else f"(no score: {j.error})", "note")] if j else [])]
         off = "-" if j is None or j.score is None or i.human is None else \
             "agrees" if j.score == i.human else f"off by {abs(j.score - i.human):g}"

@@ -1,6 +1,5 @@
-"""The model under test answers an item in character, as CharacterBench's process.py asks: the character's
-profile, the user's, and the dialogue with the greeting as the character's first turn, as ``user:`` and
-``assistant:`` lines; a short reply, actions in parentheses, as JSON ``{"response": ...}``."""
+"""The model under test answers an item in character as process.py asks: both profiles, the dialogue as ``user:``
+and ``assistant:`` lines; a short reply, actions in parentheses, as JSON ``{"response": ...}``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""CharacterBench's thirteen dimensions: the top of each one's scale in its judge prompt, where its reference
-comes from in an item, and whether the judge sees the dialogue (construct_prompts/process_wo_context_*_all.py
-leaves the dialogue out where the reference already carries what the judge needs)."""
+"""CharacterBench's thirteen dimensions: the top of each one's judge scale, where an item holds its reference,
+and whether the judge sees the dialogue (process_wo_context_*_all.py leaves it out for some)."""
 
 from __future__ import annotations
 
@@ -13,10 +12,6 @@ class Dimension:
     top: int  # the judge's scale runs 1..top
     reference: tuple[str, ...] | None  # the path to the reference in the item, None: the judge gets none
     dialogue: bool  # the judge sees the dialogue before the user's last turn
-
-    @property
-    def file(self) -> str:
-        return f"{self.name}_test.json"
 
 
 _ANSWER = ("messages", "output", "answer")

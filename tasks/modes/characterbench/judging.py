@@ -1,9 +1,8 @@
-"""The judge scores a reply on the item's dimension, from the input CharacterBench's
-process_wo_context_*_all.py builds: the turns before the user's last labelled by position (even ``User``, odd
-the character, as the release labels them, whoever spoke), the user's last turn, the reply under the
-character's name, and the dimension's reference. CharacterJudge answers with a bare number (``number``);
-another judge is asked for JSON with its reasoning (``json``). Either is read strictly: a reply that holds no
-score on the dimension's scale is asked again, then a counted failure (the release's scorer takes 3.0)."""
+"""The judge scores a reply on its item's dimension, from the input process_wo_context_*_all.py builds: the turns
+before the user's last labelled by position (even ``User``, odd the character, whoever spoke, as the release
+does), the user's last turn, the reply under the character's name, the dimension's reference. CharacterJudge
+answers with a bare number (``number``), another judge with JSON (``json``); a reply with no score on the
+dimension's scale is asked again, then a counted failure (the release's scorer takes 3.0)."""
 
 from __future__ import annotations
 
@@ -44,8 +43,7 @@ def verdict(top: int) -> type[BaseModel]:
 
 
 def number_reader(top: int) -> Any:
-    """CharacterJudge's answer: the score alone (the release's scorer takes a first line it cannot read as
-    3.0; here it is asked again, then a failure)."""
+    """CharacterJudge's answer: the score alone."""
     def read(text: str) -> float:
         found = _NUMBER.fullmatch(text)
         if found is None:
@@ -67,10 +65,6 @@ def request(item: Item, reply: Reply, role: str, output: Output) -> Request[Any]
                    tag=f"characterbench-judge:{item.item_id}:{item.language}:{reply.model}")
 
 
-def _score(parsed: Any) -> tuple[float, str | None]:
-    return (float(parsed), None) if isinstance(parsed, float) else (float(parsed.score), parsed.reasoning)
-
-
 async def judge_all(gateway: Model, items: Sequence[Item], replies: Sequence[Reply], role: str, output: Output,
                     on_done: OnDone = None) -> list[Judgment]:
     """The judge on every reply that was made (a failed one has nothing to judge: it stays a failure)."""
@@ -78,8 +72,7 @@ async def judge_all(gateway: Model, items: Sequence[Item], replies: Sequence[Rep
     made = [r for r in replies if r.status == "ok"]
     results = await gateway.run_all([request(by_key[(r.item_id, r.language)], r, role, output) for r in made],
                                     on_done=on_done, roles=[role])
-    return [Judgment(item_id=r.item_id, language=r.language, model=r.model, judge=res.model,
-                     score=_score(res.parsed)[0], reasoning=_score(res.parsed)[1], status="ok") if res.ok else
-            Judgment(item_id=r.item_id, language=r.language, model=r.model, judge=res.model, score=None,
-                     reasoning=res.text, status="failed", error=res.error)
-            for r, res in zip(made, results, strict=True)]
+    return [Judgment(item_id=r.item_id, language=r.language, model=r.model, judge=res.model, status=res.status,
+                     score=None if not res.ok else res.parsed if isinstance(res.parsed, float) else res.parsed.score,
+                     text=(None if isinstance(res.parsed, float) else res.parsed.reasoning) if res.ok else res.text,
+                     error=res.error) for r, res in zip(made, results, strict=True)]

@@ -1,15 +1,14 @@
-"""Reading CharacterBench's released files (one per dimension, named by it) into items, in Chinese as released
-and in English from each item's ``translation_en``; a record that cannot be read is an error naming the file,
-the record and the field."""
+"""CharacterBench's released files (one per dimension, named by it) as items, in Chinese as released or in
+English from ``translation_en``; a record that cannot be read is an error naming file, record and field."""
 
 from __future__ import annotations
 
-import json
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rpbench.storage.user_files import Fields, read_user_text
+from rpbench.storage.user_files import Fields, load_records
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.characterbench.dimensions import DIMENSIONS, Dimension, dimension_of
 from rpbench.tasks.modes.characterbench.records import Item, Turn
@@ -64,11 +63,9 @@ def read_item(dim: Dimension, record: Any, index: int, language: str, path: str)
         if not isinstance(original.get("translation_en"), dict):
             raise original.fail("translation_en", "missing (needed for --language en)")
         f = Fields(original.get("translation_en"), f"{original.where} (translation_en)")
-    character = f.text("character_name", required=False) or original.text("character_name")
-    assert character is not None
+    character = str(f.text("character_name", required=False) or original.text("character_name"))
     user = f.text("user_name", required=False, blank=NONE) or "user"
-    profile = f.text("character_profile")
-    assert profile is not None
+    profile = str(f.text("character_profile"))
     reference = _reference(dim, f, original, character)
     if dim.name == "behavior_consistency_human":
         profile += f"\n{reference}"  # the release adds the style to the profile too
@@ -87,18 +84,13 @@ def load_file(path: str, languages: Sequence[str]) -> list[Item]:
     if dim is None:
         raise InputError(f"{path}: the file's name must say its dimension, as the release names them "
                          f"(<dimension>_test.json): {', '.join(DIMENSIONS)}")
-    try:
-        data = json.loads(read_user_text(path, "a CharacterBench file", MAX_BYTES))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
-    if not isinstance(data, list) or not data:
-        raise InputError(f"{path}: expected a list of items, as the release has them")
+    data = load_records(path, "CharacterBench item", MAX_BYTES) or []
+    if not data:
+        raise InputError(f"{path}: the file holds no items")
     items = [read_item(dim, record, n, lang, path) for lang in languages for n, record in enumerate(data)]
-    seen: set[tuple[str, str]] = set()
-    for i in items:
-        if (i.item_id, i.language) in seen:
-            raise InputError(f"{path}: field 'id': '{i.item_id.partition(':')[2]}' appears more than once")
-        seen.add((i.item_id, i.language))
+    twice = [key for key, n in Counter((i.item_id, i.language) for i in items).items() if n > 1]
+    if twice:
+        raise InputError(f"{path}: field 'id': '{twice[0][0].partition(':')[2]}' appears more than once")
     return items
 
 

@@ -43,15 +43,11 @@ class Reply(Record):
     error: str | None = None
 
 
-class Judgment(Record):
-    item_id: str
-    language: str
-    model: str  # the system whose reply it judges
+class Judgment(Reply):
+    """The judge's score of ``model``'s reply; ``text`` is its reasoning (or its unreadable reply)."""
+
     judge: str  # the judge's model
     score: float | None
-    reasoning: str | None
-    status: Literal["ok", "failed"]
-    error: str | None = None
 
 
 class ItemScore(Record):

@@ -1,6 +1,5 @@
-"""The model roles CharacterBench's mode calls. The release's generation script sends no sampling setting
-(gpt_call.py); here a 512-token cap too, which a reply of 30 characters never reaches. CharacterJudge is run
-greedy with 512 new tokens (model_generation_qwen_chat.py); any judge gets the same here."""
+"""CharacterBench's roles. The release generates with no sampling setting (gpt_call.py; here a 512-token cap a
+30-character reply never reaches) and runs CharacterJudge greedy with 512 new tokens; so does any judge here."""
 
 from __future__ import annotations
 
