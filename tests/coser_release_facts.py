@@ -1,7 +1,7 @@
 """What a CoSER request carries, as facts, and a scripted stand-in model that plays any CoSER agent.
 
 CoSER's own code (Neph0s/CoSER, gca_evaluation) was run once against the loopback server answering with
-``responder`` (see ``benchmarks/coser_release_facts.md`` for how); ``facts`` turned each request it sent into
+``responder`` (how: the fixture's ``recorded_from``); ``facts`` turned each request it sent into
 the facts below, kept in ``tests/data/coser_release_requests.json``. ``tests/test_coser_release.py`` runs
 rpbench on the same circumstances against the same responder and compares the two fact by fact. No prompt
 text of either side is kept: only which agent was asked, its limits, and which facts of the circumstance and

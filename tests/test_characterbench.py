@@ -26,6 +26,7 @@ def _released_judge(language: str):
     from rpbench import prompts
 
     by_reply: dict[str, list[tuple[str, str, float]]] = {}
+    user = "用户" if language == "zh" else "User"
     marks = {}
     for dim in DIMENSIONS:
         marks[dim] = prompts.render("characterbench/criteria", language, dimension=dim).text.splitlines()[0]
@@ -37,7 +38,7 @@ def _released_judge(language: str):
     def respond(body: dict) -> str:
         text = body["messages"][-1]["content"]
         hits = {pred for reply, found in by_reply.items() if f"：{reply}\n" in text + "\n"
-                for dim, ask, pred in found if marks[dim] in text and f"User：{ask}\n" in text}
+                for dim, ask, pred in found if marks[dim] in text and f"{user}：{ask}\n" in text}
         assert len(hits) == 1, f"{len(hits)} released predictions fit a request"
         return f"{hits.pop():.1f}"
 
@@ -118,7 +119,7 @@ def test_the_judge_s_input_labels_turns_by_position_and_carries_the_dimension_s_
     text = judge_input(memory, "五点。", "number")
     # memory: the dialogue segments as the reference, and no dialogue (the release leaves it out)
     assert "林渡：五点，天还没亮就出船。" in text and "师傅，你每天几点" not in text
-    assert "User：你刚才说几点出船来着？" in text and "林渡：五点。" in text and "JSON" not in text
+    assert "用户：你刚才说几点出船来着？" in text and "林渡：五点。" in text and "JSON" not in text
     engagement, = load_items([str(SAMPLES / "engagement_test.json")], ["en"], 1)
     text = judge_input(engagement, "Sure.", "json")
     assert "User：What time do you start ferrying each day?\nLin Du：Five." in text and "# Reference" not in text
@@ -256,3 +257,51 @@ def test_a_live_run_on_a_few_released_items_of_every_dimension(loopback, tmp_pat
     assert len(judge) == 14 and all("：（收起缆绳）墨点在船头打盹呢。" in b["messages"][1]["content"] for b in judge)
     rows = pq.read_table(out / "item_scores.parquet").to_pylist()
     assert sorted({r["dimension"] for r in rows}) == sorted(DIMENSIONS) and all(r["score"] for r in rows)
+
+
+# (kind, fact) -> (CharacterBench's code, rpbench, why): each stated under "Where rpbench differs" on the page.
+DIFFERENCES = {("actor", "also_sent"): ([], ["max_tokens", "response_format", "seed"],
+                                        "a 512-token cap, the JSON schema, the seed")}
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_what_a_live_run_sends_carries_the_facts_characterbench_s_code_sends(loopback, tmp_path, monkeypatch,
+                                                                             language):
+    from tests.characterbench_release_facts import REPLY, actor_facts, by_item, judge_facts
+
+    recorded = json.loads((Path(__file__).parent / "data" / "characterbench_release_requests.json").read_text())
+    theirs = by_item([r for r in recorded["records"] if r["language"] == language and r["kind"] == "actor"])
+    their_judge = by_item([r for r in recorded["records"] if r["language"] == language and r["kind"] == "judge"])
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = lambda body: (json.dumps({"response": REPLY}, ensure_ascii=False) if len(body["messages"]) == 1
+                                       else json.dumps({"reasoning": "fine", "score": 2}))
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    files = [a for p in sorted(SAMPLES.glob("*.json")) for a in ("--data", str(p))]
+    ran = rpbench("characterbench", "run", *files, "--language", language, "--model", "characterbench-player",
+                  "--models-file", str(models), "--out", str(tmp_path / "run"), "--resamples", "50")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    items = {(p.name.removesuffix("_test.json"), x["id"]): x for p in sorted(SAMPLES.glob("*.json"))
+             for x in json.loads(p.read_text(encoding="utf-8"))}
+    seen = 0
+    src = {k: x if language == "zh" else x["translation_en"] for k, x in items.items()}
+    for body in loopback.requests:
+        text, kind = body["messages"][-1]["content"], "actor" if len(body["messages"]) == 1 else "judge"
+        # The item a request is for: its user's last turn, and (a judge's) its dimension's criterion.
+        (dim, key), = [k for k, s in src.items() if s["dialogue"][-1]["utterance"] in text
+                       and (kind == "actor" or _criterion(k[0], language) in text)]
+        ours = actor_facts(body, items[(dim, key)], language) if kind == "actor" else \
+            judge_facts(text, items[(dim, key)], language, REPLY)
+        release = (theirs if kind == "actor" else their_judge)[f"{dim}:{key}:{language}"]
+        for fact, value in ours.items():
+            expected = release[fact]
+            if (kind, fact) in DIFFERENCES:
+                expected = DIFFERENCES[(kind, fact)][1] if release[fact] == DIFFERENCES[(kind, fact)][0] else None
+            assert value == expected, (kind, dim, key, fact, value, release[fact])
+        seen += 1
+    assert seen == 12  # six items: each one reply and one judgment
+
+
+def _criterion(dimension: str, language: str) -> str:
+    from rpbench import prompts
+
+    return prompts.render("characterbench/criteria", language, dimension=dimension).text.splitlines()[0]

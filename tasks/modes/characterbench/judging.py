@@ -1,5 +1,5 @@
 """The judge scores a reply on its item's dimension, from the input process_wo_context_*_all.py builds: the turns
-before the user's last labelled by position (even ``User``, odd the character, whoever spoke, as the release
+before the user's last labelled by position (even the user, odd the character, whoever spoke, as the release
 does), the user's last turn, the reply under the character's name, the dimension's reference. CharacterJudge
 answers with a bare number (``number``), another judge with JSON (``json``); a reply with no score on the
 dimension's scale is asked again, then a counted failure (the release's scorer takes 3.0)."""
@@ -21,17 +21,17 @@ from rpbench.tasks.modes.characterbench.dimensions import DIMENSIONS
 from rpbench.tasks.modes.characterbench.records import Item, Judgment, Reply
 
 Output = Literal["number", "json"]
-SYSTEM = "You are a helpful assistant."  # the system message CharacterJudge is served with
-_NUMBER = re.compile(r"\s*(\d+(?:\.\d+)?)\s*")
+SYSTEM, _NUMBER = "You are a helpful assistant.", re.compile(r"\s*(\d+(?:\.\d+)?)\s*")  # CharacterJudge's system
 
 
 def judge_input(item: Item, reply: str, output: Output) -> str:
     dim = DIMENSIONS[item.dimension]
     before = item.dialogue[:-1] if dim.dialogue else []
-    dialogue = "".join(f"{'User' if n % 2 == 0 else item.character}：{t.text}\n" for n, t in enumerate(before))
+    user = "用户" if item.language == "zh" else "User"  # the release's label of the user's turns
+    dialogue = "".join(f"{user if n % 2 == 0 else item.character}：{t.text}\n" for n, t in enumerate(before))
     criteria = prompts.render("characterbench/criteria", item.language, dimension=dim.name).text
     return prompts.render("characterbench/judge", item.language, top=dim.top, criteria=criteria,
-                          profile=item.profile, dialogue=dialogue.strip(), query=f"User：{item.dialogue[-1].text}",
+                          profile=item.profile, dialogue=dialogue.strip(), query=f"{user}：{item.dialogue[-1].text}",
                           reply=f"{item.character}：{reply}", reference=item.reference, output=output).text
 
 
