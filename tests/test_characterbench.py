@@ -53,7 +53,7 @@ def test_the_released_predictions_give_the_release_s_pearson_and_scores(loopback
     files = [a for d in DIMENSIONS for a in ("--data", str(released(f"characterbench/{d}_test.json")))]
     out = tmp_path / "run"
     ran = rpbench("characterbench", "run", *files, "--language", language, "--judge-output", "number",
-                  "--models-file", str(models), "--out", str(out), "--resamples", "50")
+                  "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "50")
     assert ran.returncode == 0, (ran.stdout + ran.stderr)
     # No reply was generated: every request is the judge's, and every released reply was judged once.
     assert all(b["messages"][0]["content"] == "You are a helpful assistant." for b in loopback.requests)
@@ -89,7 +89,7 @@ def test_a_live_run_asks_the_model_and_the_judge_sees_its_reply(loopback, tmp_pa
     out = tmp_path / "run"
     files = [a for p in sorted(SAMPLES.glob("*.json")) for a in ("--data", str(p))]
     ran = rpbench("characterbench", "run", *files, "--model", "characterbench-player", "--models-file",
-                  str(models), "--out", str(out), "--resamples", "50")
+                  str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "50")
     assert ran.returncode == 0, (ran.stdout + ran.stderr)
     actor = [b for b in loopback.requests if len(b["messages"]) == 1]
     judge = [b for b in loopback.requests if len(b["messages"]) == 2]
@@ -107,7 +107,7 @@ def test_a_live_run_asks_the_model_and_the_judge_sees_its_reply(loopback, tmp_pa
     assert next(r["scaled"] for r in scores if r["dimension"] == "memory_consistency") == 3.75
     seen = len(loopback.requests)
     again = rpbench("characterbench", "run", *files, "--model", "characterbench-player", "--models-file",
-                    str(models), "--out", str(out), "--resamples", "50")
+                    str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "50")
     assert again.returncode == 0 and len(loopback.requests) == seen
 
 
@@ -146,7 +146,7 @@ def test_an_unreadable_judgment_is_asked_again_then_counted_never_a_score(loopba
     models = loopback_models_file(tmp_path / "models.toml", loopback)
     out = tmp_path / "run"
     ran = rpbench("characterbench", "run", "--data", str(SAMPLES / "engagement_test.json"), "--judge-output",
-                  "number", "--models-file", str(models), "--out", str(out), "--resamples", "50")
+                  "number", "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "50")
     assert len(loopback.requests) == 2 * 3  # each of the two released replies: asked three times
     failures = pq.read_table(out / "failures.parquet").to_pylist()
     assert [f["kind"] for f in failures] == ["judgment", "judgment"]
@@ -189,7 +189,8 @@ def test_the_characterjudge_preset_binds_the_judge_greedy_and_answers_in_plain_n
     loopback.responder = lambda body: "2"
     out = tmp_path / "run"
     ran = rpbench("characterbench", "run", "--data", str(SAMPLES / "fact_accuracy_test.json"), "--models-file",
-                  "characterjudge", "--judge-output", "number", "--out", str(out), "--resamples", "50")
+                  "characterjudge", "--judge-output", "number", "--cache", str(tmp_path / "calls.sqlite"), "--out",
+                  str(out), "--resamples", "50")
     assert ran.returncode == 0, (ran.stdout + ran.stderr)
     body = loopback.requests[0]
     assert body["model"] == "thu-coai/CharacterJudge" and body["temperature"] == 0.0 and body["max_tokens"] == 512
@@ -207,7 +208,7 @@ def test_people_score_replies_per_dimension_in_label_studio_tasks(loopback, tmp_
     loopback.responder = lambda body: "3"
     out = tmp_path / "run"
     ran = rpbench("characterbench", "run", "--data", str(SAMPLES / "fact_accuracy_test.json"), "--judge-output",
-                  "number", "--models-file", str(models), "--out", str(out), "--resamples", "50")
+                  "number", "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "50")
     assert ran.returncode == 0, ran.stderr
     kind = load_ref(annotation_kinds()["characterbench"][1])
     tasks = kind.tasks(out, None, 0)
@@ -230,7 +231,7 @@ def test_replies_given_as_a_file_are_judged_as_a_model_s(loopback, tmp_path, mon
     given.write_text('{"id": "engagement:1", "answer": "（笑）那你可得坐稳了。"}\n', encoding="utf-8")
     out = tmp_path / "run"
     ran = rpbench("characterbench", "run", "--data", str(SAMPLES / "engagement_test.json"), "--answers", str(given),
-                  "--judge-output", "number", "--models-file", str(models), "--out", str(out), "--resamples", "50")
+                  "--judge-output", "number", "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "50")
     assert "林渡：（笑）那你可得坐稳了。" in loopback.requests[0]["messages"][1]["content"]
     assert len(loopback.requests) == 1  # item 2 has no reply in the file: a counted failure, never judged
     failures = pq.read_table(out / "failures.parquet").to_pylist()
@@ -251,7 +252,7 @@ def test_a_live_run_on_a_few_released_items_of_every_dimension(loopback, tmp_pat
     files = [a for d in DIMENSIONS for a in ("--data", str(released(f"characterbench/{d}_test.json")))]
     out = tmp_path / "run"
     ran = rpbench("characterbench", "run", *files, "--language", "en", "--limit", "2", "--model",
-                  "characterbench-player", "--models-file", str(models), "--out", str(out), "--resamples", "50")
+                  "characterbench-player", "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "50")
     assert ran.returncode == 0, ran.stderr[-2000:]
     judge = [b for b in loopback.requests if len(b["messages"]) == 2]
     assert len(judge) == 14 and all("：（收起缆绳）墨点在船头打盹呢。" in b["messages"][1]["content"] for b in judge)
@@ -278,7 +279,7 @@ def test_what_a_live_run_sends_carries_the_facts_characterbench_s_code_sends(loo
     models = loopback_models_file(tmp_path / "models.toml", loopback)
     files = [a for p in sorted(SAMPLES.glob("*.json")) for a in ("--data", str(p))]
     ran = rpbench("characterbench", "run", *files, "--language", language, "--model", "characterbench-player",
-                  "--models-file", str(models), "--out", str(tmp_path / "run"), "--resamples", "50")
+                  "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(tmp_path / "run"), "--resamples", "50")
     assert ran.returncode == 0, ran.stderr[-2000:]
     items = {(p.name.removesuffix("_test.json"), x["id"]): x for p in sorted(SAMPLES.glob("*.json"))
              for x in json.loads(p.read_text(encoding="utf-8"))}
@@ -305,3 +306,23 @@ def _criterion(dimension: str, language: str) -> str:
     from rpbench import prompts
 
     return prompts.render("characterbench/criteria", language, dimension=dimension).text.splitlines()[0]
+
+
+def test_a_run_works_out_its_judge_notes_once(loopback, tmp_path, monkeypatch):
+    """Whether a judge scores its own model is said at the start, in the report and in the manifest: worked out
+    once per run, not once per place that says it."""
+    from rpbench.flows.modes.characterbench.settings import CharacterBenchSettings
+
+    calls = []
+    original = CharacterBenchSettings.judging
+    monkeypatch.setattr(CharacterBenchSettings, "judging", lambda self: calls.append(1) or original(self))
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _live
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    ran = rpbench("characterbench", "run", "--data", str(SAMPLES / "engagement_test.json"), "--model",
+                  "characterbench-player", "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(tmp_path / "run"),
+                  "--resamples", "50")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert "scores its own answers" in manifest["self_judging"][0]
+    assert len(calls) == 2  # once for the self-judging check, once for the embedded-roles check

@@ -43,11 +43,23 @@ from rpbench.tasks.llm.event_loop import run_coroutine
 from rpbench.tasks.llm.ledger import summarize_calls
 from rpbench.tasks.reports.summary import run_summary_markdown
 
+_notes: dict[tuple[str, str, str], tuple[list[str], list[str]]] = {}
+
+
+def judge_notes(settings: RunSettings, config: ModelsConfig) -> tuple[list[str], list[str]]:
+    """A judge scoring its own model, and roles left on the embedded model beside real ones: worked out once for
+    a run's settings and models (the run's start, its reports and its manifest all say them)."""
+    key = (type(settings).__qualname__, settings.model_dump_json(), config.model_dump_json())
+    if key not in _notes:
+        if len(_notes) > 64:
+            _notes.clear()
+        _notes[key] = (self_judging(settings, config), embedded_roles(settings, config))
+    return _notes[key]
+
 
 def run_notes(settings: RunSettings, config: ModelsConfig) -> list[str]:
-    """What a run says as it starts and every report of it carries: a judge scoring its own model, roles left on
-    the embedded model beside real ones."""
-    return [*self_judging(settings, config), *embedded_roles(settings, config)]
+    """What a run says as it starts and every report of it carries (``judge_notes``, one list)."""
+    return [line for lines in judge_notes(settings, config) for line in lines]
 
 
 @dataclass(frozen=True)
@@ -203,10 +215,11 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
     config = models_config(models_file)
     spent = summarize_calls(fresh)
     planned = planned_for(settings, out)  # a plan of this very command (--plan), kept in the folder: shown beside
+    judging_self, left_embedded = judge_notes(settings, config)
     manifest = run.write_manifest(
         outcome=outcome,
-        self_judging=self_judging(settings, config),
-        embedded_roles=embedded_roles(settings, config),
+        self_judging=judging_self,
+        embedded_roles=left_embedded,
         flow=flow,
         config=config.redacted(),
         models_file=models_file,
