@@ -326,3 +326,41 @@ def test_a_run_works_out_its_judge_notes_once(loopback, tmp_path, monkeypatch):
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert "scores its own answers" in manifest["self_judging"][0]
     assert len(calls) == 2  # once for the self-judging check, once for the embedded-roles check
+
+
+def test_the_judge_against_annotators_pulled_from_label_studio(loopback, tmp_path, monkeypatch):
+    """Scores people gave a run's replies (as `rpbench annotate pull` writes them) against the run's judge,
+    through the same agreement piece."""
+    from scipy import stats
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    judged = {"粗": 1, "细": 3}  # the stand-in judge: 1 for a reply of one system, 3 for the other's
+    loopback.responder = lambda body: str(judged["粗" if "小白" in body["messages"][1]["content"]
+                                                 or "中午" in body["messages"][1]["content"]
+                                                 or "AI助手" in body["messages"][1]["content"] else "细"])
+    out = tmp_path / "run"
+    files = [a for p in sorted(SAMPLES.glob("*.json")) for a in ("--data", str(p))]
+    ran = rpbench("characterbench", "run", *files, "--judge-output", "number", "--models-file", str(models),
+                  "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "50")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    rows = pq.read_table(out / "item_scores.parquet").to_pylist()
+    people = {("memory_consistency:1", "rpbench-sample-a"): 4, ("memory_consistency:2", "rpbench-sample-b"): 1,
+              ("engagement:1", "rpbench-sample-a"): 3, ("engagement:2", "rpbench-sample-b"): 2,
+              ("fact_accuracy:1", "rpbench-sample-a"): 4, ("fact_accuracy:2", "rpbench-sample-b"): 2}
+    pulled = tmp_path / "labels.jsonl"
+    pulled.write_text("".join(json.dumps({"item_id": i, "model": m, "language": "zh", "score": s, "annotator": "a"})
+                              + "\n" for (i, m), s in people.items()), encoding="utf-8")
+    agreed = rpbench("annotate", "agreement", "--annotations", str(pulled), "--run", str(out), "--resamples", "50")
+    assert agreed.returncode == 0, agreed.stderr
+    found = pq.read_table(out / "agreement_annotators.parquet").to_pylist()
+    assert {a["group"] for a in found} == {"memory_consistency", "engagement", "fact_accuracy"}
+    mine = {(r["item_id"], r["model"]): r["score"] for r in rows}
+    memory = [k for k in people if k[0].startswith("memory")]
+    row = next(a for a in found if a["group"] == "memory_consistency")
+    assert row["n"] == 2 and row["exact"] == sum(people[k] == mine[k] for k in memory) / 2
+    assert row["pearson"] == pytest.approx(stats.pearsonr([people[k] for k in memory], [mine[k] for k in memory])[0])
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"item_id": "engagement:9", "model": "x", "language": "zh", "score": 2}\n', encoding="utf-8")
+    none = rpbench("annotate", "agreement", "--annotations", str(other), "--run", str(out))
+    assert none.returncode == 2 and "no annotated reply is one" in none.stderr

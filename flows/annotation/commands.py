@@ -12,7 +12,8 @@ import typer
 from rpbench.tasks.core.errors import InputError
 
 app = typer.Typer(help="Human validation of the judge through Label Studio: push items as tasks, pull the "
-                       "annotations back for `rpbench furina validate`. The token comes from LABEL_STUDIO_API_KEY.",
+                       "annotations back for `rpbench furina validate` (or `rpbench annotate agreement` for scored "
+                       "replies). The token comes from LABEL_STUDIO_API_KEY.",
                   no_args_is_help=True)
 
 
@@ -118,3 +119,47 @@ def pull(
     _atomic_write_bytes(summary, json.dumps(result.summary(), ensure_ascii=False, indent=1).encode())
     typer.echo(f"{len(result.rows)} annotations to {out}; skipped {result.skipped}, unsure {result.unsure}, "
                f"duplicates {len(result.duplicates)} (the latest kept; listed in {summary.name})")
+
+
+SCORED = typer.Option("--annotations", help="Pulled scores of replies (`rpbench annotate pull` of a reply-score "
+                                            "project, such as characterbench's).")
+SCORED_RUN = typer.Option("--run", help="The run whose replies were scored (its item table holds the judge's scores).")
+RESAMPLES = typer.Option("--resamples", help="Bootstrap resamples for the intervals.")
+
+
+@app.command("agreement")
+def agreement(annotations: Annotated[Path, SCORED], run: Annotated[Path, SCORED_RUN],
+              resamples: Annotated[int, RESAMPLES] = 1000) -> None:
+    """The run's judge against your annotators on the same replies, per dimension and language: Pearson,
+    Spearman, Kendall's tau-b and exact agreement with intervals, the table every benchmark with human scores
+    writes (into the run folder as agreement_annotators.parquet)."""
+    from rpbench.flows.kit.front.registry import get_mode, mode_of_flow
+    from rpbench.storage.schemas import AGREEMENT
+    from rpbench.storage.tables import read_rows, write_table
+    from rpbench.storage.user_files import load_rows
+    from rpbench.tasks.reports.judges import agreement_rows, judge_agreement_lines
+
+    manifest = run / "manifest.json"
+    mode = mode_of_flow(json.loads(manifest.read_text("utf-8")).get("flow", "")) if manifest.is_file() else None
+    if mode is None:
+        raise InputError(f"--run {run}: no finished benchmark run here (its manifest.json names none)")
+    table = get_mode(mode).load_item_table()
+    judged = {(r["item_id"], r.get("language"), r["model"]): r for r in read_rows(run / table.filename, table)
+              if r.get("score") is not None}
+    pairs = []
+    for n, row in enumerate(load_rows(annotations, "an annotations file", "item_id, model, language, score")):
+        try:
+            human = float(row["score"])
+        except (KeyError, TypeError, ValueError):
+            raise InputError(f"{annotations}: record {n}: field 'score': missing or not a number (a reply-score "
+                             "annotation?)") from None
+        found = judged.get((row.get("item_id"), row.get("language"), row.get("model")))
+        if found is not None:
+            pairs.append((f"{mode} judge", str(found.get("dimension", "all")), str(row.get("language")), human,
+                          float(found["score"])))
+    if not pairs:
+        raise InputError(f"{annotations}: no annotated reply is one {run} scored (annotations of another run?)")
+    rows = agreement_rows(mode, pairs, resamples)
+    write_table(run / "agreement_annotators.parquet", [r.model_dump() for r in rows], AGREEMENT)
+    typer.echo("\n".join(judge_agreement_lines(rows)))
+    typer.echo(f"{len(pairs)} annotations paired; written: {run / 'agreement_annotators.parquet'}")
