@@ -1,1 +1,0 @@
-"""CharacterBench as a benchmark mode: settings, checks, the flow and its command."""

@@ -1,1 +1,0 @@
-"""CharacterBench: items, replies in character, judgments per dimension, scores and agreement."""

@@ -35,10 +35,12 @@ def scored(data: list[str], language: str, limit: int | None, replies: list[str]
            judge: str, resamples: int, seed: int) -> spec.Scored:
     """The report stage's hook: item scores (a failed reply or judgment is a counted failure, never a score),
     the judge's and the released CharacterJudge's agreement with the human scores, samples."""
-    items = load_items(data, [language], limit)
+    every = load_items(data, [language])  # whole files: all_eval.py divides by each file's highest human score
+    first = {i.dimension: n for n, i in reversed(list(enumerate(every)))}
+    items = [i for n, i in enumerate(every) if limit is None or n - first[i.dimension] < limit]
     made = [r for p in replies for r in read_records(p, REPLIES)]
     judged = [j for p in judgments for j in read_records(p, JUDGMENTS)]
-    by = divisors(load_items(data, [language]))  # the whole file's highest human score, as all_eval.py
+    by = divisors(every)
     keyed = {(i.item_id, i.language): i for i in items}
     verdicts = {(j.item_id, j.language, j.model): j for j in judged}
     rows = []
