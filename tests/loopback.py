@@ -83,6 +83,8 @@ class LoopbackServer:
         self.batches: dict[str, dict[str, Any]] = {}
         self.batch_requests: list[dict[str, Any]] = []
         self.batch_delay = 0.0
+        # Batch creations that make the batch and then answer 500, as a reply lost on its way back would.
+        self.batch_creates_lost = 0
         # Prompt tokens the server says it read from its prompt cache, for each reply (as OpenAI's usage does).
         self.cached_tokens = 0
         # Counts a request's prompt tokens (a priced prompt's cost then grows with it); None: 10 for every request.
@@ -124,6 +126,7 @@ class LoopbackServer:
         self.batches.clear()
         self.batch_requests.clear()
         self.batch_delay = 0.0
+        self.batch_creates_lost = 0
         self.cached_tokens = 0
         self.prompt_tokens = None
         self.fault_rate, self.fault_mix = 0.0, ()
@@ -205,6 +208,9 @@ class LoopbackServer:
             "metadata": body.get("metadata"), "output_file_id": None, "error_file_id": None,
             "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
             "_ready_at": time.time() + self.batch_delay}
+        if self.batch_creates_lost:
+            self.batch_creates_lost -= 1
+            return web.json_response({"error": {"message": "upstream reset"}}, status=500)
         return web.json_response(self._batch_view(batch_id))
 
     def _batch_view(self, batch_id: str) -> dict[str, Any]:

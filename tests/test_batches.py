@@ -142,6 +142,18 @@ def test_a_batch_created_but_never_journaled_is_found_again_by_its_digest(server
     assert len(server.batches) == 1 and again[0] == first[0] and again[1] == first[1]
 
 
+def test_a_batch_whose_creation_reply_is_lost_is_not_created_again(server, tmp_path):
+    """The provider makes the batch but its reply never arrives (a 500 from a proxy, twice): no second batch
+    is made, neither by the client's own retries nor by ours; the one made is found by its digest and used."""
+    spec = ModelSpec(model="openai/loopback", api_base=server.base_url, api_key_env=TEST_KEY_ENV,
+                     batch=True, batch_poll_s=0.05)
+    items = [(f"key-{k}", [{"role": "user", "content": f"question {k}"}], None, 0) for k in range(3)]
+    server.batch_creates_lost = 2
+    batch_id, replies = asyncio.run(send_batch(spec, items, CallCache(tmp_path / "calls.sqlite"), "test"))
+    assert list(server.batches) == [batch_id] and len(replies) == 3
+    assert server.batch_creates_lost == 1  # one creation asked for, not three
+
+
 def test_the_plan_prices_batched_calls_at_the_batch_price_and_names_dialogues_left_interactive(server, tmp_path):
     models, cache = _models_file(tmp_path, server), tmp_path / "calls.sqlite"
     step = _step("pingpong", "pingpong", tmp_path / "work")

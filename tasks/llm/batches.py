@@ -9,7 +9,8 @@ again as usual, interactively).
 Nothing is submitted twice. What a batch asks (its model and the cache keys of its requests) names it; the call
 cache journals the uploaded file, that the batch is being created, and then its id. A run killed while the batch
 is in flight, started again, polls the same batch. Killed between asking for the batch and journaling its id, it
-finds the batch again among the provider's batches by the name it carries in its metadata.
+finds the batch again among the provider's batches by the name it carries in its metadata; a creation whose
+reply is lost (the batch made, the answer a timeout or a 5xx) is looked for the same way before it is tried again.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from rpbench.tasks.llm.provider_schema import BATCH_PROVIDERS, batch_provider
 
 ENDPOINT = "/v1/chat/completions"
 DONE, GIVEN_UP = "completed", ("failed", "expired", "cancelled", "cancelling")
+CREATE_ATTEMPTS = 3  # creating a batch, each attempt after the first only once no batch of its digest is found
 log = logging.getLogger("rpbench")
 
 Item = tuple[str, list[dict[str, Any]], dict[str, Any] | None, int]  # cache key, messages, response format, sample
@@ -104,6 +106,32 @@ async def _find(provider: str, digest: str, credentials: dict[str, Any]) -> str 
     return None
 
 
+async def _create(provider: str, digest: str, file_id: str, credentials: dict[str, Any]) -> str:
+    """Create the batch for ``digest`` once. The client's own retries are off: a reply lost after the provider
+    made the batch (a timeout, a dropped connection, a 5xx from a proxy) would make a second one. Each failed
+    attempt looks for the batch by its digest first, and only a transient failure with no batch found is
+    tried again."""
+    import litellm
+
+    from rpbench.tasks.llm.transient import is_transient
+
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            created = await litellm.acreate_batch(completion_window="24h", endpoint=ENDPOINT, input_file_id=file_id,
+                                                  custom_llm_provider=provider, metadata={"rpbench_digest": digest},
+                                                  max_retries=0, **credentials)
+            return str(created.id)
+        except Exception as exc:
+            found = await _find(provider, digest, credentials)
+            if found:
+                log.info("batch %s was made though its creation failed (%s): using it", found, type(exc).__name__)
+                return found
+            if attempt + 1 == CREATE_ATTEMPTS or not is_transient(exc):
+                raise
+            await asyncio.sleep(2.0 ** attempt)
+    raise AssertionError("unreachable")
+
+
 async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, label: str,
                      on_poll: Callable[[str], Any] | None = None) -> tuple[str, dict[str, dict[str, Any]]]:
     """Submit ``items`` as one batch (or find the one submitted before) and wait for it; its id, and the reply
@@ -130,12 +158,9 @@ async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, l
             cache.journal_batch(digest, state)
         state["creating"] = True  # from here a kill leaves a batch that may exist: found again by its digest
         cache.journal_batch(digest, state)
-        created = await litellm.acreate_batch(completion_window="24h", endpoint=ENDPOINT,
-                                              input_file_id=state["file_id"], custom_llm_provider=provider,
-                                              metadata={"rpbench_digest": digest}, **credentials)
-        state["batch_id"] = created.id
+        state["batch_id"] = await _create(provider, digest, state["file_id"], credentials)
         cache.journal_batch(digest, state)
-        log.info("%s: batch %s submitted (%d requests to %s)", label, created.id, len(items), spec.model)
+        log.info("%s: batch %s submitted (%d requests to %s)", label, state["batch_id"], len(items), spec.model)
     else:
         log.info("%s: batch %s was submitted by an earlier run: polling it", label, state["batch_id"])
     started = time.monotonic()
