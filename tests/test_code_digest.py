@@ -48,13 +48,21 @@ def test_editing_shared_code_a_stage_uses_changes_its_key(tmp_path):
     after = _digests(root)
     assert all(before[m] != after[m] for mods in _stage_modules().values() for m in mods if
                root / "tasks" / "stats" / "intervals.py" in dependencies(m, root))
-    assert {m for m in before if before[m] != after[m]} >= _stage_modules()["roleinteract"]
+    # Every mode's report stage is keyed on its scoring hook's code (the kit's report stage adds it), and
+    # every hook scores with intervals; a stage that makes answers is not keyed on them.
+    hooks = {mode.score.partition(":")[0] for mode in modes().values() if isinstance(mode.score, str)}
+    code_digest.cache_clear()
+    edited = {m: code_digest(m, root) for m in hooks}
+    (root / "tasks" / "stats" / "intervals.py").write_text(
+        (root / "tasks" / "stats" / "intervals.py").read_text().removesuffix("\n# an edit\n"))
+    code_digest.cache_clear()
+    assert len(hooks) >= 7 and all(code_digest(m, root) != edited[m] for m in hooks)
 
 
 def test_a_stage_depends_on_its_modes_code_and_shared_code_but_no_other_modes():
     root = package_root()
     files = {p.relative_to(root).as_posix() for p in dependencies("rpbench.flows.modes.roleinteract.flows", root)}
-    assert "tasks/modes/roleinteract/letters.py" in files and "storage/tables.py" in files
+    assert "tasks/modes/roleinteract/letters.py" in files and "storage/schemas.py" in files
     assert not any(f.startswith("tasks/modes/") and "/roleinteract/" not in f and f != "tasks/modes/__init__.py"
                    for f in files)
     assert not any(f.startswith("flows/") for f in files)  # the Prefect shell is not the work

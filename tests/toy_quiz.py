@@ -10,7 +10,8 @@ commands) and a line in ``pyproject.toml``. What the kit gives it, nothing here 
 - ``read_systems``: ``--model`` and ``--answers`` as one list of systems, each knowing its stage parameters.
 - ``checked``: the input check, run once per run by the command and handed to the flow.
 - ``@stage`` and ``Stages``: cached Prefect tasks handed the run's place (out, shard, models file, cache).
-- ``report_stage``: the leaderboard with intervals, report.md/.html and the UI's artifacts, from the spec.
+- ``mode_report``: the one report stage: from the mode's scoring hook (``quiz_scores``: item rows and failures),
+  the leaderboard with intervals, report.md/.html, the viewer and the UI's artifacts, from the spec.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from rpbench.flows.kit.front.commands import settings_command
 from rpbench.flows.kit.front.registry import BenchmarkMode, builtin_roles
 from rpbench.flows.kit.front.settings import InputPath, OutputFolder, RunSettings, cli
 from rpbench.flows.kit.front.systems import System, read_systems
-from rpbench.flows.kit.running.report import report_stage
+from rpbench.flows.kit.running.report import mode_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body, run_flow
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.storage.schemas import FAILURES, TableSpec
+from rpbench.storage.tables import read_records
 from rpbench.storage.user_files import jsonl_objects
 from rpbench.tasks.annotation.kinds import AnnotationKind
 from rpbench.tasks.core.errors import InputError
@@ -35,7 +37,7 @@ from rpbench.tasks.core.records import Failure, Record
 from rpbench.tasks.llm import Request, load_models_config
 from rpbench.tasks.llm.given import given_reply, read_answers
 from rpbench.tasks.llm.names import resolve_all
-from rpbench.tasks.reports.spec import GroupKey, MetricSpec, ReportSpec, Scoring
+from rpbench.tasks.reports.spec import GroupKey, MetricSpec, ReportSpec, Scored, Scoring
 
 # -- the work: records, reading the questions, scoring an answer --------------------------------------------
 
@@ -108,6 +110,7 @@ TOY = BenchmarkMode(
                             interval=False, digits=2)),
         groups=(GroupKey("language", "language"),),
     )),
+    score="tests.toy_quiz:quiz_scores",
     annotation={"quiz-check": QUIZ_CHECK},
     flows={"toy-quiz": "tests.toy_quiz:quiz"},
     settings={"toy-quiz": "tests.toy_quiz:QuizSettings"},
@@ -170,6 +173,15 @@ async def answers(run: StageRun, questions: str, role: str | None, given: str | 
     return run.result(answers=len(rows), failed=len(failed))
 
 
+def quiz_scores(items: list[str], failures: list[str], n_items: int) -> Scored:
+    """The scoring hook of the kit's report stage: the answers' rows as they are, and the failures."""
+    return Scored([r for p in items for r in read_records(p, ANSWERS)],
+                  [f for p in failures for f in read_records(p, FAILURES)], n_items)
+
+
+report = mode_report("quiz-report")
+
+
 @flow(name="rpbench-toy-quiz")
 @flow_body
 def quiz(s: QuizSettings, stages: Stages) -> dict:
@@ -177,9 +189,10 @@ def quiz(s: QuizSettings, stages: Stages) -> dict:
     and deployments see the one parameter ``settings``)."""
     systems = checked(check_quiz, s)
     made = stages.map(answers, [{"questions": s.questions, **x.params()} for x in systems])
-    done = stages.run(report_stage, mode="toy-quiz", items=[m.path("quiz_answers") for m in made],
-                      failures=[m.path("failures") for m in made], n_items=len(read_questions(s.questions)),
-                      resamples=s.resamples, seed=s.seed)
+    tables = {"items": [m.path("quiz_answers") for m in made], "failures": [m.path("failures") for m in made]}
+    done = stages.run(report, mode="toy-quiz", inputs=[*tables["items"], *tables["failures"]],
+                      options={**tables, "n_items": len(read_questions(s.questions))}, resamples=s.resamples,
+                      seed=s.seed)
     return finish_run(s.out, stages, s, "toy-quiz", quiz={"leaderboard": done.summary["leaderboard"]})
 
 

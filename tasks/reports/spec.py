@@ -159,3 +159,5 @@ class Scored:
     finals: Sequence[tuple[Any, Sequence[Any]]] = ()
     context: dict[str, Any] = field(default_factory=dict)
     samples: Any = ()
+    joined: Sequence[tuple[Any, Sequence[str]]] = ()  # tables kept final as their shards' files joined (spec, paths)
+    summary: dict[str, Any] = field(default_factory=dict)  # more for the stage's summary (the command prints it)

@@ -140,6 +140,9 @@ class BenchmarkMode:
     # Its item-level table (a TableSpec), and how that becomes model scores, a leaderboard and a report.
     item_table: Ref
     report: Ref = "analysis:REPORT"
+    # Its scoring hook: the kit's report stage hands it the run's stage tables and settings, and it gives back
+    # a ``Scored`` (its item rows, failures, other tables and samples; tasks.reports.spec).
+    score: Ref = "analysis:scored"
     # Its flows by short name (deployments serve them), and for some of them the function that checks a
     # flow's settings before it starts (files, model names): `rpbench trigger` runs it before sending a run.
     flows: Mapping[str, Ref] = field(default_factory=dict)
@@ -184,6 +187,7 @@ class BenchmarkMode:
 
         object.__setattr__(self, "item_table", full(self.item_table, f"{work}.tables"))
         object.__setattr__(self, "report", full_name(self.report, work))
+        object.__setattr__(self, "score", full_name(self.score, work))
         object.__setattr__(self, "commands", full_name(self.commands, package))
         object.__setattr__(self, "schedules", full_name(self.schedules, package))
         object.__setattr__(self, "training_data", full_name(self.training_data, work))

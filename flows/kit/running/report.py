@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rpbench.flows.kit.front.registry import get_mode, load_ref
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.running.ui import publish_markdown, publish_table
 from rpbench.storage.schemas import FAILURES
-from rpbench.storage.tables import read_records
+from rpbench.storage.tables import read_table
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.reports.report import Report, build_report, write_report
 from rpbench.tasks.reports.spec import ReportSpec, Scored
 from rpbench.tasks.reports.viewer import VIEWER_FILE, Sample, write_viewer
+
+if TYPE_CHECKING:
+    from prefect import Task
 
 
 async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Sequence[Any],
@@ -42,42 +46,34 @@ async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Seque
     return report
 
 
-def _mode_modules(params: Mapping[str, Any]) -> list[str]:
-    """The modules the named mode's report and item table come from (their code decides the report)."""
+def _scoring_modules(params: Mapping[str, Any]) -> list[str]:
+    """The mode's scoring hook, report and item table modules: their code decides the report."""
     found = get_mode(params["mode"])
-    return [ref.partition(":")[0] for ref in (found.report, found.item_table) if isinstance(ref, str)]
+    return [ref.partition(":")[0] for ref in (found.score, found.report, found.item_table) if isinstance(ref, str)]
 
 
-@stage("report", inputs=("items", "failures"), code=_mode_modules)
-async def report_stage(run: StageRun, mode: str, items: list[str], failures: list[str], n_items: int,
-                       resamples: int, seed: int, notes: list[str] | None = None) -> StageResult:
-    """Any registered mode's report from its item tables (one per model, say) and failure tables."""
+async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: dict[str, Any], resamples: int,
+                         seed: int, notes: list[str] | None = None) -> StageResult:
+    """Any mode's report from its scoring hook: the mode's ``score`` turns ``options`` (its stage tables and
+    settings, and ``resamples`` and ``seed`` if it takes them; ``inputs``: every file it reads, whose content keys
+    the cache) into a ``Scored``; the kit writes
+    the item table, the failures and the mode's other tables final, scores, reports and publishes."""
     found = get_mode(mode)
-    rows = [r for p in items for r in read_records(p, found.load_item_table())]
-    failed = [f for p in failures for f in read_records(p, FAILURES)]
-    run.write(found.load_item_table(), rows, final=True)
-    report = await publish_report(run, found.name, found.load_report(), rows, failed, n_items, resamples, seed,
-                                  notes=notes)
-    return run.result(leaderboard=report.board, **report.analysis.summary)
-
-
-def _hook_modules(params: Mapping[str, Any]) -> list[str]:
-    """The scoring hook's module and the mode's report and item table modules: their code decides the report."""
-    return [params["score"].partition(":")[0], *_mode_modules(params)]
-
-
-@stage("report", inputs=("inputs",), code=_hook_modules)
-async def scored_report(run: StageRun, mode: str, score: str, inputs: list[str], options: dict[str, Any],
-                        resamples: int, seed: int, notes: list[str] | None = None) -> StageResult:
-    """Any mode's report from its scoring hook: ``score`` ("module:function") turns ``options`` (its stage
-    tables and settings; ``inputs``: every file it reads, whose content keys the cache) into a ``Scored``; the
-    kit writes the item table, the failures and the mode's other tables final, scores, reports and publishes."""
-    found = get_mode(mode)
-    scored: Scored = load_ref(score)(**options)
+    hook = load_ref(found.score)
+    wanted = inspect.signature(hook).parameters  # a hook that bootstraps too gets the run's resamples and seed
+    scored: Scored = hook(**options, **{k: v for k, v in (("resamples", resamples), ("seed", seed)) if k in wanted})
     tables: list[tuple[Any, Sequence[Any]]] = [(found.load_item_table(), scored.rows), (FAILURES, scored.failures),
                                                *scored.finals]
     for spec, records in tables:
         run.write(spec, records, final=True)
+    for spec, paths in scored.joined:  # shards' tables joined as Arrow columns, never held as rows
+        run.write_table(spec, [read_table(p, spec) for p in paths], final=True)
     report = await publish_report(run, found.name, found.load_report(), scored.rows, scored.failures,
                                   scored.n_items, resamples, seed, scored.context, scored.samples, notes)
-    return run.result(leaderboard=report.board, **report.analysis.summary)
+    return run.result(leaderboard=report.board, **scored.summary, **report.analysis.summary)
+
+
+def mode_report(name: str) -> Task[..., Awaitable[StageResult]]:
+    """The kit's report stage, under the stage name a mode gives it (``coser-report``, as the UI and the run's
+    manifest show it): every mode's report is this one stage, its own part the scoring hook."""
+    return stage(name, inputs=("inputs",), code=_scoring_modules)(_scored_report)

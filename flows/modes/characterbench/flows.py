@@ -1,12 +1,12 @@
 """CharacterBench's flow: replies (per system) -> judgments (per system) -> the kit's report stage, scored by
-``analysis.scored`` (scores, the judge's agreement with people)."""
+``analysis.scored`` (its scores, the judge's agreement with people)."""
 
 from __future__ import annotations
 
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.running.report import scored_report
+from rpbench.flows.kit.running.report import mode_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.scale.runners import stage_runner
@@ -52,6 +52,9 @@ async def judgments(run: StageRun, data: list[str], language: str, limit: int | 
     return run.result(judged=len(judged), failed=sum(j.status == "failed" for j in judged))
 
 
+report = mode_report("characterbench-report")
+
+
 @flow(name="rpbench-characterbench", log_prints=True, task_runner=stage_runner(4))
 @flow_body
 def characterbench(s: CharacterBenchSettings, stages: Stages) -> dict:
@@ -64,11 +67,8 @@ def characterbench(s: CharacterBenchSettings, stages: Stages) -> dict:
                                      "output": s.judge_output, "name": x.name, "shard": x.shard}
                                     for m, x in zip(made, got.systems, strict=True)])
     tables = {"replies": [m.path("replies") for m in made], "judgments": [j.path("judgments") for j in judged]}
-    done = stages.run(scored_report, mode="characterbench", score="rpbench.tasks.modes.characterbench.analysis:scored",
-                      inputs=[*s.data, *tables["replies"], *tables["judgments"]],
-                      options={**common, **tables, "judge": got.judge, "resamples": s.resamples, "seed": s.seed},
-                      resamples=s.resamples, seed=s.seed)
-    summary = {"leaderboard": done.summary["leaderboard"], "agreement": done.summary.get("agreement", []),
-               "items": got.items, "report": done.path("report_html")}
-    return finish_run(s.out, stages, s, "characterbench", characterbench=summary,
-                      characterbench_settings=s.recorded(s.out))
+    done = stages.run(report, mode="characterbench", inputs=[*s.data, *tables["replies"], *tables["judgments"]],
+                      options={**common, **tables, "judge": got.judge}, resamples=s.resamples, seed=s.seed)
+    return finish_run(s.out, stages, s, "characterbench", characterbench_settings=s.recorded(s.out), characterbench={
+        "leaderboard": done.summary["leaderboard"], "agreement": done.summary.get("agreement", []), "items": got.items,
+        "report": done.path("report_html")})

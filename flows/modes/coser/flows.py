@@ -1,25 +1,23 @@
-"""CoSER's flow: scenes (per system) -> critiques (per system, one call per dimension) -> scores and report."""
+"""CoSER's flow: scenes (per system) -> critiques (per system, one call per dimension) -> the kit's report stage,
+scored by ``analysis.scored``."""
 
 from __future__ import annotations
 
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.running.report import publish_report
+from rpbench.flows.kit.running.report import mode_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.coser.checks import check_run
 from rpbench.flows.modes.coser.settings import CoserSettings
-from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.llm.gather import gather_counted
 from rpbench.tasks.modes.coser.acting import act, given_scene
-from rpbench.tasks.modes.coser.analysis import REPORT, context_for, item_scores
 from rpbench.tasks.modes.coser.critic import criticise
 from rpbench.tasks.modes.coser.loader import load_circumstances, read_simulations
-from rpbench.tasks.modes.coser.samples import samples as coser_samples
-from rpbench.tasks.modes.coser.tables import CIRCUMSTANCE_SCORES, CIRCUMSTANCES, CRITIQUES, MESSAGES, SCENE_ENDS
+from rpbench.tasks.modes.coser.tables import CRITIQUES, MESSAGES, SCENE_ENDS
 
 WORKERS = 4
 ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE = "coser-environment", "coser-next-speaker"
@@ -64,25 +62,7 @@ async def critiques(run: StageRun, data: list[str], limit: int | None, continue_
     return run.result(critiques=len(made), failed=sum(c.status == "failed" for c in made))
 
 
-@stage("coser-report", inputs=("data", "messages", "ends", "critiques"))
-async def report(run: StageRun, data: list[str], limit: int | None, continue_from: int, messages: list[str],
-                 ends: list[str], critiques: list[str], resamples: int, seed: int,
-                 notes: list[str] | None = None) -> StageResult:
-    circumstances = load_circumstances(data)[:limit]
-    made = [m for p in messages for m in read_records(p, MESSAGES)]
-    ended = [e for p in ends for e in read_records(p, SCENE_ENDS)]
-    judged = [c for p in critiques for c in read_records(p, CRITIQUES)]
-    rows, failures = item_scores(circumstances, made, ended, judged, continue_from)
-    run.write(CIRCUMSTANCES, circumstances, final=True)
-    run.write(MESSAGES, made, final=True)
-    run.write(SCENE_ENDS, ended, final=True)
-    run.write(CRITIQUES, judged, final=True)
-    run.write(CIRCUMSTANCE_SCORES, rows, final=True)
-    run.write(FAILURES, failures, final=True)
-    done = await publish_report(run, "coser", REPORT, rows, failures, len(circumstances), resamples, seed,
-                                context_for(circumstances, made, continue_from),
-                                samples=coser_samples(circumstances, made, judged), notes=notes)
-    return run.result(leaderboard=done.board, **done.analysis.summary)
+report = mode_report("coser-report")
 
 
 @flow(name="rpbench-coser", log_prints=True, task_runner=stage_runner(WORKERS))
@@ -97,9 +77,10 @@ def coser(s: CoserSettings, stages: Stages) -> dict:
     judged = stages.map(critiques, [{**common, "messages": a.path("messages"), "ends": a.path("scene_ends"),
                                      "critic": got.critic, "name": x.name, "shard": x.shard}
                                     for a, x in zip(acted, got.systems, strict=True)])
-    done = stages.run(report, **common, messages=[a.path("messages") for a in acted],
-                      ends=[a.path("scene_ends") for a in acted], critiques=[j.path("critiques") for j in judged],
-                      resamples=s.resamples, seed=s.seed)
+    tables = {"messages": [a.path("messages") for a in acted], "ends": [a.path("scene_ends") for a in acted],
+              "critiques": [j.path("critiques") for j in judged]}
+    done = stages.run(report, mode="coser", inputs=[*s.data, *(p for paths in tables.values() for p in paths)],
+                      options={**common, **tables}, resamples=s.resamples, seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "draws": done.summary.get("draws", {}),
                "circumstances": got.circumstances, "empty_thoughts": got.empty_thoughts,
                "report": done.path("report_html")}

@@ -1,13 +1,12 @@
-"""DMT-RoleBench's flow: dialogues (per model) -> per-round labels (per model) -> DMT-Scores and report."""
+"""DMT-RoleBench's flow: dialogues (per model) -> per-round labels (per model) -> the kit's report stage, scored by
+``analysis.scored``."""
 
 from __future__ import annotations
-
-from collections import Counter
 
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.running.report import publish_report
+from rpbench.flows.kit.running.report import mode_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.scale.runners import stage_runner
@@ -16,16 +15,13 @@ from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.records import Failure
-from rpbench.tasks.modes.dmt.analysis import REPORT, dialogue_scores
 from rpbench.tasks.modes.dmt.catalog import allocated
 from rpbench.tasks.modes.dmt.dialogue import GENERATOR, Dialogue, DialogueConfig, run_all
 from rpbench.tasks.modes.dmt.given import given_dialogues, read_dialogues
 from rpbench.tasks.modes.dmt.judging import JUDGE, label_all, to_judge
 from rpbench.tasks.modes.dmt.records import GENERATOR_FAILED
-from rpbench.tasks.modes.dmt.samples import samples as dmt_samples
-from rpbench.tasks.modes.dmt.scoring import Policy
 from rpbench.tasks.modes.dmt.seeds import dialogue_id, load_seeds
-from rpbench.tasks.modes.dmt.tables import DIALOGUE_SCORES, ENDS, LABELS, ROUNDS, SEEDS, STEPS
+from rpbench.tasks.modes.dmt.tables import ENDS, LABELS, ROUNDS, SEEDS, STEPS
 
 WORKERS = 4
 
@@ -84,33 +80,7 @@ async def labels(run: StageRun, rounds: str, seeds: str, ends: str, name: str) -
     return run.result(labels=len(made), failed=len(failures))
 
 
-@stage("dmt-report", inputs=("rounds", "steps", "ends", "seeds", "labels", "failures"))
-async def report(run: StageRun, rounds: list[str], steps: list[str], ends: list[str], seeds: list[str],
-                 labels: list[str], failures: list[str], max_rounds: int, policy: str, n_dialogues: int,
-                 resamples: int, seed: int, notes: list[str] | None = None) -> StageResult:
-    made_rounds = [r for p in rounds for r in read_records(p, ROUNDS)]
-    made_labels = [lb for p in labels for lb in read_records(p, LABELS)]
-    made_ends = [e for p in ends for e in read_records(p, ENDS)]
-    by_id = {s.id: s for p in seeds for s in read_records(p, SEEDS)}
-    pol: Policy = "exclude" if policy == "exclude" else "bad" if policy == "bad" else "carry"
-    failed_dialogues = {(e.model, e.dialogue_id) for e in made_ends if e.failed}
-    rows, unscored = dialogue_scores(by_id, made_rounds, made_labels, max_rounds, pol, failed_dialogues)
-    failed = [f for p in failures for f in read_records(p, FAILURES)] + unscored
-    run.write(ROUNDS, made_rounds, final=True)
-    run.write(STEPS, [s for p in steps for s in read_records(p, STEPS)], final=True)
-    run.write(ENDS, made_ends, final=True)
-    run.write(SEEDS, sorted(by_id.values(), key=lambda s: s.id), final=True)
-    run.write(LABELS, made_labels, final=True)
-    run.write(FAILURES, failed, final=True)
-    run.write(DIALOGUE_SCORES, rows, final=True)
-    end_counts: dict[str, Counter[str]] = {}
-    for e in made_ends:
-        end_counts.setdefault(e.model, Counter())[e.reason] += 1
-    made = await publish_report(run, "dmt", REPORT, rows, failed, n_dialogues, resamples, seed,
-                                {"policy": policy, "ends": {m: dict(c) for m, c in end_counts.items()}},
-                                samples=dmt_samples(list(by_id.values()), made_rounds, made_labels, made_ends, rows),
-                                notes=notes)
-    return run.result(leaderboard=made.board, **made.analysis.summary)
+report = mode_report("dmt-report")
 
 
 @flow(name="rpbench-dmt", log_prints=True, task_runner=stage_runner(WORKERS))
@@ -125,13 +95,13 @@ def dmt(s: DmtSettings, stages: Stages) -> dict:
     labelled = stages.map(labels, [{"rounds": m.path("rounds"), "seeds": m.path("seeds"),
                                     "ends": m.path("dialogue_ends"), "name": x.name, "shard": x.shard}
                                    for m, x in zip(made, systems, strict=True)])
-    done = stages.run(report, rounds=[m.path("rounds") for m in made], steps=[m.path("steps") for m in made],
-                      ends=[m.path("dialogue_ends") for m in made], seeds=[m.path("seeds") for m in made],
-                      labels=[lb.path("labels") for lb in labelled],
-                      failures=[m.path("dialogue_failures") for m in made]
-                      + [lb.path("label_failures") for lb in labelled],
-                      max_rounds=s.max_rounds, policy=s.policy, n_dialogues=n, resamples=s.resamples,
-                      seed=s.seed)
+    tables = {"rounds": [m.path("rounds") for m in made], "steps": [m.path("steps") for m in made],
+              "ends": [m.path("dialogue_ends") for m in made], "seeds": [m.path("seeds") for m in made],
+              "labels": [lb.path("labels") for lb in labelled],
+              "failures": [m.path("dialogue_failures") for m in made] + [lb.path("label_failures") for lb in labelled]}
+    done = stages.run(report, mode="dmt", inputs=[p for paths in tables.values() for p in paths],
+                      options={**tables, "max_rounds": s.max_rounds, "policy": s.policy, "n_dialogues": n},
+                      resamples=s.resamples, seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "table4": done.summary["table4"],
                "round_curve": done.summary["round_curve"], "policy": s.policy, "dialogues": n,
                "report": done.path("report_html")}

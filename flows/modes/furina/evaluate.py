@@ -16,7 +16,7 @@ from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.front.registry import models_config
-from rpbench.flows.kit.running.report import publish_report
+from rpbench.flows.kit.running.report import mode_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.scale.runners import stage_runner
@@ -25,10 +25,8 @@ from rpbench.flows.modes.furina.settings import EvalSettings
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.llm.given import read_answers
-from rpbench.tasks.modes.furina.evaluation.analysis import REPORT
 from rpbench.tasks.modes.furina.evaluation.bench import bench_files, first_items, load_bench, shows_scene_extras
 from rpbench.tasks.modes.furina.evaluation.run import EvalConfig, answer, check, given_generations, judge, score
-from rpbench.tasks.modes.furina.evaluation.samples import samples as furina_samples
 from rpbench.tasks.modes.furina.tables import CHECKS, GENERATIONS, ITEM_SCORES, JUDGMENTS
 from rpbench.tasks.reports.report import failure_counts
 
@@ -88,25 +86,7 @@ async def scores(run: StageRun, items: str, characters: str, scenes: str, base: 
     return run.result(scored=len(made), failures=len(failures))
 
 
-@stage("eval-report", inputs=(*BENCH, "generations", "judgments", "checks", "item_scores", "failures"))
-async def report(run: StageRun, items: str, characters: str, scenes: str, generations: list[str],
-                 judgments: list[str], checks: list[str], item_scores: list[str], failures: list[str], n_items: int,
-                 resamples: int, seed: int, judge_model: str, notes: list[str] | None = None) -> StageResult:
-    """Every model's tables in one place, model scores with intervals, the leaderboard, the report, and the
-    sample viewer (scene, history, both replies, both judgments)."""
-    rows = [r for p in item_scores for r in read_records(p, ITEM_SCORES)]
-    failed = [f for p in failures for f in read_records(p, FAILURES)]
-    made_generations = [g for p in generations for g in read_records(p, GENERATIONS)]
-    made_judgments = [j for p in judgments for j in read_records(p, JUDGMENTS)]
-    run.write(ITEM_SCORES, rows, final=True)
-    run.write(GENERATIONS, made_generations, final=True)
-    run.write(JUDGMENTS, made_judgments, final=True)
-    run.write(CHECKS, [c for p in checks for c in read_records(p, CHECKS)], final=True)
-    run.write(FAILURES, failed, final=True)
-    shown = furina_samples(load_bench(items, characters, scenes), rows, made_generations, made_judgments)
-    made = await publish_report(run, "furina", REPORT, rows, failed, n_items, resamples, seed,
-                                {"judge": judge_model}, samples=shown, notes=notes)
-    return run.result(leaderboard=made.board, **made.analysis.summary)
+report = mode_report("eval-report")
 
 
 @flow(name="rpbench-evaluate", log_prints=True, task_runner=stage_runner(WORKERS))
@@ -129,12 +109,13 @@ def evaluate(s: EvalSettings, stages: Stages) -> dict:
                                         for sh in shards])
     scored = stages.map(scores, [{**{k: v for k, v in sh.items() if k != "extras"}, "checks": c.path("checks")}
                                  for sh, c in zip(shards, hallucination, strict=True)])
-    done = stages.run(report, **files, generations=[m.path("generations") for m in made],
-                      judgments=[j.path("judgments") for j in judged], checks=[c.path("checks") for c in hallucination],
-                      item_scores=[x.path("item_scores") for x in scored],
-                      failures=[x.path("failures") for x in scored],
-                      n_items=n_items, resamples=s.resamples, seed=s.seed,
-                      judge_model=models_config(s.models_file).for_role("judge").model)
+    tables = {"generations": [m.path("generations") for m in made], "judgments": [j.path("judgments") for j in judged],
+              "checks": [c.path("checks") for c in hallucination],
+              "item_scores": [x.path("item_scores") for x in scored], "failures": [x.path("failures") for x in scored]}
+    done = stages.run(report, mode="furina", inputs=[*files.values(), *(p for paths in tables.values() for p in paths)],
+                      options={**files, **tables, "n_items": n_items,
+                               "judge_model": models_config(s.models_file).for_role("judge").model},
+                      resamples=s.resamples, seed=s.seed)
     failures = failure_counts(read_records(done.path("failures"), FAILURES))
     summary = {"items": n_items, "models": [x.name for x in systems[1:]], "leaderboard": done.summary["leaderboard"],
                "pareto": done.summary["pareto"], "separability_index": done.summary["separability_index"],

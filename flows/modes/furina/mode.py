@@ -71,6 +71,7 @@ FURINA = BenchmarkMode(
     roles=ROLES,
     item_table="ITEM_SCORES",
     report=".evaluation.analysis:REPORT",
+    score=".evaluation.analysis:scored",
     flows={"build-pool": "pool:build_pool", "synthesize-characters": "characters:synthesize_characters",
            "build-benchmark": "build:build_benchmark", "evaluate": "evaluate:evaluate", "demo": "demo:demo"},
     checks={"build-benchmark": "check", "evaluate": "check_models"},

@@ -1,4 +1,5 @@
-"""PingPong's flows: conversations (per player) -> judgments (per player and judge) -> scores and report.
+"""PingPong's flows: conversations (per player) -> judgments (per player and judge) -> the kit's report stage,
+scored by ``analysis.scored``.
 
 Each stage is a cached Prefect task: adding a player or a judge to an earlier
 run in the same folder runs only the new stages and the report; a rerun of a
@@ -15,7 +16,7 @@ from typing import Any
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.running.report import publish_report
+from rpbench.flows.kit.running.report import mode_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.kit.scale.runners import stage_runner
@@ -25,13 +26,11 @@ from rpbench.storage.schemas import CALLS, FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import CallRecord, Failure
-from rpbench.tasks.modes.pingpong.analysis import REPORT, conversation_scores, per_judge, with_length_factors
 from rpbench.tasks.modes.pingpong.cards import conversation_id, load_settings
 from rpbench.tasks.modes.pingpong.conversation import ConversationConfig, converse_all, tester_judgments
 from rpbench.tasks.modes.pingpong.given import given_turns, read_conversations
 from rpbench.tasks.modes.pingpong.judging import judge_all
-from rpbench.tasks.modes.pingpong.samples import samples as pingpong_samples
-from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATION_SCORES, CONVERSATIONS, TURN_JUDGMENTS
+from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATIONS, TURN_JUDGMENTS
 
 WORKERS = 4
 TESTER = "tester"
@@ -92,36 +91,15 @@ async def judgments(run: StageRun, conversations: str, cards: str, model: str, j
     return run.result(judged_turns=len(made), failed=len(failed))
 
 
-@stage("pingpong-report", inputs=("conversations", "cards", "judgments", "failures"))
-async def report(run: StageRun, conversations: list[str], cards: list[str], judgments: list[str],
-                 failures: list[str], judges: list[str], judge_weights: dict[str, float],
-                 criterion_weights: dict[str, float] | None, scale: str, resamples: int, seed: int,
-                 exact_mean: bool = False, notes: list[str] | None = None) -> StageResult:
-    """Conversation scores (judges pooled), length factors, the leaderboard and the report."""
-    turns = [t for p in conversations for t in read_records(p, CONVERSATIONS)]
-    verdicts = [j for p in judgments for j in read_records(p, TURN_JUDGMENTS)]
-    # A judge given again (rejudge) replaces its earlier verdicts, and its earlier failures where it now judged.
-    verdicts = list({(j.judge, j.model, j.conversation_id, j.turn): j for j in verdicts}.values())
-    judged = {(j.model, j.conversation_id, j.judge) for j in verdicts}
-    failed = [f for p in failures for f in read_records(p, FAILURES)
-              if not (f.kind.startswith("judgment:") and (f.model, f.item_id, f.kind.partition(":")[2]) in judged)]
-    version = "v1" if scale == "1-10" else "v2"
-    # v1's final is the criteria's plain mean (run_eval_v1 saves it so); v2's weights them 0.333 each.
-    rows, factors = with_length_factors(conversation_scores(turns, verdicts, judges, criterion_weights,
-                                                            judge_weights, exact_mean or version == "v1"), version)
-    cards_made = {(c.language, c.name): c for p in cards for c in read_records(p, CARDS)}
-    run.write(CONVERSATIONS, turns, final=True)
-    run.write(CARDS, sorted(cards_made.values(), key=lambda c: (c.language, c.name)), final=True)
-    run.write(TURN_JUDGMENTS, verdicts, final=True)
-    run.write(FAILURES, failed, final=True)
-    run.write(CONVERSATION_SCORES, rows, final=True)
-    n = len({t.conversation_id for t in turns})
-    made = await publish_report(run, "pingpong", REPORT, rows, failed, n, resamples, seed,
-                                {"length_factors": factors, "per_judge": per_judge(turns, verdicts, judges),
-                                 "scale": scale, "length_scheme": version},
-                                samples=pingpong_samples(turns, list(cards_made.values()), verdicts, rows), notes=notes)
-    return run.result(leaderboard=made.board, conversations=n, scored=len(rows),
-                      refusals=sum(r.refusal for r in rows))
+report = mode_report("pingpong-report")
+
+
+def _report(stages: Stages, s: Scoring, tables: dict[str, list[str]], judges: list[str], scale: str) -> StageResult:
+    """The kit's report stage on the conversations, cards, judgments and failures in ``tables``."""
+    return stages.run(report, mode="pingpong", inputs=[p for paths in tables.values() for p in paths],
+                      options={**tables, "judges": judges, "judge_weights": s.judge_weight_map(),
+                               "criterion_weights": s.criterion_weight_map(), "scale": scale,
+                               "exact_mean": s.exact_mean}, resamples=s.resamples, seed=s.seed)
 
 
 def _finish(s: Scoring, stages: Stages, out: str, flow_name: str, done: StageResult, judges: list[str],
@@ -159,13 +137,11 @@ def pingpong(s: PingPongSettings, stages: Stages) -> dict:
          "judge": judge, "judge_role": role, "shard": f"{slug(name)}--{slug(judge)}"}
         for m, name, judge, role in pairs])
     v1 = s.version == "v1"
-    done = stages.run(report, conversations=[m.path("conversations") for m in made],
-                      cards=[m.path("cards") for m in made],
-                      judgments=[m.path("judgments") for m in made] if v1 else [j.path("judgments") for j in judged],
-                      failures=[m.path("failures") for m in made] + [j.path("failures") for j in judged],
-                      judges=[TESTER] if v1 else list(judges), judge_weights=s.judge_weight_map(),
-                      criterion_weights=s.criterion_weight_map(), scale="1-10" if v1 else "1-5",
-                      resamples=s.resamples, seed=s.seed, exact_mean=s.exact_mean)
+    done = _report(stages, s, {
+        "conversations": [m.path("conversations") for m in made], "cards": [m.path("cards") for m in made],
+        "judgments": [m.path("judgments") for m in made] if v1 else [j.path("judgments") for j in judged],
+        "failures": [m.path("failures") for m in made] + [j.path("failures") for j in judged]},
+        [TESTER] if v1 else list(judges), "1-10" if v1 else "1-5")
     unread = sorted({c for m in made for c in m.summary.get("unread_greetings", [])})
     return _finish(s, stages, s.out, "pingpong", done, [TESTER] if v1 else list(judges), unread_greetings=unread)
 
@@ -196,10 +172,8 @@ def rejudge(s: RejudgeSettings, stages: Stages) -> dict:
          "judge": judge, "judge_role": role, "shard": f"{slug(model)}--{slug(judge)}", "limit": s.limit}
         for model in models for judge, role in judges.items()])
     scale = "1-10" if earlier == [TESTER] else "1-5"
-    done = stages.run(report, conversations=[tables["conversations"]], cards=[tables["cards"]],
-                      judgments=[tables["judgments"], *(j.path("judgments") for j in judged)],
-                      failures=[tables["failures"], *(j.path("failures") for j in judged)],
-                      judges=[*earlier, *judges], judge_weights=s.judge_weight_map(),
-                      criterion_weights=s.criterion_weight_map(), scale=scale, resamples=s.resamples, seed=s.seed,
-                      exact_mean=s.exact_mean)
+    done = _report(stages, s, {
+        "conversations": [tables["conversations"]], "cards": [tables["cards"]],
+        "judgments": [tables["judgments"], *(j.path("judgments") for j in judged)],
+        "failures": [tables["failures"], *(j.path("failures") for j in judged)]}, [*earlier, *judges], scale)
     return _finish(s, stages, out, "pingpong-rejudge", done, [*earlier, *judges], carried, rejudged_from=s.run)

@@ -5,19 +5,16 @@ from __future__ import annotations
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.running.report import publish_report
+from rpbench.flows.kit.running.report import mode_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.scale.runners import stage_runner
-from rpbench.flows.modes.roleinteract.checks import check_run, select
+from rpbench.flows.modes.roleinteract.checks import check_run
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
-from rpbench.storage.schemas import FAILURES
-from rpbench.storage.tables import read_records, read_table
 from rpbench.tasks.llm.given import read_answers
-from rpbench.tasks.modes.roleinteract.analysis import REPORT, Policy, Rule, data_stats, item_scores
 from rpbench.tasks.modes.roleinteract.answering import answer_all, given_answers
-from rpbench.tasks.modes.roleinteract.samples import samples as roleinteract_samples
-from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEM_SCORES, ITEMS
+from rpbench.tasks.modes.roleinteract.selection import select
+from rpbench.tasks.modes.roleinteract.tables import ANSWERS
 
 WORKERS = 4
 
@@ -42,28 +39,7 @@ async def answers(run: StageRun, data: list[str], columns: list[str], languages:
                       failed=sum(a.status == "failed" for a in made))
 
 
-@stage("roleinteract-report", inputs=("data", "answers"))
-async def report(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
-                 drop_unanswerable: bool, answers: list[str], policy: str, scoring: str, resamples: int, seed: int,
-                 notes: list[str] | None = None) -> StageResult:
-    items, repaired, dropped = select(data, columns, languages, limit, drop_unanswerable)
-    pol: Policy = "zero" if policy == "zero" else "skip"
-    # One model's answers at a time, read again for the viewer rather than kept: a run of 100,000 answers holds
-    # their scores, never every answer at once. The answers table itself is the models' tables joined as columns.
-    rule: Rule = "released" if scoring == "released" else "paper"
-    per_model = [item_scores(items, read_records(p, ANSWERS), pol, rule) for p in answers]
-    rows = [r for scored, _ in per_model for r in scored]
-    failures = [f for _, failed in per_model for f in failed]
-    run.write(ITEMS, items, final=True)
-    run.write_table(ANSWERS, [read_table(p, ANSWERS) for p in answers], final=True)
-    run.write(ITEM_SCORES, rows, final=True)
-    run.write(FAILURES, failures, final=True)
-    shown = (s for p, (scored, _) in zip(answers, per_model, strict=True)
-             for s in roleinteract_samples(items, read_records(p, ANSWERS), scored))
-    done = await publish_report(run, "roleinteract", REPORT, rows, failures, len(items), resamples, seed,
-                                {"policy": policy, "scoring": scoring, "repaired_bytes": repaired,
-                                 "dropped": dropped, "data": data_stats(items)}, samples=shown, notes=notes)
-    return run.result(leaderboard=done.board, unanswerable_left_out=len(dropped), **done.analysis.summary)
+report = mode_report("roleinteract-report")
 
 
 @flow(name="rpbench-roleinteract", log_prints=True, task_runner=stage_runner(WORKERS))
@@ -75,8 +51,10 @@ def roleinteract(s: RoleInteractSettings, stages: Stages) -> dict:
               "drop_unanswerable": s.drop_unanswerable}
     made = stages.map(answers, [{**common, "reask": s.reask, "with_instruction": s.with_instruction,
                                  **system.params()} for system in systems])
-    done = stages.run(report, **common, answers=[m.path("answers") for m in made], policy=s.policy,
-                      scoring=s.scoring, resamples=s.resamples, seed=s.seed)
+    answered = [m.path("answers") for m in made]
+    done = stages.run(report, mode="roleinteract", inputs=[*s.data, *answered],
+                      options={**common, "answers": answered, "policy": s.policy, "scoring": s.scoring},
+                      resamples=s.resamples, seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "table": done.summary["table"], "policy": s.policy,
                "scoring": s.scoring, "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "roleinteract", roleinteract=summary,

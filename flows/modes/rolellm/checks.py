@@ -5,10 +5,8 @@ Nothing here imports Prefect or the gateway, so a bad data file or an unknown mo
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rpbench.flows.kit.front.registry import builtin_roles, models_config
@@ -36,22 +34,10 @@ from rpbench.tasks.modes.rolellm.profiles import (
     profile_files,
 )
 from rpbench.tasks.modes.rolellm.records import BenchRow, RoleProfile
-from rpbench.tasks.modes.rolellm.rolebench import baseline_files, data_files, read_file
+from rpbench.tasks.modes.rolellm.rolebench import baseline_files, data_files, first_rows
 
 
 # -- eval -------------------------------------------------------------------------------------------
-def first_rows(files: Sequence[str], limit: int | None) -> list[BenchRow]:
-    """The rows of ``files``; with ``limit``, the first ``limit`` of each role in each file."""
-    rows = []
-    for f in files:
-        seen: dict[str, int] = defaultdict(int)
-        for r in read_file(Path(f)):
-            seen[r.role] += 1
-            if limit is None or seen[r.role] <= limit:
-                rows.append(r)
-    return rows
-
-
 @dataclass(frozen=True)
 class Inputs:
     data: list[str]

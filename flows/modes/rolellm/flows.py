@@ -1,8 +1,8 @@
 """RoleLLM's flows.
 
-``rolellm-eval``: answers (per model, RoleGPT prompting) -> rankings (per judge, optional) -> Rouge-L scores,
-the per-split table and the report. ``rolellm-context-instruct``: triplets (per role) -> filtering and the
-RoleBench-layout files.
+``rolellm-eval``: answers (per model, RoleGPT prompting) -> rankings (per judge, optional) -> the kit's report
+stage (``analysis.scored``: Rouge-L scores, the per-split table). ``rolellm-context-instruct``: triplets (per
+role) -> filtering and the RoleBench-layout files.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import yaml
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.running.report import publish_report
+from rpbench.flows.kit.running.report import mode_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.kit.scale.runners import stage_runner
-from rpbench.flows.modes.rolellm.checks import BASELINE, _plan, check_eval, check_general, check_roles, first_rows
+from rpbench.flows.modes.rolellm.checks import BASELINE, _plan, check_eval, check_general, check_roles
 from rpbench.flows.modes.rolellm.settings import (
     ContextInstructSettings,
     EvalSettings,
@@ -34,8 +34,7 @@ from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.llm.given import given_reply
-from rpbench.tasks.modes.rolellm.analysis import REPORT, row_scores
-from rpbench.tasks.modes.rolellm.answering import answer_all, load_raw, paired, read_rolebench_answers
+from rpbench.tasks.modes.rolellm.answering import answer_all, paired, read_rolebench_answers
 from rpbench.tasks.modes.rolellm.authoring import DISTINCT_ENOUGH, GENERATOR, AuthoringFailed, describe, select_roles
 from rpbench.tasks.modes.rolellm.context_instruct import Plan, filter_triplets, generate, layout
 from rpbench.tasks.modes.rolellm.general import (
@@ -46,21 +45,18 @@ from rpbench.tasks.modes.rolellm.general import (
     respond_all,
     select_instructions,
 )
-from rpbench.tasks.modes.rolellm.judging import rank_all, win_rates
+from rpbench.tasks.modes.rolellm.judging import rank_all
 from rpbench.tasks.modes.rolellm.profiles import (
     load_profiles,
     role_turns,
 )
 from rpbench.tasks.modes.rolellm.records import BenchRow, Mode, RoleAnswer
-from rpbench.tasks.modes.rolellm.rolebench import read_file, write_rows
-from rpbench.tasks.modes.rolellm.samples import samples as rolellm_samples
+from rpbench.tasks.modes.rolellm.rolebench import first_rows, read_file, write_rows
 from rpbench.tasks.modes.rolellm.segments import Rules, segments
 from rpbench.tasks.modes.rolellm.tables import (
     ANSWERS,
     GENERAL_RESPONSES,
-    QUESTIONS,
     RANKINGS,
-    ROW_SCORES,
     SELECTION,
     TRIPLETS,
 )
@@ -148,27 +144,7 @@ async def rankings(run: StageRun, data: list[str], baselines: list[str], profile
     return run.result(ranked=sum(r.status == "ok" for r in made), failed=sum(r.status == "failed" for r in made))
 
 
-@stage("rolellm-report", inputs=("data", "answers", "rankings", "ranking_failures", "raw"))
-async def report(run: StageRun, data: list[str], limit: int | None, answers: list[str], rankings: list[str],
-                 ranking_failures: list[str], raw: str | None, combine: str, mode: str, reference: str,
-                 resamples: int, seed: int, zh_tokens: str = "jieba", notes: list[str] | None = None) -> StageResult:
-    rows = first_rows(data, limit)
-    made = [a for p in answers for a in read_records(p, ANSWERS)]
-    scores, failures = row_scores(rows, made, load_raw(raw) if raw else {}, "first" if combine == "first" else "max",
-                                  "chars" if zh_tokens == "chars" else "jieba")
-    ranked = [r for p in rankings for r in read_records(p, RANKINGS)]
-    failures += [f for p in ranking_failures for f in read_records(p, FAILURES)]
-    wins = {j: win_rates([r for r in ranked if r.judge == j], reference) for j in sorted({r.judge for r in ranked})}
-    run.write(QUESTIONS, rows, final=True)
-    run.write(ANSWERS, made, final=True)
-    run.write(ROW_SCORES, scores, final=True)
-    run.write(RANKINGS, ranked, final=True)
-    run.write(FAILURES, failures, final=True)
-    done = await publish_report(run, "rolellm", REPORT, scores, failures, len(rows), resamples, seed,
-                                {"raw": bool(raw), "combine": combine, "mode": mode, "win_rates": wins,
-                                 "zh_tokens": zh_tokens,
-                                 "reference": reference}, samples=rolellm_samples(rows, made, scores), notes=notes)
-    return run.result(leaderboard=done.board, win_rates=wins, **done.analysis.summary)
+report = mode_report("rolellm-report")
 
 
 @flow(name="rpbench-rolellm-eval", log_prints=True, task_runner=stage_runner(WORKERS))
@@ -189,11 +165,13 @@ def rolellm_eval(s: EvalSettings, stages: Stages) -> dict:
                                     "limit": s.limit, "answers": [m.path("answers") for m in made],
                                     "per_role": s.judge_per_role, "judge": judge, "judge_role": role,
                                     "shard": slug(judge)} for judge, role in got.judges.items()])
-    done = stages.run(report, data=got.data, limit=s.limit, answers=[m.path("answers") for m in made],
-                      rankings=[r.path("rankings") for r in ranked], ranking_failures=[r.path("failures")
-                                                                                      for r in ranked],
-                      raw=s.raw, combine=s.combine, mode=s.mode, reference=s.reference, resamples=s.resamples,
-                      seed=s.seed, zh_tokens=s.zh_tokens)
+    tables = {"answers": [m.path("answers") for m in made], "rankings": [r.path("rankings") for r in ranked],
+              "ranking_failures": [r.path("failures") for r in ranked]}
+    done = stages.run(report, mode="rolellm",
+                      inputs=[*got.data, *(p for paths in tables.values() for p in paths), *([s.raw] if s.raw else [])],
+                      options={"data": got.data, "limit": s.limit, **tables, "raw": s.raw, "combine": s.combine,
+                               "prompting": s.mode, "reference": s.reference, "zh_tokens": s.zh_tokens},
+                      resamples=s.resamples, seed=s.seed)
     summary = {"leaderboard": done.summary["leaderboard"], "by_split": done.summary["by_split"],
                "win_rates": done.summary["win_rates"], "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "rolellm-eval", rolellm=summary,

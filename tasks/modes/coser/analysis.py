@@ -27,6 +27,7 @@ from rpbench.tasks.reports.spec import (
     GroupKey,
     MetricSpec,
     ReportSpec,
+    Scored,
     Scoring,
     Section,
 )
@@ -135,3 +136,21 @@ def context_for(circumstances: Sequence[Circumstance], messages: Sequence[Messag
                 continue_from: int) -> dict[str, Any]:
     return {"draws": {m: dict(c) for m, c in draws(messages).items()}, "continue_from": continue_from,
             "empty_thoughts": sum(not m.text.strip() for c in circumstances for m in c.motivations)}
+
+
+def scored(data: list[str], limit: int | None, continue_from: int, messages: list[str], ends: list[str],
+           critiques: list[str]) -> Scored:
+    """The report stage's hook: every system's scenes and critiques as circumstance scores, with samples."""
+    from rpbench.storage.tables import read_records
+    from rpbench.tasks.modes.coser.loader import load_circumstances
+    from rpbench.tasks.modes.coser.samples import samples
+    from rpbench.tasks.modes.coser.tables import CIRCUMSTANCES, CRITIQUES, MESSAGES, SCENE_ENDS
+
+    circumstances = load_circumstances(data)[:limit]
+    made = [m for p in messages for m in read_records(p, MESSAGES)]
+    ended = [e for p in ends for e in read_records(p, SCENE_ENDS)]
+    judged = [c for p in critiques for c in read_records(p, CRITIQUES)]
+    rows, failures = item_scores(circumstances, made, ended, judged, continue_from)
+    return Scored(rows, failures, len(circumstances),
+                  [(CIRCUMSTANCES, circumstances), (MESSAGES, made), (SCENE_ENDS, ended), (CRITIQUES, judged)],
+                  context_for(circumstances, made, continue_from), samples(circumstances, made, judged))

@@ -26,6 +26,7 @@ from rpbench.tasks.reports.spec import (
     GroupKey,
     MetricSpec,
     ReportSpec,
+    Scored,
     Scoring,
     Section,
 )
@@ -169,3 +170,32 @@ REPORT = ReportSpec(
     analyze=_analyze,
     unit="dialogues per model (one per seed and prompt format)",
 )
+
+
+def scored(rounds: list[str], steps: list[str], ends: list[str], seeds: list[str], labels: list[str],
+           failures: list[str], max_rounds: int, policy: str, n_dialogues: int) -> Scored:
+    """The report stage's hook: every model's rounds and labels as dialogue scores under ``policy``, the ways
+    dialogues ended, samples."""
+    from collections import Counter
+
+    from rpbench.storage.schemas import FAILURES
+    from rpbench.storage.tables import read_records
+    from rpbench.tasks.modes.dmt.samples import samples
+    from rpbench.tasks.modes.dmt.tables import ENDS, LABELS, ROUNDS, SEEDS, STEPS
+
+    made_rounds = [r for p in rounds for r in read_records(p, ROUNDS)]
+    made_labels = [lb for p in labels for lb in read_records(p, LABELS)]
+    made_ends = [e for p in ends for e in read_records(p, ENDS)]
+    by_id = {s.id: s for p in seeds for s in read_records(p, SEEDS)}
+    pol: Policy = "exclude" if policy == "exclude" else "bad" if policy == "bad" else "carry"
+    failed_dialogues = {(e.model, e.dialogue_id) for e in made_ends if e.failed}
+    rows, unscored = dialogue_scores(by_id, made_rounds, made_labels, max_rounds, pol, failed_dialogues)
+    end_counts: dict[str, Counter[str]] = {}
+    for e in made_ends:
+        end_counts.setdefault(e.model, Counter())[e.reason] += 1
+    finals: list[tuple[Any, Sequence[Any]]] = [
+        (ROUNDS, made_rounds), (STEPS, [s for p in steps for s in read_records(p, STEPS)]), (ENDS, made_ends),
+        (SEEDS, sorted(by_id.values(), key=lambda s: s.id)), (LABELS, made_labels)]
+    return Scored(rows, [f for p in failures for f in read_records(p, FAILURES)] + unscored, n_dialogues, finals,
+                  {"policy": policy, "ends": {m: dict(c) for m, c in end_counts.items()}},
+                  samples(list(by_id.values()), made_rounds, made_labels, made_ends, rows))

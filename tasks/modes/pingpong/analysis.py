@@ -29,6 +29,7 @@ from rpbench.tasks.reports.spec import (
     GroupKey,
     MetricSpec,
     ReportSpec,
+    Scored,
     Scoring,
     Section,
 )
@@ -218,3 +219,32 @@ REPORT = ReportSpec(
                    Column("length", "reply length", 0, unit="chars"), Column("rank", "rank group", 0)),
     analyze=_analyze,
 )
+
+
+def scored(conversations: list[str], cards: list[str], judgments: list[str], failures: list[str],
+           judges: list[str], judge_weights: dict[str, float], criterion_weights: dict[str, float] | None,
+           scale: str, exact_mean: bool = False) -> Scored:
+    """The report stage's hook: conversation scores (judges pooled), length factors, samples."""
+    from rpbench.storage.schemas import FAILURES
+    from rpbench.storage.tables import read_records
+    from rpbench.tasks.modes.pingpong.samples import samples
+    from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATIONS, TURN_JUDGMENTS
+
+    turns = [t for p in conversations for t in read_records(p, CONVERSATIONS)]
+    verdicts = [j for p in judgments for j in read_records(p, TURN_JUDGMENTS)]
+    # A judge given again (rejudge) replaces its earlier verdicts, and its earlier failures where it now judged.
+    verdicts = list({(j.judge, j.model, j.conversation_id, j.turn): j for j in verdicts}.values())
+    judged = {(j.model, j.conversation_id, j.judge) for j in verdicts}
+    failed = [f for p in failures for f in read_records(p, FAILURES)
+              if not (f.kind.startswith("judgment:") and (f.model, f.item_id, f.kind.partition(":")[2]) in judged)]
+    version = "v1" if scale == "1-10" else "v2"
+    # v1's final is the criteria's plain mean (run_eval_v1 saves it so); v2's weights them 0.333 each.
+    rows, factors = with_length_factors(conversation_scores(turns, verdicts, judges, criterion_weights,
+                                                            judge_weights, exact_mean or version == "v1"), version)
+    made = sorted({(c.language, c.name): c for p in cards for c in read_records(p, CARDS)}.values(),
+                  key=lambda c: (c.language, c.name))
+    n = len({t.conversation_id for t in turns})
+    return Scored(rows, failed, n, [(CONVERSATIONS, turns), (CARDS, made), (TURN_JUDGMENTS, verdicts)],
+                  {"length_factors": factors, "per_judge": per_judge(turns, verdicts, judges), "scale": scale,
+                   "length_scheme": version}, samples(turns, made, verdicts, rows),
+                  summary={"conversations": n, "scored": len(rows), "refusals": sum(r.refusal for r in rows)})

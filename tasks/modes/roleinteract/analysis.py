@@ -29,6 +29,7 @@ from rpbench.tasks.reports.spec import (
     GroupKey,
     MetricSpec,
     ReportSpec,
+    Scored,
     Scoring,
     Section,
 )
@@ -250,3 +251,26 @@ REPORT = ReportSpec(
     extra_columns=(Column("unreadable", "unreadable", 0, unit="items"),),
     analyze=_analyze,
 )
+
+
+def scored(data: list[str], columns: list[str], languages: list[str], limit: int | None, drop_unanswerable: bool,
+           answers: list[str], policy: str, scoring: str) -> Scored:
+    """The report stage's hook: item scores of every model's answers, one model's answers at a time (read again
+    for the viewer rather than kept: a run of 100,000 answers holds their scores, never every answer at once);
+    the answers table kept as the models' tables joined as columns."""
+    from rpbench.storage.tables import read_records
+    from rpbench.tasks.modes.roleinteract.samples import samples
+    from rpbench.tasks.modes.roleinteract.selection import select
+    from rpbench.tasks.modes.roleinteract.tables import ANSWERS, ITEMS
+
+    items, repaired, dropped = select(data, columns, languages, limit, drop_unanswerable)
+    pol: Policy = "zero" if policy == "zero" else "skip"
+    rule: Rule = "released" if scoring == "released" else "paper"
+    per_model = [item_scores(items, read_records(p, ANSWERS), pol, rule) for p in answers]
+    shown = (s for p, (rows, _) in zip(answers, per_model, strict=True)
+             for s in samples(items, read_records(p, ANSWERS), rows))
+    return Scored([r for rows, _ in per_model for r in rows], [f for _, failed in per_model for f in failed],
+                  len(items), [(ITEMS, items)],
+                  {"policy": policy, "scoring": scoring, "repaired_bytes": repaired, "dropped": dropped,
+                   "data": data_stats(items)}, shown, joined=[(ANSWERS, answers)],
+                  summary={"unanswerable_left_out": len(dropped)})

@@ -18,6 +18,7 @@ from rpbench.tasks.reports.spec import (
     GroupKey,
     MetricSpec,
     ReportSpec,
+    Scored,
     Scoring,
     Section,
 )
@@ -114,3 +115,26 @@ REPORT = ReportSpec(
     extra_columns=(Column("win_rate", "win rate", 1, unit="%"),),
     analyze=_analyze,
 )
+
+
+def scored(data: list[str], limit: int | None, answers: list[str], rankings: list[str], ranking_failures: list[str],
+           raw: str | None, combine: str, prompting: str, reference: str, zh_tokens: str = "jieba") -> Scored:
+    """The report stage's hook: Rouge-L of every answered row, the ranking judges' win rates, samples."""
+    from rpbench.storage.schemas import FAILURES
+    from rpbench.storage.tables import read_records
+    from rpbench.tasks.modes.rolellm.answering import load_raw
+    from rpbench.tasks.modes.rolellm.judging import win_rates
+    from rpbench.tasks.modes.rolellm.rolebench import first_rows
+    from rpbench.tasks.modes.rolellm.samples import samples
+    from rpbench.tasks.modes.rolellm.tables import ANSWERS, QUESTIONS, RANKINGS
+
+    rows = first_rows(data, limit)
+    made = [a for p in answers for a in read_records(p, ANSWERS)]
+    scores, failures = row_scores(rows, made, load_raw(raw) if raw else {}, "first" if combine == "first" else "max",
+                                  "chars" if zh_tokens == "chars" else "jieba")
+    ranked = [r for p in rankings for r in read_records(p, RANKINGS)]
+    failures += [f for p in ranking_failures for f in read_records(p, FAILURES)]
+    wins = {j: win_rates([r for r in ranked if r.judge == j], reference) for j in sorted({r.judge for r in ranked})}
+    return Scored(scores, failures, len(rows), [(QUESTIONS, rows), (ANSWERS, made), (RANKINGS, ranked)],
+                  {"raw": bool(raw), "combine": combine, "mode": prompting, "win_rates": wins, "zh_tokens": zh_tokens,
+                   "reference": reference}, samples(rows, made, scores), summary={"win_rates": wins})

@@ -12,6 +12,7 @@ its kind ``general`` or ``role_specific`` from the folder (elsewhere: role-speci
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -122,3 +123,15 @@ def write_rows(path: Path, rows: Iterable[Mapping[str, object]],
     lines = [json.dumps({k: r[k] for k in keys if k in r}, ensure_ascii=False) for r in rows]
     atomic_write_bytes(path, "".join(f"{line}\n" for line in lines).encode("utf-8"))
     return path
+
+
+def first_rows(files: Sequence[str], limit: int | None) -> list[BenchRow]:
+    """The rows of ``files``; with ``limit``, the first ``limit`` of each role in each file."""
+    rows = []
+    for f in files:
+        seen: dict[str, int] = defaultdict(int)
+        for r in read_file(Path(f)):
+            seen[r.role] += 1
+            if limit is None or seen[r.role] <= limit:
+                rows.append(r)
+    return rows

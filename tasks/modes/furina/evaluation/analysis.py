@@ -28,6 +28,7 @@ from rpbench.tasks.reports.spec import (
     GroupKey,
     MetricSpec,
     ReportSpec,
+    Scored,
     Scoring,
     Section,
 )
@@ -243,3 +244,22 @@ def analyze(inp: AnalysisInput) -> Analysis:
 
 
 REPORT = ReportSpec("rpbench evaluation", SCORING, EXTRA_COLUMNS, analyze)
+
+
+def scored(items: str, characters: str, scenes: str, generations: list[str], judgments: list[str],
+           checks: list[str], item_scores: list[str], failures: list[str], n_items: int, judge_model: str) -> Scored:
+    """The report stage's hook: every model's tables in one place, and the sample viewer (scene, history, both
+    replies, both judgments)."""
+    from rpbench.storage.schemas import FAILURES
+    from rpbench.storage.tables import read_records
+    from rpbench.tasks.modes.furina.evaluation.bench import load_bench
+    from rpbench.tasks.modes.furina.evaluation.samples import samples
+    from rpbench.tasks.modes.furina.tables import CHECKS, GENERATIONS, ITEM_SCORES, JUDGMENTS
+
+    rows = [r for p in item_scores for r in read_records(p, ITEM_SCORES)]
+    made = [g for p in generations for g in read_records(p, GENERATIONS)]
+    judged = [j for p in judgments for j in read_records(p, JUDGMENTS)]
+    return Scored(rows, [f for p in failures for f in read_records(p, FAILURES)], n_items,
+                  [(GENERATIONS, made), (JUDGMENTS, judged),
+                   (CHECKS, [c for p in checks for c in read_records(p, CHECKS)])],
+                  {"judge": judge_model}, samples(load_bench(items, characters, scenes), rows, made, judged))
