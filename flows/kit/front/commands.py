@@ -254,10 +254,10 @@ def stages_line(manifest: dict[str, Any]) -> str:
 
 def run_evaluation(settings: BaseModel, check: str | None, flow: str, section: str,
                    lines: Callable[[dict[str, Any]], Iterable[str]] = lambda _r: ()) -> dict[str, Any]:
-    """What every evaluation command does: check the input (Prefect-free, so a typo is one line at once), run
-    the flow, print the mode's own lines about its section of the manifest (``lines``), what the run did, and
-    where its report is. ``check`` and ``flow`` are ``module:attribute`` references, imported only here, in
-    that order. Returns the manifest's section."""
+    """What every command that runs a flow does: check the input (Prefect-free, so a typo is one line at once),
+    run the flow, print the mode's own lines about its section of the manifest (``lines``), what the run did, and
+    where its report is (if it made one). ``check`` and ``flow`` are ``module:attribute`` references, imported
+    only here, in that order. Returns the manifest's section."""
     from rpbench.flows.kit.front.checking import checked
     from rpbench.flows.kit.front.registry import load_ref
 
@@ -270,7 +270,8 @@ def run_evaluation(settings: BaseModel, check: str | None, flow: str, section: s
     for line in lines(found):
         typer.echo(line)
     typer.echo(stages_line(manifest))
-    typer.echo(f"report: {found.get('report')}")
+    if found.get("report"):  # an evaluation's; a flow that makes data has none
+        typer.echo(f"report: {found['report']}")
     return dict(found)
 
 

@@ -176,6 +176,8 @@ class BenchmarkMode:
 
         package = self.package or f"rpbench.flows.modes.{self.name}"
         work = self.work or f"rpbench.tasks.modes.{self.name}"
+        object.__setattr__(self, "package", package)  # where its relative references point (RunCommand's too)
+        object.__setattr__(self, "work", work)
 
         def full(ref: Ref, module: str) -> Ref:  # "X": attribute X of ``module``
             return ref if not isinstance(ref, str) or ":" in ref else f"{module}:{ref}"

@@ -1,40 +1,110 @@
-"""The command of a mode that is one evaluation flow, made from its spec: no commands module to write.
+"""A mode's commands made from its spec: each command that runs one of its flows is a line, not a function.
 
-Light to import (a mode's spec names it, and every spec is read for `rpbench --help`): the command's pieces load
-when the mode's commands are.
+Light to import (a mode's spec names them, and every spec is read for `rpbench --help`): the commands' pieces
+load when the mode's commands are.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import typer
 
+Lines = Callable[..., Iterable[str]]  # (section) or (section, settings)
 
-class RunCommand:
-    """A mode's ``commands`` when its one command runs its one evaluation flow: ``rpbench <mode> run``, the
-    options from the flow's settings, the help from the settings' docstring, the mode's input check first, then
-    the leaderboard (``leaderboard_lines``). A mode with more to say writes its own commands module."""
 
-    def __init__(self, mode: str) -> None:
-        self.mode = mode
+@dataclass(frozen=True)
+class FlowCommand:
+    """A command that runs one of the mode's flows (``flow``, its short name in the spec): the options from the
+    flow's settings, the help from the settings' docstring, the mode's input check of that flow first, then
+    ``lines`` (a function of the flow's section of the manifest, and of the settings if it takes two arguments,
+    or ``"module:function"`` under the mode's package; by default the leaderboard's headline with its interval
+    and each judge's agreement with people), what the run did, and where its report is. ``section``: the
+    manifest's section, by default ``flow``."""
+
+    flow: str
+    lines: Lines | str | None = None
+    section: str | None = None
+    starts_workers: bool = True
+
+
+@dataclass(frozen=True)
+class Group:
+    """Commands under one name (``rpbench furina pool build``), with the group's help."""
+
+    help: str
+    commands: Mapping[str, FlowCommand | str]
+
+
+class Commands:
+    """A mode's ``commands``: by name, a ``FlowCommand``, a ``Group`` of them, or ``"module:function"`` under
+    the mode's package (a Typer command function, such as DMT's ``agreement``)."""
+
+    def __init__(self, mode: str, commands: Mapping[str, FlowCommand | Group | str]) -> None:
+        self.mode, self.commands = mode, dict(commands)
 
     def __call__(self, app: typer.Typer) -> None:
+        from rpbench.flows.kit.front.registry import get_mode
+
+        self._add(app, get_mode(self.mode), self.commands)
+
+    def _add(self, app: typer.Typer, found: Any, commands: Mapping[str, FlowCommand | Group | str]) -> None:
+        import typer
+
+        from rpbench.flows.kit.front.registry import load_ref
+
+        for name, command in commands.items():
+            if isinstance(command, Group):
+                group = typer.Typer(help=command.help, no_args_is_help=True)
+                self._add(group, found, command.commands)
+                app.add_typer(group, name=name)
+            elif isinstance(command, str):
+                app.command(name)(load_ref(f"{found.package}.{command}"))
+            else:
+                app.command(name)(self._flow_command(found, command))
+
+    def _flow_command(self, found: Any, command: FlowCommand) -> Callable[..., None]:
         from pydantic import BaseModel
 
         from rpbench.flows.kit.front.commands import leaderboard_lines, run_evaluation, settings_command
-        from rpbench.flows.kit.front.registry import get_mode, load_ref
+        from rpbench.flows.kit.front.registry import load_ref
 
-        found = get_mode(self.mode)
-        (short, flow), = found.flows.items()
-        model = load_ref(found.settings[short])
-        headline = found.load_report().scoring.headline.name
+        model = load_ref(found.settings[command.flow])
+        if isinstance(command.lines, str):
+            lines: Lines = load_ref(f"{found.package}.{command.lines}")
+        elif command.lines is not None:
+            lines = command.lines
+        else:
+            headline = found.load_report().scoring.headline.name
+            lines = lambda section: leaderboard_lines(section, headline)  # noqa: E731
+
+        with_settings = len(inspect.signature(lines).parameters) > 1  # lines(section, settings): needs them too
 
         def run(settings: BaseModel) -> None:
-            run_evaluation(settings, found.checks.get(short), flow, short,
-                           lambda section: leaderboard_lines(section, headline))
+            run_evaluation(settings, found.checks.get(command.flow), found.flows[command.flow],
+                           command.section or command.flow,
+                           (lambda section: lines(section, settings)) if with_settings else lines)
 
         run.__doc__ = model.__doc__
         run.rpbench_mode = self.mode  # type: ignore[attr-defined]  # which mode's folders are its own
-        app.command("run")(settings_command(model, run))
+        return settings_command(model, run, starts_workers=command.starts_workers)
+
+
+class RunCommand(Commands):
+    """The commands of a mode whose one flow is its ``run`` command (``lines`` as a ``FlowCommand``'s), and
+    ``more`` commands by name."""
+
+    def __init__(self, mode: str, lines: Lines | str | None = None, more: Mapping[str, str] | None = None) -> None:
+        super().__init__(mode, {})
+        self.lines, self.more = lines, dict(more or {})
+
+    def __call__(self, app: typer.Typer) -> None:
+        from rpbench.flows.kit.front.registry import get_mode
+
+        (short,) = get_mode(self.mode).flows
+        self.commands = {"run": FlowCommand(short, self.lines), **self.more}
+        super().__call__(app)

@@ -9,7 +9,7 @@ input checks use it before any flow starts.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,10 +50,11 @@ def read_systems(roles: Mapping[str, str], answers: list[str], *, model_option: 
     return [System(n, role=r) for n, r in roles.items()] + [System(n, answers=p) for n, p in given.items()]
 
 
-def evaluation_systems(settings: Any, like: str, known: Mapping[str, object] | None = None,
-                       what: str = "answers") -> list[System]:
+def evaluation_systems(settings: Any, like: str, known: Any = None, what: str = "answers",
+                       read: Callable[[str, Any], object] | None = None) -> list[System]:
     """An evaluation's systems from its settings' ``--model`` (each resolved to a role; a model string gets the
-    settings of role ``like``) and ``--answers`` (each JSONL file read, its ids checked against ``known``)."""
+    settings of role ``like``) and ``--answers`` (each file read by ``read``, JSONL answers by default, its ids
+    checked against ``known``)."""
     from rpbench.flows.kit.front.registry import builtin_roles, models_config
     from rpbench.tasks.llm.given import read_answers
     from rpbench.tasks.llm.names import resolve_all
@@ -63,7 +64,7 @@ def evaluation_systems(settings: Any, like: str, known: Mapping[str, object] | N
     systems = read_systems(roles, settings.answers, what=what)
     for x in systems:
         if x.answers:
-            read_answers(x.answers, known)
+            (read or read_answers)(x.answers, known)
     return systems
 
 

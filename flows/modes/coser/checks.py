@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rpbench.flows.kit.front.registry import builtin_roles, models_config
-from rpbench.flows.kit.front.systems import System, read_systems
+from rpbench.flows.kit.front.systems import System, evaluation_systems, judge_role
 from rpbench.flows.modes.coser.settings import CoserSettings
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.coser.loader import load_circumstances, read_simulations
 
 
@@ -28,13 +26,8 @@ def check_run(s: CoserSettings) -> Inputs:
             raise InputError(f"--continue-from {s.continue_from}: circumstance '{c.circumstance_id}' has "
                              f"{len(c.original)} turns in the book, so no model would act in it (the first N "
                              "turns come from the book: give fewer)")
-    config = models_config(s.models_file)
-    roles = resolve_all(config, s.models, builtin_roles(), like="coser-actor", option="--model")
-    critic = resolve_all(config, [s.judge], builtin_roles(), like="coser-critic", option="--judge")[s.judge]
-    systems = read_systems(roles, s.answers, what="simulations")
-    known = {c.circumstance_id: c for c in every}
-    for x in systems:
-        if x.answers:
-            read_simulations(x.answers, known)
+    systems = evaluation_systems(s, "coser-actor", {c.circumstance_id: c for c in every}, "simulations",
+                                 read_simulations)
+    critic = judge_role(s, s.judge, like="coser-critic")
     covered = every[:s.limit]
     return Inputs(systems, critic, len(covered), sum(not m.text.strip() for c in covered for m in c.motivations))

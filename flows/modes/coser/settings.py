@@ -10,7 +10,11 @@ from rpbench.flows.kit.front.settings import EvalSettings, InputPaths, OutputFol
 
 
 class CoserSettings(EvalSettings):
-    """Models act CoSER's given circumstances; a critic lists flaws per dimension against the book."""
+    """Given-circumstance acting (CoSER): each model plays every speaking character of a scene from a book, with
+    an environment (role coser-environment) and a next-speaker predictor (role coser-next-speaker), up to 20
+    rounds; a critic (--judge, role coser-critic) lists flaws per dimension against the book's conversation;
+    CoSER's scores (Storyline Consistency, Anthropomorphism, Character Fidelity, Storyline Quality, their
+    average), BLEU and ROUGE-L."""
 
     item_unit: ClassVar[str] = "circumstances"
     answers_are: ClassVar[str] = "simulations"

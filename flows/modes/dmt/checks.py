@@ -4,11 +4,9 @@ Nothing here imports Prefect or the gateway, so a bad seed file or an unknown mo
 
 from __future__ import annotations
 
-from rpbench.flows.kit.front.registry import builtin_roles, models_config
-from rpbench.flows.kit.front.systems import System, read_systems
+from rpbench.flows.kit.front.systems import System, evaluation_systems
 from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.dmt.given import read_dialogues
 from rpbench.tasks.modes.dmt.records import Seed
 from rpbench.tasks.modes.dmt.seeds import dialogue_id, load_seeds
@@ -31,11 +29,5 @@ def check_run(s: DmtSettings) -> tuple[list[System], int]:
     """The systems (models resolved to roles, dialogue files read) and how many dialogues each has: every
     input error before any call."""
     picked = select(load_seeds(s.seeds), s.only_seeds, list(s.formats), s.seeds)
-    roles = resolve_all(models_config(s.models_file), s.models, builtin_roles(), like="dmt-player",
-                        option="--model")
-    systems = read_systems(roles, s.answers, what="dialogues")
     known = [dialogue_id(seed, fmt) for seed, fmt in picked]  # answers may hold more than the limit keeps
-    for system in systems:
-        if system.answers:
-            read_dialogues(system.answers, known)
-    return systems, len(picked[:s.limit])
+    return evaluation_systems(s, "dmt-player", known, "dialogues", read_dialogues), len(picked[:s.limit])

@@ -1,32 +1,14 @@
-"""DMT-RoleBench's commands: `rpbench dmt run | agreement`."""
+"""DMT-RoleBench's `rpbench dmt agreement` (its `run` is the kit's RunCommand)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from rpbench.flows.kit.front.commands import run_evaluation, settings_command
-from rpbench.flows.modes.dmt.settings import DmtSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.reports.render import fmt
-
-
-def _lines(d: dict[str, Any]) -> Iterator[str]:
-    yield f"dialogues per model: {d.get('dialogues')}; short dialogues: policy '{d.get('policy')}'"
-    for r in d.get("leaderboard", []):
-        yield (f"{r['model']}: DMT-Score {fmt(r['score'])} [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]  "
-               f"mean of metrics {fmt(r.get('metric_mean'))}  n={r['n']} failed={r['failed']}")
-    for model, curve in d.get("round_curve", {}).items():
-        yield f"{model} by rounds: " + "  ".join(f"{t}:{fmt(v)}" for t, v in enumerate(curve, 1))
-
-
-def run(s: DmtSettings) -> None:
-    """Each model plays every seed's role in a dialogue the generator steers by topic and intent, round by round,
-    until the purpose is served or --max-rounds; every round is labelled good/bad per metric; DMT-Scores."""
-    run_evaluation(s, "rpbench.flows.modes.dmt.checks:check_run", "rpbench.flows.modes.dmt.flows:dmt", "dmt", _lines)
 
 
 def agreement(
@@ -57,8 +39,3 @@ def agreement(
     atomic_write_bytes(run_dir / "agreement.json", json.dumps({"metrics": result, "ties": ties}, indent=2).encode())
     typer.echo(md)
     typer.echo(f"written: {run_dir / 'agreement.md'} and agreement.json")
-
-
-def add_commands(app: typer.Typer) -> None:
-    app.command("run")(settings_command(DmtSettings, run))
-    app.command("agreement")(agreement)

@@ -11,7 +11,8 @@ from rpbench.tasks.modes.dmt.catalog import FORMATS
 
 
 class DmtSettings(EvalSettings):
-    """Models under test in dynamic dialogues steered by each seed's topic and intent; per-round binary labels."""
+    """Each model plays every seed's role in a dialogue the generator steers by topic and intent, round by
+    round, until the purpose is served or --max-rounds; every round is labelled good/bad per metric; DMT-Scores."""
 
     item_unit: ClassVar[str] = "dialogues (seed and format) of the selection, for every model"
     answers_are: ClassVar[str] = "dialogues"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.front.systems import System, read_systems
-from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings
+from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings, PoolSettings, SynthesisSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm.given import read_answers
 from rpbench.tasks.llm.keys import require_keys
@@ -20,6 +20,7 @@ from rpbench.tasks.modes.furina.character_files import load_characters
 from rpbench.tasks.modes.furina.domain import Character
 from rpbench.tasks.modes.furina.evaluation.bench import bench_files, load_bench
 from rpbench.tasks.modes.furina.evaluation.run import BASE
+from rpbench.tasks.modes.furina.pool.ingest import read_book
 from rpbench.tasks.modes.furina.roles import ROLES
 from rpbench.tasks.modes.furina.scene_files import read_scenes
 from rpbench.tasks.modes.furina.tables import SCENES
@@ -72,3 +73,17 @@ def book_shards(books: list[str]) -> list[str]:
         if names.count(name) > 1:
             raise InputError(f"two books are named '{name}': give them different file names")
     return names
+
+
+def check_books(s: PoolSettings) -> None:
+    """A pool's books: distinct names, each readable, before Prefect or the gateway is even imported."""
+    book_shards(s.books)
+    for path in s.books:
+        read_book(path, s.language)
+
+
+def check_synthesis(s: SynthesisSettings) -> None:
+    """The seed roles resolve and the pool (if given) has scenes."""
+    resolve_all(models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer", option="--seed-role")
+    if s.pool:
+        read_scenes(Path(s.pool) / SCENES.filename)

@@ -1,25 +1,21 @@
-"""FURINA's commands: pool, characters, build, export, eval, validate, demo.
-
-The commands that run a flow take their options from the flow's settings
-model, check their input (files, names) before the flow starts, and print
-where the results are. Flows and the work behind them are imported when a
-command runs, so `--help` stays quick.
+"""FURINA's commands that are more than a flow (pool chunk and add, characters check, export, validate, demo),
+and what the others print about their runs: those are the kit's, from the spec (mode.py). The work behind
+them is imported when a command runs, so `--help` stays quick.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.front.commands import run_evaluation, settings_command, stages_line
+from rpbench.flows.kit.front.commands import settings_command
 from rpbench.flows.modes.furina.settings import (
     BuildSettings,
     ChunkSettings,
     DemoSettings,
-    EvalSettings,
     PoolSettings,
     SynthesisSettings,
 )
@@ -48,24 +44,10 @@ def pool_chunk(s: ChunkSettings) -> None:
     typer.echo(f"wrote {out / BOOKS.filename} and {out / CHUNKS.filename}")
 
 
-def pool_build(s: PoolSettings) -> None:
-    """Chunk the books, extract scenes with the `extractor` role, assemble profiles; write the pool."""
-    from rpbench.flows.modes.furina.checks import book_shards
-    from rpbench.tasks.modes.furina.pool.ingest import read_book
-
-    book_shards(s.books)
-    for path in s.books:  # fail on a bad book before Prefect or the gateway is even imported
-        read_book(path, s.language)
-    from rpbench.flows.kit.running.run import run_flow
-    from rpbench.flows.modes.furina.pool import build_pool
-
-    manifest = run_flow(build_pool, settings=s)
-    pool = manifest.get("pool", {})
-    typer.echo(f"pool: {pool.get('scenes', 0)} scenes kept, {pool.get('dropped', 0)} dropped "
-               f"(see dropped_scenes.parquet), {pool.get('chunks', 0)} chunks; "
-               f"failed calls: {pool.get('failed_calls')}")
-    typer.echo(stages_line(manifest))
-    typer.echo(f"tables and manifest: {s.out}/")
+def pool_lines(pool: dict[str, Any], s: PoolSettings) -> Iterator[str]:
+    yield (f"pool: {pool.get('scenes', 0)} scenes kept, {pool.get('dropped', 0)} dropped (see "
+           f"dropped_scenes.parquet), {pool.get('chunks', 0)} chunks; failed calls: {pool.get('failed_calls')}")
+    yield f"tables and manifest: {s.out}/"
 
 
 def pool_add(
@@ -114,44 +96,20 @@ def characters_check(
                        f" attribute(s){f' - {c.source}' if c.source else ''}")
 
 
-def characters_synthesize(s: SynthesisSettings) -> None:
-    """Synthesize original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
-    from rpbench.flows.kit.front.registry import models_config
-    from rpbench.flows.kit.running.run import run_flow
-    from rpbench.flows.modes.furina.characters import synthesize_characters
-    from rpbench.tasks.llm.names import resolve_all
-    from rpbench.tasks.modes.furina.roles import ROLES
-    from rpbench.tasks.modes.furina.scene_files import read_scenes
-    from rpbench.tasks.modes.furina.tables import SCENES
-
-    resolve_all(models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer", option="--seed-role")
-    if s.pool:
-        read_scenes(Path(s.pool) / SCENES.filename)
-    manifest = run_flow(synthesize_characters, settings=s)
-    got = manifest.get("synthesis", {})
-    typer.echo(f"{got.get('characters', 0)} character(s) in {s.out}; {got.get('scenes', 0)} scene(s) in "
-               f"{got.get('scenes_file')}")
+def synthesis_lines(got: dict[str, Any], s: SynthesisSettings) -> Iterator[str]:
+    yield (f"{got.get('characters', 0)} character(s) in {s.out}; {got.get('scenes', 0)} scene(s) in "
+           f"{got.get('scenes_file')}")
     for failure in got.get("failed_groups", []):
         typer.echo(f"failed: {failure}", err=True)
 
 
 # -- benchmark --------------------------------------------------------------------------------------
-def build(s: BuildSettings) -> None:
-    """Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark items."""
-    from rpbench.flows.modes.furina.checks import check
-
-    checked(check, s)  # bad input fails here, before Prefect or the gateway is even imported
-    from rpbench.flows.kit.running.run import run_flow
-    from rpbench.flows.modes.furina.build import build_benchmark
-
-    manifest = run_flow(build_benchmark, settings=s)
-    b = manifest.get("build", {})
-    typer.echo(f"{b.get('dialogues', 0)} dialogues, {b.get('items', 0)} items; tau={b.get('tau')}")
+def build_lines(b: dict[str, Any], s: BuildSettings) -> Iterator[str]:
+    yield f"{b.get('dialogues', 0)} dialogues, {b.get('items', 0)} items; tau={b.get('tau')}"
     for name, dims in (b.get("coverage") or {}).items():
         state = "covered" if name not in b.get("budget_exhausted", []) else "BUDGET SPENT before coverage"
-        typer.echo(f"  {name}: " + " ".join(f"{d}={n}" for d, n in dims.items()) + f"  ({state})")
-    typer.echo(stages_line(manifest))
-    typer.echo(f"tables, chart and manifest: {s.out}/")
+        yield f"  {name}: " + " ".join(f"{d}={n}" for d, n in dims.items()) + f"  ({state})"
+    yield f"tables, chart and manifest: {s.out}/"
 
 
 def export(
@@ -171,11 +129,9 @@ def export(
 
 
 # -- evaluation -------------------------------------------------------------------------------------
-def evaluate(s: EvalSettings) -> None:
-    """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
-    run_evaluation(s, "rpbench.flows.modes.furina.checks:check_models", "rpbench.flows.modes.furina.evaluate:evaluate",
-                   "evaluation", lambda e: (f"{r['model']}: {r['score']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] "
-                                            f"n={r['n']} failed={r['failed']}" for r in e.get("leaderboard", [])))
+def eval_lines(e: dict[str, Any]) -> Iterator[str]:
+    yield from (f"{r['model']}: {r['score']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] n={r['n']} "
+                f"failed={r['failed']}" for r in e.get("leaderboard", []))
 
 
 def validate(
@@ -235,21 +191,5 @@ def demo(s: DemoSettings) -> None:
     typer.echo(f"Open it in a browser: {report.as_uri()}  (or: python -m webbrowser {report})")
 
 
-def add_commands(app: typer.Typer) -> None:
-    """FURINA's commands: `rpbench furina ...` (and, for one more release, at the top level of `rpbench`)."""
-    pool = typer.Typer(help="Turn books into a pool of ready scenes; inspect chunking; add your own scenes.",
-                       no_args_is_help=True)
-    pool.command("chunk")(settings_command(ChunkSettings, pool_chunk, starts_workers=False))
-    pool.command("build")(settings_command(PoolSettings, pool_build))
-    pool.command("add")(pool_add)
-    characters = typer.Typer(help="Test characters: check files of profiles; synthesize original ones.",
-                             no_args_is_help=True)
-    characters.command("check")(characters_check)
-    characters.command("synthesize")(settings_command(SynthesisSettings, characters_synthesize))
-    app.add_typer(pool, name="pool")
-    app.add_typer(characters, name="characters")
-    app.command("build")(settings_command(BuildSettings, build))
-    app.command("export")(export)
-    app.command("eval")(settings_command(EvalSettings, evaluate))
-    app.command("validate")(validate)
-    app.command("demo")(settings_command(DemoSettings, demo))
+chunk_command = settings_command(ChunkSettings, pool_chunk, starts_workers=False)
+demo_command = settings_command(DemoSettings, demo)

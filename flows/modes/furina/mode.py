@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, SuitePart, with_models
+from rpbench.flows.kit.front.run_command import Commands, FlowCommand, Group
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.furina.roles import ROLES
 
@@ -74,8 +75,22 @@ FURINA = BenchmarkMode(
     score=".evaluation.analysis:scored",
     flows={"build-pool": "pool:build_pool", "synthesize-characters": "characters:synthesize_characters",
            "build-benchmark": "build:build_benchmark", "evaluate": "evaluate:evaluate", "demo": "demo:demo"},
-    checks={"build-benchmark": "check", "evaluate": "check_models"},
-    settings={"build-pool": "PoolSettings", "build-benchmark": "BuildSettings", "evaluate": "EvalSettings"},
+    checks={"build-pool": "check_books", "synthesize-characters": "check_synthesis", "build-benchmark": "check",
+            "evaluate": "check_models"},
+    settings={"build-pool": "PoolSettings", "synthesize-characters": "SynthesisSettings",
+              "build-benchmark": "BuildSettings", "evaluate": "EvalSettings"},
+    commands=Commands("furina", {
+        "pool": Group("Turn books into a pool of ready scenes; inspect chunking; add your own scenes.", {
+            "chunk": "commands:chunk_command", "build": FlowCommand("build-pool", "commands:pool_lines", "pool"),
+            "add": "commands:pool_add"}),
+        "characters": Group("Test characters: check files of profiles; synthesize original ones.", {
+            "check": "commands:characters_check",
+            "synthesize": FlowCommand("synthesize-characters", "commands:synthesis_lines", "synthesis")}),
+        "build": FlowCommand("build-benchmark", "commands:build_lines", "build"),
+        "export": "commands:export",
+        "eval": FlowCommand("evaluate", "commands:eval_lines", "evaluation"),
+        "validate": "commands:validate",
+        "demo": "commands:demo_command"}),
     # FURINA's commands: `rpbench furina ...`, and at the top level of `rpbench` as aliases for one release
     # (they were there before the other modes came).
     top_commands={

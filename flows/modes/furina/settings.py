@@ -79,7 +79,7 @@ class ChunkSettings(BaseModel):
 
 
 class PoolSettings(ChunkSettings, RunSettings):
-    """Books to a pool of scenes, with the `extractor` role."""
+    """Chunk the books, extract scenes with the `extractor` role, assemble profiles; write the pool."""
 
     min_utterances: int = Field(default=FilterConfig.min_utterances, ge=1,
                                 description="Drop scenes with fewer utterances.")
@@ -92,7 +92,7 @@ class PoolSettings(ChunkSettings, RunSettings):
 
 
 class BuildSettings(RunSettings):
-    """Characters and a pool to a benchmark: simulated dialogues, judged turns, items."""
+    """Simulate dialogues (director, DWRS, source vs base judged), keep winning turns as benchmark items."""
 
     characters: InputPath = Field(description="Test characters file (JSON or YAML).")
     pool: InputPath = Field(description="Pool folder (from `rpbench furina pool build`).")
@@ -145,7 +145,7 @@ class BuildSettings(RunSettings):
 
 
 class EvalSettings(kit.EvalSettings):
-    """Models under test against a benchmark: answers, both-order judgments, checks, scores, report."""
+    """Evaluate models: answers, judgments in both orders (role `judge`), hallucination checks (role `checker`)."""
 
     item_unit: ClassVar[str] = "items of the benchmark (in its own order), for every model"
     answers_are: ClassVar[str] = "replies"
@@ -162,7 +162,8 @@ class EvalSettings(kit.EvalSettings):
 
 
 class SynthesisSettings(RunSettings):
-    """Original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
+    """Synthesize original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each
+    reviewed."""
 
     out: OutputFile = Field(description="Characters file to write (YAML); its scenes go beside it: "
                                  "chars.yaml -> chars.scenes.json.")

@@ -4,14 +4,18 @@ Nothing here imports Prefect or the gateway, so a bad settings file or an unknow
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rpbench.flows.kit.front.registry import builtin_roles, models_config
 from rpbench.flows.kit.front.systems import System, read_systems
-from rpbench.flows.modes.pingpong.settings import PingPongSettings, Scoring
+from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings, Scoring
+from rpbench.storage.schemas import FAILURES
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.pingpong.cards import Settings, conversation_id, load_settings
 from rpbench.tasks.modes.pingpong.given import read_conversations
 from rpbench.tasks.modes.pingpong.records import Card, Situation
+from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATIONS, TURN_JUDGMENTS
 
 
 def select(settings: Settings, characters: list[str], situations: list[str], max_turns: int | None,
@@ -54,3 +58,19 @@ def check_run(s: PingPongSettings) -> tuple[list[System], dict[str, str]]:
                 raise InputError(f"--answers {path}: conversation '{cid}': {len(exchanges)} turns, but its "
                                  f"situation has {turns[cid]}; give at most that many")
     return systems, ({} if s.version == "v1" else _judge_roles(s, s.judges))
+
+
+def stored_run(folder: str) -> dict[str, str]:
+    """The tables of a finished PingPong run, or an input error saying what is missing."""
+    found = {t.name: str(Path(folder) / t.filename) for t in (CONVERSATIONS, CARDS, TURN_JUDGMENTS, FAILURES)}
+    missing = [p for p in found.values() if not Path(p).is_file()]
+    if missing:
+        raise InputError(f"{folder}: not a finished PingPong run (no {Path(missing[0]).name}; run "
+                         "`rpbench pingpong run --out` into it first)")
+    return found
+
+
+def check_rejudge(s: RejudgeSettings) -> None:
+    """A rejudge's input errors before any call: the stored run's tables, the judges and their weights."""
+    stored_run(s.run)
+    _judge_roles(s, s.judges)

@@ -1,4 +1,5 @@
-"""PingPong's commands: `rpbench pingpong run | rejudge | agreement`."""
+"""What PingPong's run and rejudge print, and `rpbench pingpong agreement` (run and rejudge are the kit's
+commands, from the spec)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,11 @@ from typing import Annotated, Any
 
 import typer
 
-from rpbench.flows.kit.front.commands import run_evaluation, settings_command
-from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.reports.render import fmt
 
 
-def _lines(p: dict[str, Any]) -> Iterator[str]:
+def lines(p: dict[str, Any]) -> Iterator[str]:
     yield (f"judges: {', '.join(p.get('judges', []))}; conversations: {p.get('conversations')}, "
            f"scored {p.get('scored')}, refusals {p.get('refusals')}")
     for r in p.get("leaderboard", []):
@@ -24,21 +23,6 @@ def _lines(p: dict[str, Any]) -> Iterator[str]:
     if p.get("unread_greetings"):
         yield (f"greetings not sent (PingPong's code reads initial_message only; --any-greeting sends them): "
                f"{', '.join(p['unread_greetings'])}")
-
-
-def run(s: PingPongSettings) -> None:
-    """Players chat with an emulated user over every card and situation of the settings file; each judge
-    scores every player turn (in character, entertaining, fluency, refusal); a leaderboard by LN score."""
-    run_evaluation(s, "rpbench.flows.modes.pingpong.checks:check_run", "rpbench.flows.modes.pingpong.flows:pingpong",
-                   "pingpong", _lines)
-
-
-def rejudge(s: RejudgeSettings) -> None:
-    """Score the stored conversations of a run with more judges (no player is called again)."""
-    from rpbench.flows.modes.pingpong.flows import stored_run
-
-    stored_run(s.run)
-    run_evaluation(s, None, "rpbench.flows.modes.pingpong.flows:rejudge", "pingpong", _lines)
 
 
 def agreement(
@@ -66,9 +50,3 @@ def agreement(
     atomic_write_bytes(run_dir / "agreement.json", json.dumps(result, indent=2, default=str).encode("utf-8"))
     typer.echo(md)
     typer.echo(f"written: {run_dir / 'agreement.md'} and agreement.json")
-
-
-def add_commands(app: typer.Typer) -> None:
-    app.command("run")(settings_command(PingPongSettings, run))
-    app.command("rejudge")(settings_command(RejudgeSettings, rejudge))
-    app.command("agreement")(agreement)

@@ -20,11 +20,10 @@ from rpbench.flows.kit.running.report import mode_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.kit.scale.runners import stage_runner
-from rpbench.flows.modes.pingpong.checks import _judge_roles, check_run, select
+from rpbench.flows.modes.pingpong.checks import _judge_roles, check_run, select, stored_run
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings, Scoring
 from rpbench.storage.schemas import CALLS, FAILURES
 from rpbench.storage.tables import read_records
-from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import CallRecord, Failure
 from rpbench.tasks.modes.pingpong.cards import conversation_id, load_settings
 from rpbench.tasks.modes.pingpong.conversation import ConversationConfig, converse_all, tester_judgments
@@ -144,16 +143,6 @@ def pingpong(s: PingPongSettings, stages: Stages) -> dict:
         [TESTER] if v1 else list(judges), "1-10" if v1 else "1-5")
     unread = sorted({c for m in made for c in m.summary.get("unread_greetings", [])})
     return _finish(s, stages, s.out, "pingpong", done, [TESTER] if v1 else list(judges), unread_greetings=unread)
-
-
-def stored_run(folder: str) -> dict[str, str]:
-    """The tables of a finished PingPong run, or an input error saying what is missing."""
-    found = {t.name: str(Path(folder) / t.filename) for t in (CONVERSATIONS, CARDS, TURN_JUDGMENTS, FAILURES)}
-    missing = [p for p in found.values() if not Path(p).is_file()]
-    if missing:
-        raise InputError(f"{folder}: not a finished PingPong run (no {Path(missing[0]).name}; run "
-                         "`rpbench pingpong run --out` into it first)")
-    return found
 
 
 @flow(name="rpbench-pingpong-rejudge", log_prints=True, task_runner=stage_runner(WORKERS))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
+from rpbench.flows.kit.front.run_command import Commands, FlowCommand
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.pingpong.roles import ROLES
 
@@ -31,8 +32,11 @@ PINGPONG = BenchmarkMode(
     roles=ROLES,
     item_table="CONVERSATION_SCORES",
     flows={"pingpong": "pingpong", "pingpong-rejudge": "rejudge"},
-    settings={"pingpong": "PingPongSettings"},
-    checks={"pingpong": "check_run"},
+    settings={"pingpong": "PingPongSettings", "pingpong-rejudge": "RejudgeSettings"},
+    checks={"pingpong": "check_run", "pingpong-rejudge": "check_rejudge"},
+    commands=Commands("pingpong", {"run": FlowCommand("pingpong", "commands:lines"),
+                                   "rejudge": FlowCommand("pingpong-rejudge", "commands:lines", "pingpong"),
+                                   "agreement": "commands:agreement"}),
     smoke=_smoke,
     suite=one_run("pingpong"),
     annotation={"pingpong": "annotation:CONVERSATION"},

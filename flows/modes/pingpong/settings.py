@@ -54,7 +54,8 @@ class Scoring(RunSettings):
 
 
 class PingPongSettings(EvalSettings, Scoring):
-    """Players chat with an emulated user over every card and situation; judges score every turn."""
+    """Players chat with an emulated user over every card and situation of the settings file; each judge
+    scores every player turn (in character, entertaining, fluency, refusal); a leaderboard by LN score."""
 
     item_unit: ClassVar[str] = "conversations (character and situation) of the selection, for every model"
     answers_are: ClassVar[str] = "conversations"
@@ -99,7 +100,7 @@ class PingPongSettings(EvalSettings, Scoring):
 
 
 class RejudgeSettings(Scoring):
-    """Score the stored conversations of a PingPong run with more judges."""
+    """Score the stored conversations of a run with more judges (no player is called again)."""
 
     run: InputPath = Field(json_schema_extra=cli(argument=True), description="A PingPong run folder.")
     judges: list[str] = Field(min_length=1, json_schema_extra=cli("--judge"),

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterator
+from typing import Any
 
-from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
+from rpbench.flows.kit.front.registry import BenchmarkMode, one_run, smoke_run
+from rpbench.flows.kit.front.run_command import RunCommand
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.roleinteract.roles import ROLES
 
 
-def _smoke(work: Path) -> list[SmokeStep]:
-    """Two models over the shipped example file (every column, English and Chinese)."""
-    out = work / "roleinteract"
-    return [SmokeStep("roleinteract", ("roleinteract", "run", "--data", str(sample_path("roleinteract",
-                                                                                         "example.json")),
-                                       "--model", "roleinteract-player", "--model", "judge", "--out", str(out),
-                                       "--resamples", "200"), out)]
+def _lines(r: dict[str, Any]) -> Iterator[str]:
+    from rpbench.tasks.reports.render import fmt
 
+    for model, cols in r.get("table", {}).items():
+        yield f"{model}: " + "  ".join(f"{c} {fmt(v, 1)}" for c, v in cols.items())
+    for row in r.get("leaderboard", []):
+        cols = r.get("table", {}).get(row["model"], {})
+        present = sum(v is not None for c, v in cols.items() if c != "Avg")
+        # The paper's Avg needs all nine columns; with fewer, say what the number is.
+        name = "Avg" if cols.get("Avg") is not None else f"mean of {present} columns"
+        yield (f"{row['model']}: {name} {fmt(row['Avg'], 2)} [{fmt(row['ci_low'], 2)}, {fmt(row['ci_high'], 2)}]  "
+               f"n={row['n']} unreadable={fmt(row.get('unreadable'), 0)} (policy {r.get('policy')}) "
+               f"failed={row['failed']}")
 
 
 ROLEINTERACT = BenchmarkMode(
@@ -28,6 +35,9 @@ ROLEINTERACT = BenchmarkMode(
     flows={"roleinteract": "roleinteract"},
     settings={"roleinteract": "RoleInteractSettings"},
     checks={"roleinteract": "check_run"},
-    smoke=_smoke,
+    commands=RunCommand("roleinteract", _lines),
+    # Two models over the shipped example file (every column, English and Chinese).
+    smoke=smoke_run("roleinteract", "--data", str(sample_path("roleinteract", "example.json")), "--model",
+                    "roleinteract-player", "--model", "judge"),
     suite=one_run("roleinteract"),
 )

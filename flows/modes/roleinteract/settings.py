@@ -11,7 +11,9 @@ from rpbench.tasks.modes.roleinteract.catalog import NAMES
 
 
 class RoleInteractSettings(EvalSettings):
-    """Models answer RoleInteract's questions: self-awareness, emotional perception, memory, group preference."""
+    """Each model answers RoleInteract's questions in role (single and multiple choice, and memory questions
+    answered in words): self-awareness, emotional perception, memory, group preference; the paper's nine-column
+    table with its unweighted average, and the analyses."""
 
     item_unit: ClassVar[str] = "items of each column and language, in file order"
 

@@ -15,7 +15,9 @@ from rpbench.flows.modes.rolellm.settings import (
     ContextInstructSettings,
     EvalSettings,
     GeneralSettings,
+    SelectSettings,
 )
+from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.rolellm.answering import load_raw, read_rolebench_answers
@@ -140,3 +142,19 @@ def check_general(s: GeneralSettings) -> tuple[list[str], dict[str, RoleProfile]
         if bare:
             raise InputError(f"--mode {s.mode}: role '{bare[0]}' has no script to take examples from")
     return files, profiles, kept
+
+
+# -- role selection ---------------------------------------------------------------------------------
+def read_scripts(path: str) -> list[tuple[str, str | None]]:
+    out: list[tuple[str, str | None]] = []
+    for line in read_user_text(path, "a list of scripts").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            script, _, character = line.partition("|")
+            out.append((script.strip(), character.strip() or None))
+    if not out:
+        raise InputError(f"{path}: no script names in the file")
+    return out
+
+
+def check_select(s: SelectSettings) -> None:
+    read_scripts(s.scripts)

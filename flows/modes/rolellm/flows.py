@@ -20,7 +20,14 @@ from rpbench.flows.kit.running.report import mode_report
 from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
 from rpbench.flows.kit.scale.runners import stage_runner
-from rpbench.flows.modes.rolellm.checks import BASELINE, _plan, check_eval, check_general, check_roles
+from rpbench.flows.modes.rolellm.checks import (
+    BASELINE,
+    _plan,
+    check_eval,
+    check_general,
+    check_roles,
+    read_scripts,
+)
 from rpbench.flows.modes.rolellm.settings import (
     ContextInstructSettings,
     EvalSettings,
@@ -308,17 +315,6 @@ def role_profile(s: ProfileSettings, stages: Stages) -> dict:
                       aliases=s.aliases)
     return finish_run(s.out, stages, s, "rolellm-profile", profile={
         "role_file": done.path("role_file"), "catchphrases": done.summary["catchphrases"]})
-
-
-def read_scripts(path: str) -> list[tuple[str, str | None]]:
-    out: list[tuple[str, str | None]] = []
-    for line in read_user_text(path, "a list of scripts").splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            script, _, character = line.partition("|")
-            out.append((script.strip(), character.strip() or None))
-    if not out:
-        raise InputError(f"{path}: no script names in the file")
-    return out
 
 
 @stage("rolellm-select", templates=("rolellm/select",), roles=(GENERATOR,), inputs=("scripts",))

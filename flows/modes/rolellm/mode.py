@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep, one_run
+from rpbench.flows.kit.front.run_command import Commands, FlowCommand
 from rpbench.samples import sample_path
 from rpbench.tasks.modes.rolellm.roles import ROLES
 
@@ -36,8 +37,17 @@ ROLELLM = BenchmarkMode(
            "rolellm-general": "rolebench_general", "rolellm-profile": "role_profile",
            "rolellm-select": "role_selection"},
     checks={"rolellm-eval": "check_eval", "rolellm-context-instruct": "check_roles",
-            "rolellm-general": "check_general"},
-    settings={"rolellm-eval": "EvalSettings"},
+            "rolellm-general": "check_general", "rolellm-select": "check_select"},
+    settings={"rolellm-eval": "EvalSettings", "rolellm-context-instruct": "ContextInstructSettings",
+              "rolellm-general": "GeneralSettings", "rolellm-profile": "ProfileSettings",
+              "rolellm-select": "SelectSettings"},
+    commands=Commands("rolellm", {
+        "eval": FlowCommand("rolellm-eval", "commands:eval_lines", "rolellm"),
+        "context-instruct": FlowCommand("rolellm-context-instruct", "commands:context_instruct_lines",
+                                        "context_instruct"),
+        "general": FlowCommand("rolellm-general", "commands:general_lines", "general"),
+        "profile": FlowCommand("rolellm-profile", "commands:profile_lines", "profile"),
+        "select": FlowCommand("rolellm-select", "commands:select_lines", "selection")}),
     smoke=_smoke,
     suite=one_run("rolellm-eval"),
     training_data="training:ROLEBENCH",

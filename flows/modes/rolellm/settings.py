@@ -11,7 +11,9 @@ from rpbench.flows.kit.front.settings import InputPath, InputPaths, MaybeInputPa
 
 
 class EvalSettings(kit.EvalSettings):
-    """Models answer RoleBench questions in role (RoleGPT prompting); Rouge-L against the references."""
+    """Models answer RoleBench questions in role (RoleGPT prompting: zsp, fsp or fsd with BM25-retrieved
+    examples from the role's script); Rouge-L against the references per split (CUS, RAW, SPE, avg); with
+    --judge, a ranking judge and win rates against a reference system."""
 
     item_unit: ClassVar[str] = "questions of each role in each file"
     answers_layout: ClassVar[str] = "JSONL of answer with the row's id, or with role and question"
@@ -53,7 +55,9 @@ class EvalSettings(kit.EvalSettings):
 
 
 class ContextInstructSettings(RunSettings):
-    """Role-specific questions and answers from a role's own profile, in RoleBench's layout."""
+    """Role-specific questions with answers in the role's voice, generated from each role's script segments
+    (completeness) and description (factualness); only High confidence kept, cleaned, de-duplicated with
+    BM25; written in RoleBench's layout with instruction- and role-generalisation splits."""
 
     roles: InputPaths = Field(min_length=1, json_schema_extra=cli("--role"),
                              description="A role file (YAML: name, language, description, catchphrases, script), a "
@@ -77,7 +81,9 @@ class ContextInstructSettings(RunSettings):
 
 
 class GeneralSettings(RunSettings):
-    """RoleBench-general: general instructions answered six times by every role (five references, a baseline)."""
+    """RoleBench-general: short general instructions (BM25 de-duplicated) answered six times by every role in
+    role (RoleGPT prompting): five answers are references, the sixth the RoleGPT baseline; the original answers
+    are the RAW references. Written in RoleBench's layout with both splits."""
 
     instructions: InputPath = Field(json_schema_extra=cli("--instructions"),
                               description="General instructions: JSONL of instruction (or question), optional "
@@ -96,7 +102,8 @@ class GeneralSettings(RunSettings):
 
 
 class ProfileSettings(RunSettings):
-    """A role file written by the generator: a description in the second person and the role's catchphrases."""
+    """A role file for context-instruct, general and eval: the generator describes the role in the third person
+    (without its name), turns that into the second person, and lists its catchphrases."""
 
     name: str = Field(min_length=1, json_schema_extra=cli("--name"), description="The role's name.")
     script_name: str = Field(min_length=1, json_schema_extra=cli("--script-name"),
@@ -110,7 +117,8 @@ class ProfileSettings(RunSettings):
 
 
 class SelectSettings(RunSettings):
-    """Role selection: each script's main character and how distinct its speech is."""
+    """Role selection: for each script, its main character and how distinct that character's speech is
+    (not, somewhat, very, extremely); the top two levels are listed for auditing."""
 
     scripts: InputPath = Field(json_schema_extra=cli("--scripts"),
                          description="A text file, one script per line: its name, or 'name | character' to judge a "
