@@ -156,6 +156,32 @@ def test_two_modes_of_one_name_or_one_role_in_two_modes_are_refused(toy):
     assert "toy-two" not in modes()
 
 
+def test_a_mode_registered_before_the_installed_ones_are_found_is_checked_against_them(monkeypatch):
+    """A plug-in registered first (nothing has asked for the modes yet) still may not take a built-in mode's
+    role: the installed modes are found before it is added, not after (when the clash would surface later,
+    blamed on the built-in mode)."""
+    import dataclasses
+
+    from rpbench.flows.kit.front import registry
+
+    monkeypatch.setattr(registry, "_modes", {})
+    monkeypatch.setattr(registry, "_discovered", False)
+    with pytest.raises(ValueError, match="declares role 'judge', which mode 'furina' declares already"):
+        register(dataclasses.replace(TOY, name="toy-two", roles={"judge": "judges again"}))
+    assert "toy-two" not in modes() and "furina" in modes()
+
+
+def test_a_command_module_is_known_as_its_modes_when_the_spec_declares_the_commands():
+    """A command written in a mode's commands module (FURINA's demo) knows its mode, so its --out is refused
+    when the folder holds another mode's run, though the spec declares the commands instead of naming a
+    function that adds them."""
+    from rpbench.flows.kit.front.registry import mode_of_module
+
+    assert mode_of_module("rpbench.flows.modes.furina.commands") == "furina"
+    assert mode_of_module("rpbench.flows.modes.pingpong.commands") == "pingpong"
+    assert mode_of_module("rpbench.flows.modes.nothing.commands") is None
+
+
 def test_a_modes_settings_references_are_its_flows_own_settings_models():
     from rpbench.flows.kit.front.registry import load_ref, modes
     from rpbench.flows.suite.plan import settings_model

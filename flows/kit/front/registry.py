@@ -235,7 +235,9 @@ _lock = threading.Lock()
 
 def register(mode: BenchmarkMode) -> BenchmarkMode:
     """Add a mode. A second, different mode of the same name, or a role another mode already declares, is an
-    error: one would silently shadow the other. Registering the same spec again is harmless."""
+    error: one would silently shadow the other. Registering the same spec again is harmless. The installed
+    modes are found first, so a mode registered before anything asked for them is checked against them too."""
+    _discover()
     with _lock:
         held = _modes.get(mode.name)
         if held is not None and held != mode:
@@ -289,8 +291,9 @@ def builtin_roles() -> set[str]:
 
 def mode_of_module(module: str) -> str | None:
     """The mode whose commands live in ``module`` (a command knows its own module), or None."""
-    for mode in modes().values():
-        if isinstance(mode.commands, str) and mode.commands.partition(":")[0] == module:
+    for mode in modes().values():  # a spec's commands are a reference, or declared (in <package>.commands)
+        held = mode.commands.partition(":")[0] if isinstance(mode.commands, str) else f"{mode.package}.commands"
+        if held == module:
             return mode.name
     return None
 
