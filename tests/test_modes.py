@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from rpbench.flows.kit.front.registry import annotation_kinds, get_mode, modes, register, unregister
-from rpbench.flows.kit.running.run import publish_outputs
+from rpbench.flows.kit.running.finish import publish_outputs
+from rpbench.flows.kit.running.report import report_of
 from rpbench.storage.schemas import FAILURES
 from rpbench.storage.tables import write_records
 from rpbench.tasks.core.errors import InputError
@@ -21,7 +22,6 @@ from rpbench.tasks.core.records import Failure
 from rpbench.tasks.reports.spec import MetricSpec, Scoring
 from tests.helpers import TEST_KEY_ENV, loopback_models_file, rpbench
 from tests.toy_quiz import QUIZ_CHECK, TOY, QuizAnswer
-from tests.toy_quiz import report as quiz_report
 
 
 def _rows() -> list[QuizAnswer]:
@@ -45,9 +45,9 @@ def test_a_toy_mode_gets_a_leaderboard_and_a_report_without_touching_shared_code
     write_records(tmp_path / "failures.parquet",
                   [Failure(stage="answers", model="dull", item_id="q99", kind="answer_failed")], FAILURES)
     tables = {"items": [str(tmp_path / "answers.parquet")], "failures": [str(tmp_path / "failures.parquet")]}
-    result = asyncio.run(quiz_report.fn(mode="toy-quiz", inputs=[*tables["items"], *tables["failures"]],
-                                   options={**tables, "n_items": 60}, resamples=200, seed=0,
-                                   out=str(tmp_path / "out")))
+    result = asyncio.run(report_of("toy-quiz").fn(mode="toy-quiz", inputs=[*tables["items"], *tables["failures"]],
+                                                  options={**tables, "n_items": 60}, resamples=200, seed=0,
+                                                  out=str(tmp_path / "out")))
     publish_outputs(tmp_path / "out")  # what a flow's finish_run does once every stage has succeeded
     board = result.summary["leaderboard"]
     assert [r["model"] for r in board] == ["sharp", "dull"]  # ranked by the headline metric, accuracy

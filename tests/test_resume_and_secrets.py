@@ -122,8 +122,8 @@ async def test_a_stage_killed_after_writing_its_calls_but_before_prefect_kept_it
     """The window between a stage writing its calls table and Prefect persisting its result: a run killed
     there runs the stage again, its calls now come from the call cache, and only the journal still says
     which of them were sent. It stays until the flow has the result, then goes."""
-    from rpbench.flows.kit.running.run import Stages
     from rpbench.flows.kit.running.stage import StageRun, StageSpec
+    from rpbench.flows.kit.running.stages import Stages
     from rpbench.storage.schemas import CALLS
     from rpbench.storage.tables import read_records
 

@@ -10,7 +10,7 @@ commands) and a line in ``pyproject.toml``. What the kit gives it, nothing here 
 - ``read_systems``: ``--model`` and ``--answers`` as one list of systems, each knowing its stage parameters.
 - ``checked``: the input check, run once per run by the command and handed to the flow.
 - ``@stage`` and ``Stages``: cached Prefect tasks handed the run's place (out, shard, models file, cache).
-- ``mode_report``: the one report stage: from the mode's scoring hook (``quiz_scores``: item rows and failures),
+- ``Stages.score``: the one report stage: from the mode's scoring hook (``quiz_scores``: item rows and failures),
   the leaderboard with intervals, report.md/.html, the viewer and the UI's artifacts, from the spec.
 """
 
@@ -25,9 +25,10 @@ from rpbench.flows.kit.front.commands import settings_command
 from rpbench.flows.kit.front.registry import BenchmarkMode, builtin_roles
 from rpbench.flows.kit.front.settings import InputPath, OutputFolder, RunSettings, cli
 from rpbench.flows.kit.front.systems import System, read_systems
-from rpbench.flows.kit.running.report import mode_report
-from rpbench.flows.kit.running.run import Stages, finish_run, flow_body, run_flow
+from rpbench.flows.kit.running.finish import finish_run
+from rpbench.flows.kit.running.run import flow_body, run_flow
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.stages import Stages
 from rpbench.storage.schemas import FAILURES, TableSpec
 from rpbench.storage.tables import read_records
 from rpbench.storage.user_files import jsonl_objects
@@ -179,9 +180,6 @@ def quiz_scores(items: list[str], failures: list[str], n_items: int) -> Scored:
                   [f for p in failures for f in read_records(p, FAILURES)], n_items)
 
 
-report = mode_report("quiz-report")
-
-
 @flow(name="rpbench-toy-quiz")
 @flow_body
 def quiz(s: QuizSettings, stages: Stages) -> dict:
@@ -190,9 +188,7 @@ def quiz(s: QuizSettings, stages: Stages) -> dict:
     systems = checked(check_quiz, s)
     made = stages.map(answers, [{"questions": s.questions, **x.params()} for x in systems])
     tables = {"items": [m.path("quiz_answers") for m in made], "failures": [m.path("failures") for m in made]}
-    done = stages.run(report, mode="toy-quiz", inputs=[*tables["items"], *tables["failures"]],
-                      options={**tables, "n_items": len(read_questions(s.questions))}, resamples=s.resamples,
-                      seed=s.seed)
+    done = stages.score("toy-quiz", {**tables, "n_items": len(read_questions(s.questions))})
     return finish_run(s.out, stages, s, "toy-quiz", quiz={"leaderboard": done.summary["leaderboard"]})
 
 

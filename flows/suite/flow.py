@@ -17,8 +17,10 @@ import pyarrow.parquet as pq
 from prefect import flow
 
 from rpbench.flows.kit.front.registry import get_mode
-from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.finish import finish_run
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.running.ui import publish_markdown
 from rpbench.flows.suite.plan import PlannedMode, check_suite
 from rpbench.flows.suite.settings import SuiteSettings

@@ -18,8 +18,10 @@ from typing import Any
 from prefect import flow
 
 from rpbench.flows.kit.front.registry import load_ref
-from rpbench.flows.kit.running.run import Stages, failed_state, finish_run, flow_body
+from rpbench.flows.kit.running.finish import failed_state, finish_run
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, file_digest, stage
+from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.running.ui import publish_markdown
 from rpbench.flows.training.checks import check_train, evaluator, training_sources
 from rpbench.flows.training.settings import TrainSettings

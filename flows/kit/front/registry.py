@@ -143,6 +143,7 @@ class BenchmarkMode:
     # Its scoring hook: the kit's report stage hands it the run's stage tables and settings, and it gives back
     # a ``Scored`` (its item rows, failures, other tables and samples; tasks.reports.spec).
     score: Ref = "analysis:scored"
+    report_stage: str = ""  # the report stage's name in the UI and the manifest; by default "<name>-report"
     # Its flows by short name (deployments serve them), and for some of them the function that checks a
     # flow's settings before it starts (files, model names): `rpbench trigger` runs it before sending a run.
     flows: Mapping[str, Ref] = field(default_factory=dict)
@@ -178,6 +179,7 @@ class BenchmarkMode:
         work = self.work or f"rpbench.tasks.modes.{self.name}"
         object.__setattr__(self, "package", package)  # where its relative references point (RunCommand's too)
         object.__setattr__(self, "work", work)
+        object.__setattr__(self, "report_stage", self.report_stage or f"{self.name}-report")
 
         def full(ref: Ref, module: str) -> Ref:  # "X": attribute X of ``module``
             return ref if not isinstance(ref, str) or ":" in ref else f"{module}:{ref}"

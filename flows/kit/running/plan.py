@@ -102,7 +102,7 @@ def make_plan(run: Callable[[Any], None], settings: RunSettings) -> dict[str, An
         else:
             os.environ["RPBENCH_RUNNER"] = runner
     from rpbench.flows.kit.front.registry import models_config
-    from rpbench.flows.kit.running.run import run_notes
+    from rpbench.flows.kit.running.notes import run_notes
 
     planned = run_plan.result()
     # What the run would say as it starts (a judge scoring its own model, roles left on the embedded model).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
@@ -74,6 +75,12 @@ async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: d
 
 
 def mode_report(name: str) -> Task[..., Awaitable[StageResult]]:
-    """The kit's report stage, under the stage name a mode gives it (``coser-report``, as the UI and the run's
-    manifest show it): every mode's report is this one stage, its own part the scoring hook."""
+    """The kit's report stage under a stage name (``coser-report``, as the UI and the run's manifest show it):
+    every mode's report is this one stage, its own part the scoring hook."""
     return stage(name, inputs=("inputs",), code=_scoring_modules)(_scored_report)
+
+
+@functools.cache
+def report_of(mode: str) -> Task[..., Awaitable[StageResult]]:
+    """Mode ``mode``'s report stage (one task per mode and process), named by its spec's ``report_stage``."""
+    return mode_report(get_mode(mode).report_stage)

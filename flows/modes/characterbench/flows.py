@@ -6,9 +6,10 @@ from __future__ import annotations
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.running.report import mode_report
-from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.finish import finish_run
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.characterbench.checks import check_run
 from rpbench.flows.modes.characterbench.settings import CharacterBenchSettings
@@ -52,9 +53,6 @@ async def judgments(run: StageRun, data: list[str], language: str, limit: int | 
     return run.result(judged=len(judged), failed=sum(j.status == "failed" for j in judged))
 
 
-report = mode_report("characterbench-report")
-
-
 @flow(name="rpbench-characterbench", log_prints=True, task_runner=stage_runner(4))
 @flow_body
 def characterbench(s: CharacterBenchSettings, stages: Stages) -> dict:
@@ -67,8 +65,7 @@ def characterbench(s: CharacterBenchSettings, stages: Stages) -> dict:
                                      "output": s.judge_output, "name": x.name, "shard": x.shard}
                                     for m, x in zip(made, got.systems, strict=True)])
     tables = {"replies": [m.path("replies") for m in made], "judgments": [j.path("judgments") for j in judged]}
-    done = stages.run(report, mode="characterbench", inputs=[*s.data, *tables["replies"], *tables["judgments"]],
-                      options={**common, **tables, "judge": got.judge}, resamples=s.resamples, seed=s.seed)
+    done = stages.score("characterbench", {**common, **tables, "judge": got.judge})
     return finish_run(s.out, stages, s, "characterbench", characterbench_settings=s.recorded(s.out), characterbench={
         "leaderboard": done.summary["leaderboard"], "agreement": done.summary.get("agreement", []), "items": got.items,
         "report": done.path("report_html")})

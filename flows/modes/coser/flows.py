@@ -6,9 +6,10 @@ from __future__ import annotations
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.running.report import mode_report
-from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.finish import finish_run
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.coser.checks import check_run
 from rpbench.flows.modes.coser.settings import CoserSettings
@@ -62,9 +63,6 @@ async def critiques(run: StageRun, data: list[str], limit: int | None, continue_
     return run.result(critiques=len(made), failed=sum(c.status == "failed" for c in made))
 
 
-report = mode_report("coser-report")
-
-
 @flow(name="rpbench-coser", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
 def coser(s: CoserSettings, stages: Stages) -> dict:
@@ -79,8 +77,7 @@ def coser(s: CoserSettings, stages: Stages) -> dict:
                                     for a, x in zip(acted, got.systems, strict=True)])
     tables = {"messages": [a.path("messages") for a in acted], "ends": [a.path("scene_ends") for a in acted],
               "critiques": [j.path("critiques") for j in judged]}
-    done = stages.run(report, mode="coser", inputs=[*s.data, *(p for paths in tables.values() for p in paths)],
-                      options={**common, **tables}, resamples=s.resamples, seed=s.seed)
+    done = stages.score("coser", {**common, **tables})
     summary = {"leaderboard": done.summary["leaderboard"], "draws": done.summary.get("draws", {}),
                "circumstances": got.circumstances, "empty_thoughts": got.empty_thoughts,
                "report": done.path("report_html")}

@@ -6,9 +6,10 @@ from __future__ import annotations
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.running.report import mode_report
-from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.finish import finish_run
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.dmt.checks import check_run, select
 from rpbench.flows.modes.dmt.settings import DmtSettings
@@ -80,9 +81,6 @@ async def labels(run: StageRun, rounds: str, seeds: str, ends: str, name: str) -
     return run.result(labels=len(made), failed=len(failures))
 
 
-report = mode_report("dmt-report")
-
-
 @flow(name="rpbench-dmt", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
 def dmt(s: DmtSettings, stages: Stages) -> dict:
@@ -99,9 +97,7 @@ def dmt(s: DmtSettings, stages: Stages) -> dict:
               "ends": [m.path("dialogue_ends") for m in made], "seeds": [m.path("seeds") for m in made],
               "labels": [lb.path("labels") for lb in labelled],
               "failures": [m.path("dialogue_failures") for m in made] + [lb.path("label_failures") for lb in labelled]}
-    done = stages.run(report, mode="dmt", inputs=[p for paths in tables.values() for p in paths],
-                      options={**tables, "max_rounds": s.max_rounds, "policy": s.policy, "n_dialogues": n},
-                      resamples=s.resamples, seed=s.seed)
+    done = stages.score("dmt", {**tables, "max_rounds": s.max_rounds, "policy": s.policy, "n_dialogues": n})
     summary = {"leaderboard": done.summary["leaderboard"], "table4": done.summary["table4"],
                "round_curve": done.summary["round_curve"], "policy": s.policy, "dialogues": n,
                "report": done.path("report_html")}

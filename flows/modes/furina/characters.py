@@ -12,8 +12,10 @@ from pathlib import Path
 from prefect import flow
 
 from rpbench.flows.kit.front.registry import models_config
-from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.finish import finish_run
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.modes.furina.settings import SynthesisSettings
 from rpbench.samples import sample_path
 from rpbench.storage.tables import read_records

@@ -14,7 +14,8 @@ from typing import Any
 
 from prefect import flow
 
-from rpbench.flows.kit.running.run import failed_state, flow_body
+from rpbench.flows.kit.running.finish import failed_state
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.modes.furina.build import build_benchmark
 from rpbench.flows.modes.furina.evaluate import evaluate
 from rpbench.flows.modes.furina.pool import build_pool

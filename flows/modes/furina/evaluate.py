@@ -16,9 +16,10 @@ from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
 from rpbench.flows.kit.front.registry import models_config
-from rpbench.flows.kit.running.report import mode_report
-from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.finish import finish_run
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.furina.checks import check_models
 from rpbench.flows.modes.furina.settings import EvalSettings
@@ -86,9 +87,6 @@ async def scores(run: StageRun, items: str, characters: str, scenes: str, base: 
     return run.result(scored=len(made), failures=len(failures))
 
 
-report = mode_report("eval-report")
-
-
 @flow(name="rpbench-evaluate", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
 def evaluate(s: EvalSettings, stages: Stages) -> dict:
@@ -112,10 +110,8 @@ def evaluate(s: EvalSettings, stages: Stages) -> dict:
     tables = {"generations": [m.path("generations") for m in made], "judgments": [j.path("judgments") for j in judged],
               "checks": [c.path("checks") for c in hallucination],
               "item_scores": [x.path("item_scores") for x in scored], "failures": [x.path("failures") for x in scored]}
-    done = stages.run(report, mode="furina", inputs=[*files.values(), *(p for paths in tables.values() for p in paths)],
-                      options={**files, **tables, "n_items": n_items,
-                               "judge_model": models_config(s.models_file).for_role("judge").model},
-                      resamples=s.resamples, seed=s.seed)
+    done = stages.score("furina", {**files, **tables, "n_items": n_items,
+                                   "judge_model": models_config(s.models_file).for_role("judge").model})
     failures = failure_counts(read_records(done.path("failures"), FAILURES))
     summary = {"items": n_items, "models": [x.name for x in systems[1:]], "leaderboard": done.summary["leaderboard"],
                "pareto": done.summary["pareto"], "separability_index": done.summary["separability_index"],

@@ -73,6 +73,7 @@ FURINA = BenchmarkMode(
     item_table="ITEM_SCORES",
     report=".evaluation.analysis:REPORT",
     score=".evaluation.analysis:scored",
+    report_stage="eval-report",
     flows={"build-pool": "pool:build_pool", "synthesize-characters": "characters:synthesize_characters",
            "build-benchmark": "build:build_benchmark", "evaluate": "evaluate:evaluate", "demo": "demo:demo"},
     checks={"build-pool": "check_books", "synthesize-characters": "check_synthesis", "build-benchmark": "check",

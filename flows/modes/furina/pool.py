@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from prefect import flow
 
-from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.finish import finish_run
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.furina.checks import book_shards
 from rpbench.flows.modes.furina.settings import PoolSettings

@@ -16,9 +16,10 @@ from typing import Any
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.running.report import mode_report
-from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.finish import finish_run
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.pingpong.checks import _judge_roles, check_run, select, stored_run
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings, Scoring
@@ -90,15 +91,11 @@ async def judgments(run: StageRun, conversations: str, cards: str, model: str, j
     return run.result(judged_turns=len(made), failed=len(failed))
 
 
-report = mode_report("pingpong-report")
-
-
 def _report(stages: Stages, s: Scoring, tables: dict[str, list[str]], judges: list[str], scale: str) -> StageResult:
     """The kit's report stage on the conversations, cards, judgments and failures in ``tables``."""
-    return stages.run(report, mode="pingpong", inputs=[p for paths in tables.values() for p in paths],
-                      options={**tables, "judges": judges, "judge_weights": s.judge_weight_map(),
-                               "criterion_weights": s.criterion_weight_map(), "scale": scale,
-                               "exact_mean": s.exact_mean}, resamples=s.resamples, seed=s.seed)
+    return stages.score("pingpong", {**tables, "judges": judges, "judge_weights": s.judge_weight_map(),
+                                     "criterion_weights": s.criterion_weight_map(), "scale": scale,
+                                     "exact_mean": s.exact_mean})
 
 
 def _finish(s: Scoring, stages: Stages, out: str, flow_name: str, done: StageResult, judges: list[str],

@@ -5,9 +5,10 @@ from __future__ import annotations
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.running.report import mode_report
-from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.finish import finish_run
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
+from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.roleinteract.checks import check_run
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
@@ -39,9 +40,6 @@ async def answers(run: StageRun, data: list[str], columns: list[str], languages:
                       failed=sum(a.status == "failed" for a in made))
 
 
-report = mode_report("roleinteract-report")
-
-
 @flow(name="rpbench-roleinteract", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
 def roleinteract(s: RoleInteractSettings, stages: Stages) -> dict:
@@ -52,9 +50,7 @@ def roleinteract(s: RoleInteractSettings, stages: Stages) -> dict:
     made = stages.map(answers, [{**common, "reask": s.reask, "with_instruction": s.with_instruction,
                                  **system.params()} for system in systems])
     answered = [m.path("answers") for m in made]
-    done = stages.run(report, mode="roleinteract", inputs=[*s.data, *answered],
-                      options={**common, "answers": answered, "policy": s.policy, "scoring": s.scoring},
-                      resamples=s.resamples, seed=s.seed)
+    done = stages.score("roleinteract", {**common, "answers": answered, "policy": s.policy, "scoring": s.scoring})
     summary = {"leaderboard": done.summary["leaderboard"], "table": done.summary["table"], "policy": s.policy,
                "scoring": s.scoring, "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "roleinteract", roleinteract=summary,

@@ -16,9 +16,10 @@ import yaml
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.running.report import mode_report
-from rpbench.flows.kit.running.run import Stages, finish_run, flow_body
+from rpbench.flows.kit.running.finish import finish_run
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, slug, stage
+from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.scale.runners import stage_runner
 from rpbench.flows.modes.rolellm.checks import (
     BASELINE,
@@ -151,9 +152,6 @@ async def rankings(run: StageRun, data: list[str], baselines: list[str], profile
     return run.result(ranked=sum(r.status == "ok" for r in made), failed=sum(r.status == "failed" for r in made))
 
 
-report = mode_report("rolellm-report")
-
-
 @flow(name="rpbench-rolellm-eval", log_prints=True, task_runner=stage_runner(WORKERS))
 @flow_body
 def rolellm_eval(s: EvalSettings, stages: Stages) -> dict:
@@ -174,11 +172,8 @@ def rolellm_eval(s: EvalSettings, stages: Stages) -> dict:
                                     "shard": slug(judge)} for judge, role in got.judges.items()])
     tables = {"answers": [m.path("answers") for m in made], "rankings": [r.path("rankings") for r in ranked],
               "ranking_failures": [r.path("failures") for r in ranked]}
-    done = stages.run(report, mode="rolellm",
-                      inputs=[*got.data, *(p for paths in tables.values() for p in paths), *([s.raw] if s.raw else [])],
-                      options={"data": got.data, "limit": s.limit, **tables, "raw": s.raw, "combine": s.combine,
-                               "prompting": s.mode, "reference": s.reference, "zh_tokens": s.zh_tokens},
-                      resamples=s.resamples, seed=s.seed)
+    done = stages.score("rolellm", {"data": got.data, "limit": s.limit, **tables, "raw": s.raw, "combine": s.combine,
+                                    "prompting": s.mode, "reference": s.reference, "zh_tokens": s.zh_tokens})
     summary = {"leaderboard": done.summary["leaderboard"], "by_split": done.summary["by_split"],
                "win_rates": done.summary["win_rates"], "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "rolellm-eval", rolellm=summary,
