@@ -26,12 +26,11 @@ from typing import Any
 import orjson
 
 from rpbench.tasks.llm.cache import CallCache
-from rpbench.tasks.llm.config import ModelSpec
+from rpbench.tasks.llm.config import ModelSpec, RetryPolicy
 from rpbench.tasks.llm.provider_schema import BATCH_PROVIDERS, batch_provider
 
 ENDPOINT = "/v1/chat/completions"
 DONE, GIVEN_UP = "completed", ("failed", "expired", "cancelled", "cancelling")
-CREATE_ATTEMPTS = 3  # creating a batch, each attempt after the first only once no batch of its digest is found
 log = logging.getLogger("rpbench")
 
 Item = tuple[str, list[dict[str, Any]], dict[str, Any] | None, int]  # cache key, messages, response format, sample
@@ -106,16 +105,17 @@ async def _find(provider: str, digest: str, credentials: dict[str, Any]) -> str 
     return None
 
 
-async def _create(provider: str, digest: str, file_id: str, credentials: dict[str, Any]) -> str:
+async def _create(provider: str, digest: str, file_id: str, credentials: dict[str, Any], policy: RetryPolicy) -> str:
     """Create the batch for ``digest`` once. The client's own retries are off: a reply lost after the provider
-    made the batch (a timeout, a dropped connection, a 5xx from a proxy) would make a second one. Each failed
-    attempt looks for the batch by its digest first, and only a transient failure with no batch found is
-    tried again."""
+    made the batch (a timeout, a dropped connection, a 5xx from a proxy) would make a second one. A failed
+    attempt looks for the batch by its digest first; only a transient failure with no batch found is tried
+    again, under the run's retry policy (backoff and attempts) as an interactive call is."""
     import litellm
+    from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
     from rpbench.tasks.llm.transient import is_transient
 
-    for attempt in range(CREATE_ATTEMPTS):
+    async def once() -> str:
         try:
             created = await litellm.acreate_batch(completion_window="24h", endpoint=ENDPOINT, input_file_id=file_id,
                                                   custom_llm_provider=provider, metadata={"rpbench_digest": digest},
@@ -123,20 +123,26 @@ async def _create(provider: str, digest: str, file_id: str, credentials: dict[st
             return str(created.id)
         except Exception as exc:
             found = await _find(provider, digest, credentials)
-            if found:
-                log.info("batch %s was made though its creation failed (%s): using it", found, type(exc).__name__)
-                return found
-            if attempt + 1 == CREATE_ATTEMPTS or not is_transient(exc):
+            if not found:
                 raise
-            await asyncio.sleep(2.0 ** attempt)
-    raise AssertionError("unreachable")
+            log.info("batch %s was made though its creation failed (%s): using it", found, type(exc).__name__)
+            return found
+
+    async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(policy.transient_attempts), retry=retry_if_exception(is_transient),
+            wait=wait_exponential_jitter(initial=policy.backoff_initial, max=policy.backoff_max), reraise=True):
+        with attempt:
+            batch_id = await once()
+    return batch_id
 
 
 async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, label: str,
-                     on_poll: Callable[[str], Any] | None = None) -> tuple[str, dict[str, dict[str, Any]]]:
+                     on_poll: Callable[[str], Any] | None = None,
+                     policy: RetryPolicy | None = None) -> tuple[str, dict[str, dict[str, Any]]]:
     """Submit ``items`` as one batch (or find the one submitted before) and wait for it; its id, and the reply
     fields of each line answered, by cache key (lines the provider failed are left out: they are sent again
-    interactively). ``on_poll`` is told where the batch stands at each look (the stage's progress line)."""
+    interactively). ``on_poll`` is told where the batch stands at each look (the stage's progress line);
+    ``policy``: the run's retry policy, for creating the batch."""
     import litellm
 
     provider = batch_provider(spec.model)
@@ -158,7 +164,7 @@ async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, l
             cache.journal_batch(digest, state)
         state["creating"] = True  # from here a kill leaves a batch that may exist: found again by its digest
         cache.journal_batch(digest, state)
-        state["batch_id"] = await _create(provider, digest, state["file_id"], credentials)
+        state["batch_id"] = await _create(provider, digest, state["file_id"], credentials, policy or RetryPolicy())
         cache.journal_batch(digest, state)
         log.info("%s: batch %s submitted (%d requests to %s)", label, state["batch_id"], len(items), spec.model)
     else:

@@ -559,7 +559,8 @@ class Gateway:
                                                     spec.max_tokens)
             started = time.perf_counter()
             batch_id, replies = await send_batch(spec, list(items.values()), self.cache, self.stage or "batch",
-                                                 on_poll=lambda status: setattr(self, "batch_status", status))
+                                                 on_poll=lambda status: setattr(self, "batch_status", status),
+                                                 policy=self.config.retry)
             latency = time.perf_counter() - started
             for key, fields in replies.items():
                 n_in, n_out = fields["prompt_tokens"], fields["completion_tokens"]
