@@ -56,9 +56,9 @@ def _scoring_modules(params: Mapping[str, Any]) -> list[str]:
 async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: dict[str, Any], resamples: int,
                          seed: int, notes: list[str] | None = None) -> StageResult:
     """Any mode's report from its scoring hook: the mode's ``score`` turns ``options`` (its stage tables and
-    settings, and ``resamples`` and ``seed`` if it takes them; ``inputs``: every file it reads, whose content keys
-    the cache) into a ``Scored``; the kit writes
-    the item table, the failures and the mode's other tables final, scores, reports and publishes."""
+    settings, and ``resamples`` and ``seed`` if it takes them; ``inputs``: every file it reads, whose content
+    keys the cache) into a ``Scored``; the kit writes the item table, the failures and the mode's other tables
+    final, scores, reports and publishes."""
     found = get_mode(mode)
     hook = load_ref(found.score)
     wanted = inspect.signature(hook).parameters  # a hook that bootstraps too gets the run's resamples and seed
@@ -74,13 +74,9 @@ async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: d
     return run.result(leaderboard=report.board, **scored.summary, **report.analysis.summary)
 
 
-def mode_report(name: str) -> Task[..., Awaitable[StageResult]]:
-    """The kit's report stage under a stage name (``coser-report``, as the UI and the run's manifest show it):
-    every mode's report is this one stage, its own part the scoring hook."""
-    return stage(name, inputs=("inputs",), code=_scoring_modules)(_scored_report)
-
-
 @functools.cache
 def report_of(mode: str) -> Task[..., Awaitable[StageResult]]:
-    """Mode ``mode``'s report stage (one task per mode and process), named by its spec's ``report_stage``."""
-    return mode_report(get_mode(mode).report_stage)
+    """Mode ``mode``'s report stage: the kit's one report stage under the name its spec gives it
+    (``report_stage``, ``coser-report`` by default, as the UI and the run's manifest show it), one task per mode
+    and process; the mode's own part is its scoring hook."""
+    return stage(get_mode(mode).report_stage, inputs=("inputs",), code=_scoring_modules)(_scored_report)
