@@ -19,17 +19,16 @@ Lines = Callable[..., Iterable[str]]  # (section) or (section, settings)
 
 @dataclass(frozen=True)
 class FlowCommand:
-    """A command that runs one of the mode's flows (``flow``, its short name in the spec): the options from the
-    flow's settings, the help from the settings' docstring, the mode's input check of that flow first, then
-    ``lines`` (a function of the flow's section of the manifest, and of the settings if it takes two arguments,
-    or ``"module:function"`` under the mode's package; by default the leaderboard's headline with its interval
-    and each judge's agreement with people), what the run did, and where its report is. ``section``: the
-    manifest's section, by default ``flow``."""
+    """A command that runs one of the mode's flows (``flow``, its short name in the spec; none: the mode's only
+    flow): the options from the flow's settings, the help from the settings' docstring, the mode's input check
+    of that flow first, then ``lines`` (a function of the flow's section of the manifest, and of the settings if
+    it takes two arguments, or ``"module:function"`` under the mode's package; by default the leaderboard's
+    headline with its interval and each judge's agreement with people), what the run did, and where its report
+    is. ``section``: the manifest's section, by default the flow's name."""
 
-    flow: str
+    flow: str | None = None
     lines: Lines | str | None = None
     section: str | None = None
-    starts_workers: bool = True
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,11 @@ class Commands:
         from rpbench.flows.kit.front.commands import leaderboard_lines, run_evaluation, settings_command
         from rpbench.flows.kit.front.registry import load_ref
 
-        model = load_ref(found.settings[command.flow])
+        if command.flow is None:
+            (flow,) = found.flows
+        else:
+            flow = command.flow
+        model = load_ref(found.settings[flow])
         if isinstance(command.lines, str):
             lines: Lines = load_ref(f"{found.package}.{command.lines}")
         elif command.lines is not None:
@@ -85,13 +88,12 @@ class Commands:
         with_settings = len(inspect.signature(lines).parameters) > 1  # lines(section, settings): needs them too
 
         def run(settings: BaseModel) -> None:
-            run_evaluation(settings, found.checks.get(command.flow), found.flows[command.flow],
-                           command.section or command.flow,
+            run_evaluation(settings, found.checks.get(flow), found.flows[flow], command.section or flow,
                            (lambda section: lines(section, settings)) if with_settings else lines)
 
         run.__doc__ = model.__doc__
         run.rpbench_mode = self.mode  # type: ignore[attr-defined]  # which mode's folders are its own
-        return settings_command(model, run, starts_workers=command.starts_workers)
+        return settings_command(model, run)
 
 
 class RunCommand(Commands):
@@ -99,12 +101,4 @@ class RunCommand(Commands):
     ``more`` commands by name."""
 
     def __init__(self, mode: str, lines: Lines | str | None = None, more: Mapping[str, str] | None = None) -> None:
-        super().__init__(mode, {})
-        self.lines, self.more = lines, dict(more or {})
-
-    def __call__(self, app: typer.Typer) -> None:
-        from rpbench.flows.kit.front.registry import get_mode
-
-        (short,) = get_mode(self.mode).flows
-        self.commands = {"run": FlowCommand(short, self.lines), **self.more}
-        super().__call__(app)
+        super().__init__(mode, {"run": FlowCommand(None, lines), **(more or {})})
