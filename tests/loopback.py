@@ -240,6 +240,14 @@ class LoopbackServer:
             return web.json_response({"error": {"message": f"no batch {batch_id}"}}, status=404)
         return web.json_response(self._batch_view(batch_id))
 
+    async def _cancel_batch(self, request: web.Request) -> web.Response:
+        batch_id = request.match_info["batch_id"]
+        if batch_id not in self.batches:
+            return web.json_response({"error": {"message": f"no batch {batch_id}"}}, status=404)
+        if self.batches[batch_id]["status"] == "in_progress":
+            self.batches[batch_id].update(status="cancelled", cancelled_at=int(time.time()))
+        return web.json_response(self._batch_view(batch_id))
+
     async def _list_batches(self, request: web.Request) -> web.Response:
         data = [self._batch_view(b) for b in sorted(self.batches, reverse=True)]
         return web.json_response({"object": "list", "data": data, "has_more": False,
@@ -271,6 +279,7 @@ class LoopbackServer:
             app.router.add_post(f"{prefix}/batches", self._create_batch)
             app.router.add_get(f"{prefix}/batches", self._list_batches)
             app.router.add_get(prefix + "/batches/{batch_id}", self._get_batch)
+            app.router.add_post(prefix + "/batches/{batch_id}/cancel", self._cancel_batch)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
         app.router.add_post("/v1/messages", self._anthropic)

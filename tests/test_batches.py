@@ -142,16 +142,66 @@ def test_a_batch_created_but_never_journaled_is_found_again_by_its_digest(server
     assert len(server.batches) == 1 and again[0] == first[0] and again[1] == first[1]
 
 
-def test_a_batch_whose_creation_reply_is_lost_is_not_created_again(server, tmp_path):
-    """The provider makes the batch but its reply never arrives (a 500 from a proxy, twice): no second batch
-    is made, neither by the client's own retries nor by ours; the one made is found by its digest and used."""
-    spec = ModelSpec(model="openai/loopback", api_base=server.base_url, api_key_env=TEST_KEY_ENV,
+def _route(server, route: str) -> ModelSpec:
+    if route == "azure":  # an Azure deployment: the client adds /openai/... and the API version
+        return ModelSpec(model="azure/rp-deployment", api_base=server.base_url.removesuffix("/v1"),
+                         api_key_env=TEST_KEY_ENV, extra={"api_version": "2024-10-21"}, batch=True, batch_poll_s=0.05)
+    return ModelSpec(model="openai/loopback", api_base=server.base_url, api_key_env=TEST_KEY_ENV,
                      batch=True, batch_poll_s=0.05)
+
+
+@pytest.mark.parametrize("route", ["openai", "azure"])
+def test_a_batch_whose_creation_reply_is_lost_is_not_created_again(server, tmp_path, route):
+    """The provider makes the batch but its reply never arrives (a 500 from a proxy, twice): no second batch
+    is made, neither by the client's own retries nor by ours; the one made is found by its digest and used.
+    (Azure's client ignored the creation's ``max_retries=0`` when an upload had made the client first.)"""
     items = [(f"key-{k}", [{"role": "user", "content": f"question {k}"}], None, 0) for k in range(3)]
     server.batch_creates_lost = 2
-    batch_id, replies = asyncio.run(send_batch(spec, items, CallCache(tmp_path / "calls.sqlite"), "test"))
+    batch_id, replies = asyncio.run(send_batch(_route(server, route), items, CallCache(tmp_path / "calls.sqlite"),
+                                               "test"))
     assert list(server.batches) == [batch_id] and len(replies) == 3
     assert server.batch_creates_lost == 1  # one creation asked for, not three
+
+
+def test_a_second_batch_made_for_the_same_calls_is_cancelled_and_one_is_used(server, tmp_path):
+    """A batch for the same calls that rpbench did not journal (a creation the SDK retried below litellm, out of
+    our sight: litellm's Azure client cache leaves the retry count out of its key) is cancelled once rpbench's
+    own is made, so one batch is billed and its replies are the ones used."""
+    spec = _route(server, "azure")
+    items = [(f"key-{k}", [{"role": "user", "content": f"question {k}"}], None, 0) for k in range(3)]
+    server.batch_delay = 1.0  # both still in progress when the double is looked for
+    server.batches["batch_0"] = {  # what the silent retry left: the same calls, the same digest
+        "id": "batch_0", "object": "batch", "endpoint": "/v1/chat/completions", "input_file_id": "file-0",
+        "completion_window": "24h", "status": "in_progress", "created_at": 1,
+        "metadata": {"rpbench_digest": batch_digest(spec, [key for key, *_ in items])}, "output_file_id": None,
+        "error_file_id": None, "request_counts": {"total": 3, "completed": 0, "failed": 0}, "_ready_at": 1e12}
+    batch_id, replies = asyncio.run(send_batch(spec, items, CallCache(tmp_path / "calls.sqlite"), "test"))
+    assert batch_id != "batch_0" and len(replies) == 3
+    assert server.batches["batch_0"]["status"] == "cancelled"
+    assert server.batches[batch_id]["status"] == "completed"
+
+
+def test_stage_shards_on_their_own_event_loops_share_the_provider_client_safely(server, tmp_path):
+    """Two shards creating their batches at once, each on its own event loop (as stage shards run): litellm
+    reuses one Azure client whichever loop asks, whose connections belong to the loop that made it. Each
+    shard gets its one batch, with no connection error and no double."""
+    spec = _route(server, "azure")
+    cache = CallCache(tmp_path / "calls.sqlite")
+    made: dict[str, str] = {}
+
+    def shard(tag: str) -> None:
+        items = [(f"key-{tag}-{k}", [{"role": "user", "content": f"{tag} {k}"}], None, 0) for k in range(3)]
+        made[tag] = asyncio.run(send_batch(spec, items, cache, tag))[0]
+
+    import threading
+
+    threads = [threading.Thread(target=shard, args=(tag,)) for tag in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(made) == ["a", "b"] and sorted(made.values()) == sorted(server.batches)
+    assert len(server.batches) == 2
 
 
 def test_the_plan_prices_batched_calls_at_the_batch_price_and_names_dialogues_left_interactive(server, tmp_path):

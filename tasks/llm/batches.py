@@ -10,7 +10,9 @@ Nothing is submitted twice. What a batch asks (its model and the cache keys of i
 cache journals the uploaded file, that the batch is being created, and then its id. A run killed while the batch
 is in flight, started again, polls the same batch. Killed between asking for the batch and journaling its id, it
 finds the batch again among the provider's batches by the name it carries in its metadata; a creation whose
-reply is lost (the batch made, the answer a timeout or a 5xx) is looked for the same way before it is tried again.
+reply is lost (the batch made, the answer a timeout or a 5xx) is looked for the same way before it is tried again,
+and any other batch found carrying the same name once ours is made is cancelled. Every call to the provider's
+files and batches API runs on one event loop of this module's own, with the client's retries off (see ``_api``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import asyncio
 import hashlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -94,45 +97,106 @@ def _reply_of(line: dict[str, Any]) -> dict[str, Any] | None:
             "cached_prompt_tokens": int(cached) if cached else None}
 
 
-async def _find(provider: str, digest: str, credentials: dict[str, Any]) -> str | None:
-    """The id of a batch already created for ``digest`` (its id was never journaled), if the provider has it."""
-    import litellm
-
-    found = await litellm.alist_batches(custom_llm_provider=provider, limit=100, **credentials)
-    for batch in getattr(found, "data", None) or []:
-        if (getattr(batch, "metadata", None) or {}).get("rpbench_digest") == digest:
-            return str(batch.id)
-    return None
-
-
-async def _create(provider: str, digest: str, file_id: str, credentials: dict[str, Any], policy: RetryPolicy) -> str:
-    """Create the batch for ``digest`` once. The client's own retries are off: a reply lost after the provider
-    made the batch (a timeout, a dropped connection, a 5xx from a proxy) would make a second one. A failed
-    attempt looks for the batch by its digest first; only a transient failure with no batch found is tried
-    again, under the run's retry policy (backoff and attempts) as an interactive call is."""
-    import litellm
+def _retrying(policy: RetryPolicy) -> Any:
+    """Transient failures tried again under the run's retry policy, as an interactive call is."""
     from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
     from rpbench.tasks.llm.transient import is_transient
 
+    return AsyncRetrying(stop=stop_after_attempt(policy.transient_attempts), retry=retry_if_exception(is_transient),
+                         wait=wait_exponential_jitter(initial=policy.backoff_initial, max=policy.backoff_max),
+                         reraise=True)
+
+
+_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
+_loop_lock = threading.Lock()
+
+
+def _provider_loop() -> asyncio.AbstractEventLoop:
+    """The one event loop, on a thread of its own, that every call to a files or batches API runs on.
+
+    litellm keeps one client per set of credentials and hands it to whichever loop asks, but the client's
+    connections belong to the loop that made it: a stage on another loop (stage shards run on several at once)
+    got "Server disconnected", and the SDK's silent retry of that creation made a second batch."""
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop[0] != os.getpid() or _loop[1].is_closed():  # a forked worker starts its own
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="rpbench-batch-api", daemon=True).start()
+            _loop = (os.getpid(), loop)
+        return _loop[1]
+
+
+async def _api(name: str, provider: str, credentials: dict[str, Any], **kwargs: Any) -> Any:
+    """One call to litellm's files or batches API, once, on the provider loop, with the client's own retries off.
+
+    Every call here says ``max_retries=0``, not only the creation: for Azure, litellm's client cache leaves the
+    retry count out of its key, so a client first made by an upload or a look-up with the SDK's default retries
+    would be reused by the creation."""
+    import litellm
+
+    call = getattr(litellm, name)(custom_llm_provider=provider, max_retries=0, **credentials, **kwargs)
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, _provider_loop()))
+
+
+async def _read(name: str, provider: str, credentials: dict[str, Any], policy: RetryPolicy, **kwargs: Any) -> Any:
+    """A call that changes nothing the provider bills twice (an upload, a look-up), retried when transient."""
+    async for attempt in _retrying(policy):
+        with attempt:
+            result = await _api(name, provider, credentials, **kwargs)
+    return result
+
+
+async def _made_for(provider: str, digest: str, credentials: dict[str, Any], policy: RetryPolicy) -> list[str]:
+    """The ids of the batches the provider holds for ``digest``, oldest first."""
+    found = await _read("alist_batches", provider, credentials, policy, limit=100)
+    batches = [b for b in getattr(found, "data", None) or []
+               if (getattr(b, "metadata", None) or {}).get("rpbench_digest") == digest]
+    return [str(b.id) for b in sorted(batches, key=lambda b: getattr(b, "created_at", 0) or 0)]
+
+
+async def _find(provider: str, digest: str, credentials: dict[str, Any], policy: RetryPolicy) -> str | None:
+    """The id of a batch already created for ``digest`` (its id was never journaled), if the provider has it."""
+    made = await _made_for(provider, digest, credentials, policy)
+    return made[0] if made else None
+
+
+async def _cancel_doubles(provider: str, digest: str, kept: str, credentials: dict[str, Any],
+                          policy: RetryPolicy) -> None:
+    """Cancel any other batch made for ``digest``: a retry below litellm (an SDK client it reuses with its own
+    retries, whatever this module asks) can send a creation twice, and each batch is billed."""
+    try:
+        doubles = [b for b in await _made_for(provider, digest, credentials, policy) if b != kept]
+    except Exception as exc:  # the batch itself is fine; only the look for doubles failed
+        log.warning("could not check for a second batch made for %s (%s)", kept, type(exc).__name__)
+        return
+    for double in doubles:
+        await _read("acancel_batch", provider, credentials, policy, batch_id=double)
+        log.warning("batch %s was made twice (a creation retried below rpbench): cancelled the other one, %s",
+                    kept, double)
+
+
+async def _create(provider: str, digest: str, file_id: str, credentials: dict[str, Any], policy: RetryPolicy) -> str:
+    """Create the batch for ``digest`` once. A reply lost after the provider made the batch (a timeout, a
+    dropped connection, a 5xx from a proxy) must not make a second one, so a failed attempt looks for the batch
+    by its digest first; only a transient failure with no batch found is tried again."""
+
     async def once() -> str:
         try:
-            created = await litellm.acreate_batch(completion_window="24h", endpoint=ENDPOINT, input_file_id=file_id,
-                                                  custom_llm_provider=provider, metadata={"rpbench_digest": digest},
-                                                  max_retries=0, **credentials)
+            created = await _api("acreate_batch", provider, credentials, completion_window="24h",
+                                 endpoint=ENDPOINT, input_file_id=file_id, metadata={"rpbench_digest": digest})
             return str(created.id)
         except Exception as exc:
-            found = await _find(provider, digest, credentials)
+            found = await _find(provider, digest, credentials, policy)
             if not found:
                 raise
             log.info("batch %s was made though its creation failed (%s): using it", found, type(exc).__name__)
             return found
 
-    async for attempt in AsyncRetrying(
-            stop=stop_after_attempt(policy.transient_attempts), retry=retry_if_exception(is_transient),
-            wait=wait_exponential_jitter(initial=policy.backoff_initial, max=policy.backoff_max), reraise=True):
+    async for attempt in _retrying(policy):
         with attempt:
             batch_id = await once()
+    await _cancel_doubles(provider, digest, batch_id, credentials, policy)
     return batch_id
 
 
@@ -142,9 +206,8 @@ async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, l
     """Submit ``items`` as one batch (or find the one submitted before) and wait for it; its id, and the reply
     fields of each line answered, by cache key (lines the provider failed are left out: they are sent again
     interactively). ``on_poll`` is told where the batch stands at each look (the stage's progress line);
-    ``policy``: the run's retry policy, for creating the batch."""
-    import litellm
-
+    ``policy``: the run's retry policy, for every call to the provider."""
+    policy = policy or RetryPolicy()
     provider = batch_provider(spec.model)
     if provider is None:
         raise ValueError(f"{spec.model} has no batch API")
@@ -152,27 +215,26 @@ async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, l
     digest = batch_digest(spec, [item[0] for item in items])
     state = cache.batch_state(digest) or {}
     if not state.get("batch_id") and state.get("creating"):
-        state["batch_id"] = await _find(provider, digest, credentials)
+        state["batch_id"] = await _find(provider, digest, credentials, policy)
         if state["batch_id"]:
             cache.journal_batch(digest, state)
     if not state.get("batch_id"):
         if not state.get("file_id"):
             data = b"\n".join(orjson.dumps(_line(spec, item)) for item in items)
-            uploaded = await litellm.acreate_file(file=(f"rpbench-{digest[:12]}.jsonl", data), purpose="batch",
-                                                  custom_llm_provider=provider, **credentials)
+            uploaded = await _read("acreate_file", provider, credentials, policy,
+                                   file=(f"rpbench-{digest[:12]}.jsonl", data), purpose="batch")
             state = {"file_id": uploaded.id}
             cache.journal_batch(digest, state)
         state["creating"] = True  # from here a kill leaves a batch that may exist: found again by its digest
         cache.journal_batch(digest, state)
-        state["batch_id"] = await _create(provider, digest, state["file_id"], credentials, policy or RetryPolicy())
+        state["batch_id"] = await _create(provider, digest, state["file_id"], credentials, policy)
         cache.journal_batch(digest, state)
         log.info("%s: batch %s submitted (%d requests to %s)", label, state["batch_id"], len(items), spec.model)
     else:
         log.info("%s: batch %s was submitted by an earlier run: polling it", label, state["batch_id"])
     started = time.monotonic()
     while True:
-        batch = await litellm.aretrieve_batch(batch_id=state["batch_id"], custom_llm_provider=provider,
-                                              **credentials)
+        batch = await _read("aretrieve_batch", provider, credentials, policy, batch_id=state["batch_id"])
         counts = getattr(batch, "request_counts", None)
         done = getattr(counts, "completed", 0) if counts is not None else 0
         if batch.status == DONE:
@@ -188,8 +250,7 @@ async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, l
         await asyncio.sleep(spec.batch_poll_s)
     replies: dict[str, dict[str, Any]] = {}
     if batch.output_file_id:
-        content = await litellm.afile_content(file_id=batch.output_file_id, custom_llm_provider=provider,
-                                              **credentials)
+        content = await _read("afile_content", provider, credentials, policy, file_id=batch.output_file_id)
         raw = getattr(content, "content", content)
         for text in (raw if isinstance(raw, bytes) else str(raw).encode()).splitlines():
             if text.strip():

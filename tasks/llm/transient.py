@@ -12,6 +12,7 @@ import json
 import re
 
 import litellm
+import openai
 
 from rpbench.tasks.llm.call_errors import MissingKeyError, WorkerCallError
 
@@ -25,6 +26,7 @@ TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     TimeoutError,
     ConnectionError,
     json.JSONDecodeError,
+    openai.APIConnectionError,  # litellm's files and batches calls pass the SDK's own errors through unmapped
 )
 
 
