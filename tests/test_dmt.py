@@ -254,3 +254,34 @@ def test_dialogues_given_as_a_file_are_labelled_exactly_as_live_ones(harness, lo
                               **{**common, "formats": []}))
     assert {r.dialogue_id for r in read_records(tmp_path / "limited" / ROUNDS.filename, ROUNDS)} == {ids[0]}
     assert limited["dmt"]["dialogues"] == 1
+
+
+def test_the_agreement_command_writes_the_table_every_benchmark_reports(tmp_path):
+    """`rpbench dmt agreement` keeps DMT's consistency and recalls and writes agreement.parquet, the table the
+    suite and reports read: good 1 and bad 0, so exact agreement is the consistency rate and Pearson the phi
+    coefficient (scipy's pearsonr on the same 0/1 pairs); the judge named as the run's manifest bound it."""
+    import pyarrow.parquet as pq
+    from scipy.stats import pearsonr
+
+    from rpbench.storage.tables import write_records
+    from rpbench.tasks.modes.dmt.records import Label
+    from tests.helpers import rpbench
+
+    run = tmp_path / "run"
+    judge = ["good", "bad", "good", "good", "bad", "bad", "good", "bad", "good", "good"]
+    people = ["good", "bad", "bad", "good", "bad", "good", "good", "bad", "good", "bad"]
+    write_records(run / LABELS.filename, [
+        Label(dialogue_id=f"d{k}", model="m", round=1, metric="Flu", label=v, explanation="", source="judge",
+              status="ok") for k, v in enumerate(judge)], LABELS)
+    (run / "manifest.json").write_text(json.dumps({"config": {"roles": {"dmt-judge": {"model": "openai/judge-x"}}}}))
+    (tmp_path / "labels.jsonl").write_text("\n".join(json.dumps(
+        {"model": "m", "dialogue_id": f"d{k}", "round": 1, "metric": "Flu", "label": v, "annotator": "p"})
+        for k, v in enumerate(people)))
+    ran = rpbench("dmt", "agreement", "--labels", str(tmp_path / "labels.jsonl"), "--run", str(run))
+    assert ran.returncode == 0, ran.stderr
+    rows = {r["group"]: r for r in pq.read_table(run / "agreement.parquet").to_pylist()}
+    assert set(rows) == {"Flu", "all"} and rows["Flu"]["judge"] == "openai/judge-x" and rows["Flu"]["n"] == 10
+    consistency = json.loads((run / "agreement.json").read_text())["metrics"][0]["consistency"]
+    assert rows["Flu"]["exact"] == pytest.approx(consistency) == pytest.approx(0.7)
+    as_numbers = [[float(x == "good") for x in side] for side in (people, judge)]
+    assert rows["Flu"]["pearson"] == pytest.approx(pearsonr(*as_numbers)[0])

@@ -190,6 +190,8 @@ def test_push_annotate_pull_validate(label_studio, annotators, evaluation, tmp_p
     assert "ann1@rpbench.test/ann2@rpbench.test" in validated.stdout
     agreement = pq.read_table(evaluation / "agreement.parquet").to_pylist()  # the shared judge-vs-people table
     assert {a["benchmark"] for a in agreement} == {"furina"} and "all" in {a["group"] for a in agreement}
+    written = (evaluation / "validation.md").read_text()
+    assert written.count("as every benchmark reports it") == 1 and "| all | all |" in written
 
 
 def _pairs_project(url: str, evaluation: Path):

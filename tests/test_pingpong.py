@@ -9,6 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings
@@ -375,6 +376,44 @@ def test_agreement_spearman_per_judge_and_krippendorff_between_annotators(tmp_pa
         (tmp_path / "bad.jsonl").write_text(json.dumps({"model": "m", "conversation_id": "c", "annotator": "x",
                                                         "in_character": 7}))
         load_ratings(tmp_path / "bad.jsonl")
+
+
+def test_the_agreement_command_writes_the_table_every_benchmark_reports(tmp_path):
+    """`rpbench pingpong agreement` writes agreement.parquet (the suite's and reports' judge-vs-people table)
+    beside PingPong's own Spearman: per judge, criterion and language, each figure as scipy computes it on the
+    judge's conversation score against the annotators' mean."""
+    from scipy.stats import kendalltau, pearsonr, spearmanr
+
+    from rpbench.storage.tables import write_records
+    from rpbench.tasks.modes.pingpong.records import TurnJudgment
+
+    run = tmp_path / "run"
+    judged, lines, pairs = [], [], []
+    for k in range(10):
+        cid = f"{'en' if k < 6 else 'ru'}/Abe/s{k}"
+        turns = [1 + k % 5, 1 + (k * 3) % 5]  # two turns: the conversation's score is their mean
+        judged += [TurnJudgment(conversation_id=cid, model="m", judge="a", turn=t + 1,
+                                **grades(v, v, v).model_dump()) for t, v in enumerate(turns)]
+        people = [1 + (k + 1) % 5, 1 + k % 5]
+        lines += [json.dumps({"model": "m", "conversation_id": cid, "annotator": who, "in_character": v,
+                              "entertaining": v, "fluency": v}) for who, v in zip(("p1", "p2"), people, strict=True)]
+        if k < 6:
+            pairs.append((sum(people) / 2, sum(turns) / 2))
+    write_records(run / TURN_JUDGMENTS.filename, judged, TURN_JUDGMENTS)
+    (tmp_path / "ratings.jsonl").write_text("\n".join(lines))
+    ran = rpbench("pingpong", "agreement", "--annotations", str(tmp_path / "ratings.jsonl"), "--run", str(run))
+    assert ran.returncode == 0, ran.stderr
+    assert "Krippendorff" in ran.stdout and "as every benchmark reports it" in ran.stdout
+    rows = {(r["judge"], r["group"], r["language"]): r
+            for r in pq.read_table(run / "agreement.parquet").to_pylist()}
+    assert {lang for _, _, lang in rows} == {"en", "ru"} and rows[("a", "final", "en")]["n"] == 6
+    row = rows[("a", "in_character", "en")]
+    human, judge = [h for h, _ in pairs], [j for _, j in pairs]
+    assert row["pearson"] == pytest.approx(pearsonr(human, judge)[0])
+    assert row["spearman"] == pytest.approx(spearmanr(human, judge)[0])
+    assert row["kendall"] == pytest.approx(kendalltau(human, judge)[0])
+    assert row["exact"] == pytest.approx(sum(h == j for h, j in pairs) / len(pairs))
+    assert row["pearson_low"] <= row["pearson"] <= row["pearson_high"]
 
 
 @pytest.mark.local_model

@@ -140,33 +140,22 @@ def validate(
     eval_dir: Annotated[Path, typer.Option("--eval", help="Evaluation folder (from `rpbench furina eval`).")],
 ) -> None:
     """Compare the judge with human annotators: dimension accuracy, Pearson r per dimension, agreement."""
-    import json
-
-    from rpbench.storage.schemas import AGREEMENT
-    from rpbench.storage.tables import atomic_write_bytes, read_rows, write_table
+    from rpbench.flows.kit.front.agreement import publish_agreement, recorded_model, run_table
+    from rpbench.storage.tables import read_rows
+    from rpbench.tasks.core.records import JudgeAgreement
     from rpbench.tasks.modes.furina.evaluation.validation import load_annotations, validation_markdown
     from rpbench.tasks.modes.furina.evaluation.validation import validate as validate_judge
     from rpbench.tasks.modes.furina.tables import ITEM_SCORES
 
     labels = load_annotations(annotations)
-    scores_file = eval_dir / ITEM_SCORES.filename
-    if not scores_file.is_file():
-        raise InputError(f"{eval_dir}: no {ITEM_SCORES.filename} (run `rpbench furina eval` into this folder first)")
-    # The judge's model, as the evaluation's manifest recorded the role it resolved to.
-    config = json.loads((eval_dir / "manifest.json").read_text("utf-8")).get("config", {}) \
-        if (eval_dir / "manifest.json").is_file() else {}
-    judge = str(((config.get("roles") or {}).get("judge") or config.get("default") or {}).get("model") or "judge")
-    result = validate_judge(labels, read_rows(scores_file, ITEM_SCORES), judge)
+    scores_file = run_table(eval_dir, ITEM_SCORES, "rpbench furina eval")
+    result = validate_judge(labels, read_rows(scores_file, ITEM_SCORES), recorded_model(eval_dir, "judge"))
     if len(result["unknown_items"]) == len({a["item_id"] for a in labels}):
         # Nothing to compare: say so, and leave any earlier validation of this folder as it was.
         raise InputError(f"{annotations}: none of the annotated item ids is in {scores_file} "
                          f"(first: '{result['unknown_items'][0]}'); annotations for another benchmark?")
-    md = validation_markdown(result)
-    atomic_write_bytes(eval_dir / "validation.md", md.encode("utf-8"))
-    atomic_write_bytes(eval_dir / "validation.json", json.dumps(result, indent=2).encode("utf-8"))
-    write_table(eval_dir / AGREEMENT.filename, result["judges"], AGREEMENT)
-    typer.echo(md)
-    typer.echo(f"written: {eval_dir / 'validation.md'}, validation.json and {AGREEMENT.filename}")
+    rows = [JudgeAgreement.model_validate(r) for r in result.pop("judges")]
+    publish_agreement(eval_dir, "validation", validation_markdown(result), result, rows)
 
 
 # -- the demo ---------------------------------------------------------------------------------------

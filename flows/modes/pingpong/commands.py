@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 
-from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.reports.render import fmt
 
 
@@ -32,21 +31,15 @@ def agreement(
     run_dir: Annotated[Path, typer.Option("--run", help="A PingPong run folder (from `rpbench pingpong run`).")],
 ) -> None:
     """Judges against people: Spearman with p-values per criterion for each judge and their average;
-    Krippendorff's alpha and rank correlations between annotators."""
-    import json
-
-    from rpbench.storage.tables import atomic_write_bytes, read_records
+    Krippendorff's alpha and rank correlations between annotators; and the measures every benchmark reports
+    (agreement.parquet)."""
+    from rpbench.flows.kit.front.agreement import publish_agreement, run_table
+    from rpbench.storage.tables import read_records
     from rpbench.tasks.modes.pingpong.agreement import agreement as compute
-    from rpbench.tasks.modes.pingpong.agreement import agreement_markdown, load_ratings
+    from rpbench.tasks.modes.pingpong.agreement import agreement_markdown, judge_rows, load_ratings
     from rpbench.tasks.modes.pingpong.tables import TURN_JUDGMENTS
 
     ratings = load_ratings(annotations)
-    table = run_dir / TURN_JUDGMENTS.filename
-    if not table.is_file():
-        raise InputError(f"{run_dir}: no {TURN_JUDGMENTS.filename} (run `rpbench pingpong run` into it first)")
-    result = compute(ratings, read_records(table, TURN_JUDGMENTS), annotations)
-    md = agreement_markdown(result)
-    atomic_write_bytes(run_dir / "agreement.md", md.encode("utf-8"))
-    atomic_write_bytes(run_dir / "agreement.json", json.dumps(result, indent=2, default=str).encode("utf-8"))
-    typer.echo(md)
-    typer.echo(f"written: {run_dir / 'agreement.md'} and agreement.json")
+    judgments = read_records(run_table(run_dir, TURN_JUDGMENTS, "rpbench pingpong run"), TURN_JUDGMENTS)
+    result = compute(ratings, judgments, annotations)
+    publish_agreement(run_dir, "agreement", agreement_markdown(result), result, judge_rows(ratings, judgments))

@@ -14,8 +14,11 @@ from typing import Any
 
 from rpbench.storage.user_files import load_rows
 from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import JudgeAgreement
 from rpbench.tasks.modes.dmt.catalog import METRICS
 from rpbench.tasks.modes.dmt.records import Label
+from rpbench.tasks.reports.judges import agreement_rows
+from rpbench.tasks.reports.render import fmt
 
 Key = tuple[str, str, int, str]
 
@@ -66,3 +69,23 @@ def agreement(human: dict[Key, str], labels: Sequence[Label], path: str | Path) 
                     "good_recall": sum(j == "good" for j in good) / len(good) if good else None,
                     "bad_recall": sum(j == "bad" for j in bad) / len(bad) if bad else None})
     return out
+
+
+def judge_rows(human: dict[Key, str], labels: Sequence[Label], judge: str, languages: dict[str, str],
+               resamples: int = 1000, seed: int = 0) -> list[JudgeAgreement]:
+    """The judge against the people's majority per metric (and all) and language, as every benchmark reports
+    a judge against people: good 1, bad 0 (Pearson is then the phi coefficient, exact the consistency rate);
+    ``languages``: each dialogue's."""
+    judged = {(lb.model, lb.dialogue_id, lb.round, lb.metric): lb.label for lb in labels
+              if lb.source == "judge" and lb.label is not None}
+    pairs = [(judge, group, languages.get(key[1], "all"), float(h == "good"), float(judged[key] == "good"))
+             for key, h in human.items() if key in judged for group in (key[3], "all")]
+    return agreement_rows("dmt", pairs, resamples, seed)
+
+
+def agreement_markdown(result: Sequence[dict[str, Any]], ties: int) -> str:
+    lines = ["# DMT-RoleBench: the judge against people", "", "| metric | n | consistency | good recall | "
+             "bad recall |", "|---|---|---|---|---|"]
+    lines += [f"| {r['metric']} | {r['n']} | {fmt(r['consistency'], 3)} | {fmt(r['good_recall'], 3)} | "
+              f"{fmt(r['bad_recall'], 3)} |" for r in result]
+    return "\n".join(lines) + f"\n\nRounds left out because annotators tied: {ties}.\n"

@@ -18,8 +18,10 @@ from typing import Any
 
 from rpbench.storage.user_files import load_rows
 from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.records import JudgeAgreement
 from rpbench.tasks.modes.pingpong.records import CRITERIA, TurnJudgment
 from rpbench.tasks.modes.pingpong.scoring import judge_score
+from rpbench.tasks.reports.judges import agreement_rows
 from rpbench.tasks.stats import krippendorff_alpha, spearman
 from rpbench.tasks.stats.agreement import means, paired_values
 
@@ -110,6 +112,17 @@ def agreement(ratings: dict[str, dict[str, dict[Unit, float]]], judgments: Seque
     return {"correlations": correlations, "alpha": alpha, "annotator_pairs": pairs, "annotator_vs_rest": vs_rest,
             "annotators": len({a for by in ratings.values() for a in by}),
             "conversations": len({u for by in ratings.values() for r in by.values() for u in r})}
+
+
+def judge_rows(ratings: dict[str, dict[str, dict[Unit, float]]], judgments: Sequence[TurnJudgment],
+               resamples: int = 1000, seed: int = 0) -> list[JudgeAgreement]:
+    """Each judge (and their average) against the mean human rating, per criterion (and final) and language,
+    as every benchmark reports a judge against people; a conversation's language leads its id."""
+    human = {c: means(by_annotator) for c, by_annotator in ratings.items()}
+    pairs = [(judge, criterion, unit[1].partition("/")[0], human[criterion][unit], score)
+             for criterion, by_judge in judge_views(judgments).items() for judge, scores in by_judge.items()
+             for unit, score in scores.items() if unit in human[criterion]]
+    return agreement_rows("pingpong", pairs, resamples, seed)
 
 
 def agreement_markdown(result: dict[str, Any]) -> str:

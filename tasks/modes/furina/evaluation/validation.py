@@ -16,7 +16,6 @@ from rpbench.storage.user_files import load_rows
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import JudgeAgreement
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
-from rpbench.tasks.reports.judges import judge_agreement_lines
 from rpbench.tasks.stats import krippendorff_alpha, pearson
 from rpbench.tasks.stats.agreement import judge_agreement
 
@@ -151,10 +150,6 @@ def validation_markdown(result: dict[str, Any]) -> str:
               "| dimension | n | r | p | r order 1 | r order 2 |", "|---|---|---|---|---|---|"]
     lines += [f"| {d} | {v['n']} | {f(v['r'])} | {f(v['p'])} | {f(v['r_order1'])} | {f(v['r_order2'])} |"
               for d, v in result["correlation"].items()]
-    if result.get("judges"):
-        lines += ["", "The judge's two orders averaged against each human score, as every benchmark reports a judge "
-                  "against people (agreement.parquet), with 95% bootstrap intervals:", "",
-                  *judge_agreement_lines(result["judges"])]
     if result.get("unknown_items"):
         lines += ["", f"{len(result['unknown_items'])} annotated items are not in this evaluation and were "
                   f"left out: {', '.join(result['unknown_items'][:10])}"]
