@@ -271,3 +271,34 @@ def test_a_role_whose_route_has_no_batch_api_cannot_ask_for_batches():
     with pytest.raises(ValueError, match="has no batch API"):
         ModelSpec(model="gemini/gemini-2.0-flash", batch=True)
     assert ModelSpec(model="azure/my-deployment", api_base="https://x.openai.azure.com", batch=True).batch
+
+
+def test_where_batches_cannot_be_listed_a_failed_creation_is_not_tried_again(monkeypatch):
+    """Anthropic's, Bedrock's and Mistral's batches cannot be listed through litellm, so a creation whose reply
+    was lost cannot be told from one that failed: it is sent once and its error stands (the same command run
+    again creates the batch), never retried into a second batch; nor is a listing asked for."""
+    import httpx
+    import litellm
+
+    from rpbench.tasks.llm import batches
+    from rpbench.tasks.llm.config import RetryPolicy
+
+    asked: list[str] = []
+
+    async def fake_api(name: str, provider: str, credentials: dict, **kwargs):
+        asked.append(name)
+        if name == "acreate_batch":
+            raise litellm.InternalServerError("upstream reset", llm_provider=provider, model="m",
+                                              response=httpx.Response(500, request=httpx.Request("POST", "http://x")))
+        raise AssertionError(f"{name} was called")
+
+    monkeypatch.setattr(batches, "_api", fake_api)
+    policy = RetryPolicy(transient_attempts=4, backoff_initial=0, backoff_max=0)
+    with pytest.raises(litellm.InternalServerError):
+        asyncio.run(batches._create("anthropic", "digest", "file-1", {}, policy))
+    assert asked == ["acreate_batch"]
+    # Where batches can be listed, the same failure is looked for and then tried again under the policy.
+    asked.clear()
+    with pytest.raises(AssertionError, match="alist_batches was called"):
+        asyncio.run(batches._create("openai", "digest", "file-1", {}, policy))
+    assert asked == ["acreate_batch", "alist_batches"]

@@ -11,8 +11,10 @@ cache journals the uploaded file, that the batch is being created, and then its 
 is in flight, started again, polls the same batch. Killed between asking for the batch and journaling its id, it
 finds the batch again among the provider's batches by the name it carries in its metadata; a creation whose
 reply is lost (the batch made, the answer a timeout or a 5xx) is looked for the same way before it is tried again,
-and any other batch found carrying the same name once ours is made is cancelled. Every call to the provider's
-files and batches API runs on one event loop of this module's own, with the client's retries off (see ``_api``).
+and any other batch found carrying the same name once ours is made is cancelled (on the providers whose batches
+litellm can list: OpenAI, Azure, Vertex AI and vLLM; on the others a creation's lost reply fails the stage, and
+the same command run again creates the batch anew). Every call to the provider's files and batches API runs on
+one event loop of this module's own, with the client's retries off (see ``_api``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import orjson
 
 from rpbench.tasks.llm.cache import CallCache
 from rpbench.tasks.llm.config import ModelSpec, RetryPolicy
-from rpbench.tasks.llm.provider_schema import BATCH_PROVIDERS, batch_provider
+from rpbench.tasks.llm.provider_schema import BATCH_PROVIDERS, LISTED_BATCH_PROVIDERS, batch_provider
 
 ENDPOINT = "/v1/chat/completions"
 DONE, GIVEN_UP = "completed", ("failed", "expired", "cancelled", "cancelling")
@@ -156,7 +158,10 @@ async def _made_for(provider: str, digest: str, credentials: dict[str, Any], pol
 
 
 async def _find(provider: str, digest: str, credentials: dict[str, Any], policy: RetryPolicy) -> str | None:
-    """The id of a batch already created for ``digest`` (its id was never journaled), if the provider has it."""
+    """The id of a batch already created for ``digest`` (its id was never journaled), if the provider has it
+    (None where litellm cannot list the provider's batches)."""
+    if provider not in LISTED_BATCH_PROVIDERS:
+        return None
     made = await _made_for(provider, digest, credentials, policy)
     return made[0] if made else None
 
@@ -164,7 +169,10 @@ async def _find(provider: str, digest: str, credentials: dict[str, Any], policy:
 async def _cancel_doubles(provider: str, digest: str, kept: str, credentials: dict[str, Any],
                           policy: RetryPolicy) -> None:
     """Cancel any other batch made for ``digest``: a retry below litellm (an SDK client it reuses with its own
-    retries, whatever this module asks) can send a creation twice, and each batch is billed."""
+    retries, whatever this module asks) can send a creation twice, and each batch is billed. Only where litellm
+    can list the provider's batches."""
+    if provider not in LISTED_BATCH_PROVIDERS:
+        return
     try:
         doubles = [b for b in await _made_for(provider, digest, credentials, policy) if b != kept]
     except Exception as exc:  # the batch itself is fine; only the look for doubles failed
@@ -193,6 +201,8 @@ async def _create(provider: str, digest: str, file_id: str, credentials: dict[st
             log.info("batch %s was made though its creation failed (%s): using it", found, type(exc).__name__)
             return found
 
+    if provider not in LISTED_BATCH_PROVIDERS:  # a lost reply cannot be told from a failure: one attempt only
+        return await once()
     async for attempt in _retrying(policy):
         with attempt:
             batch_id = await once()

@@ -61,6 +61,8 @@ def family_of(model: str) -> Family:
 
 # Providers whose batch API litellm's files and batches calls reach (see ``batches``).
 BATCH_PROVIDERS = ("openai", "azure", "vertex_ai", "bedrock", "hosted_vllm", "anthropic", "mistral")
+# Those whose batches litellm can list, so a batch is found again by the name it carries (its digest).
+LISTED_BATCH_PROVIDERS = ("openai", "azure", "vertex_ai", "hosted_vllm")
 
 
 def batch_provider(model: str) -> str | None:
