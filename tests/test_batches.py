@@ -163,22 +163,32 @@ def test_a_batch_whose_creation_reply_is_lost_is_not_created_again(server, tmp_p
     assert server.batch_creates_lost == 1  # one creation asked for, not three
 
 
-def test_a_second_batch_made_for_the_same_calls_is_cancelled_and_one_is_used(server, tmp_path):
-    """A batch for the same calls that rpbench did not journal (a creation the SDK retried below litellm, out of
-    our sight: litellm's Azure client cache leaves the retry count out of its key) is cancelled once rpbench's
-    own is made, so one batch is billed and its replies are the ones used."""
+@pytest.mark.parametrize("together", [False, True])
+def test_two_runs_submitting_the_same_calls_use_one_batch_and_cancel_the_other(server, tmp_path, together):
+    """Two runs with call caches of their own (or one whose journal lost the batch) submit the very same calls:
+    each makes a batch, finds the other carrying the same name, and both keep the older and cancel the newer,
+    so one batch is billed, both read its replies, and neither cancels the one the other polls. (A creation the
+    SDK retried below litellm leaves the same pair.) ``together``: both submit at once, on their own loops."""
+    import threading
+
     spec = _route(server, "azure")
     items = [(f"key-{k}", [{"role": "user", "content": f"question {k}"}], None, 0) for k in range(3)]
-    server.batch_delay = 1.0  # both still in progress when the double is looked for
-    server.batches["batch_0"] = {  # what the silent retry left: the same calls, the same digest
-        "id": "batch_0", "object": "batch", "endpoint": "/v1/chat/completions", "input_file_id": "file-0",
-        "completion_window": "24h", "status": "in_progress", "created_at": 1,
-        "metadata": {"rpbench_digest": batch_digest(spec, [key for key, *_ in items])}, "output_file_id": None,
-        "error_file_id": None, "request_counts": {"total": 3, "completed": 0, "failed": 0}, "_ready_at": 1e12}
-    batch_id, replies = asyncio.run(send_batch(spec, items, CallCache(tmp_path / "calls.sqlite"), "test"))
-    assert batch_id != "batch_0" and len(replies) == 3
-    assert server.batches["batch_0"]["status"] == "cancelled"
-    assert server.batches[batch_id]["status"] == "completed"
+    server.batch_delay = 1.5  # every batch still in progress when the doubles are looked for
+    got: dict[str, tuple[str, dict]] = {}
+
+    def run(name: str, delay: float) -> None:
+        time.sleep(delay)
+        got[name] = asyncio.run(send_batch(spec, items, CallCache(tmp_path / f"{name}.sqlite"), name))
+
+    runs = [threading.Thread(target=run, args=(name, 0.0 if together else k * 0.3)) for k, name in enumerate("ab")]
+    for thread in runs:
+        thread.start()
+    for thread in runs:
+        thread.join()
+    assert len(server.batches) == 2  # each made one
+    live = [b for b, view in server.batches.items() if view["status"] != "cancelled"]
+    assert len(live) == 1 and live[0] == min(server.batches)  # the older kept
+    assert got["a"][0] == got["b"][0] == live[0] and len(got["a"][1]) == len(got["b"][1]) == 3
 
 
 def test_stage_shards_on_their_own_event_loops_share_the_provider_client_safely(server, tmp_path):

@@ -11,10 +11,11 @@ cache journals the uploaded file, that the batch is being created, and then its 
 is in flight, started again, polls the same batch. Killed between asking for the batch and journaling its id, it
 finds the batch again among the provider's batches by the name it carries in its metadata; a creation whose
 reply is lost (the batch made, the answer a timeout or a 5xx) is looked for the same way before it is tried again,
-and any other batch found carrying the same name once ours is made is cancelled (on the providers whose batches
-litellm can list: OpenAI, Azure, Vertex AI and vLLM; on the others a creation's lost reply fails the stage, and
-the same command run again creates the batch anew). Every call to the provider's files and batches API runs on
-one event loop of this module's own, with the client's retries off (see ``_api``).
+and when another batch carrying the same name is found once ours is made, the older is used and the other
+cancelled (on the providers whose batches litellm can list: OpenAI, Azure, Vertex AI and vLLM; on the others a
+creation's lost reply fails the stage, and the same command run again creates the batch anew). Every call to
+the provider's files and batches API runs on one event loop of this module's own, with the client's retries off
+(see ``_api``).
 """
 
 from __future__ import annotations
@@ -150,11 +151,13 @@ async def _read(name: str, provider: str, credentials: dict[str, Any], policy: R
 
 
 async def _made_for(provider: str, digest: str, credentials: dict[str, Any], policy: RetryPolicy) -> list[str]:
-    """The ids of the batches the provider holds for ``digest``, oldest first."""
+    """The ids of the live batches (not cancelled, failed or expired) the provider holds for ``digest``, oldest
+    first (ties by id, so every process reading the same list puts them in the same order)."""
     found = await _read("alist_batches", provider, credentials, policy, limit=100)
     batches = [b for b in getattr(found, "data", None) or []
-               if (getattr(b, "metadata", None) or {}).get("rpbench_digest") == digest]
-    return [str(b.id) for b in sorted(batches, key=lambda b: getattr(b, "created_at", 0) or 0)]
+               if (getattr(b, "metadata", None) or {}).get("rpbench_digest") == digest
+               and getattr(b, "status", None) not in GIVEN_UP]
+    return [str(b.id) for b in sorted(batches, key=lambda b: (getattr(b, "created_at", 0) or 0, str(b.id)))]
 
 
 async def _find(provider: str, digest: str, credentials: dict[str, Any], policy: RetryPolicy) -> str | None:
@@ -166,22 +169,29 @@ async def _find(provider: str, digest: str, credentials: dict[str, Any], policy:
     return made[0] if made else None
 
 
-async def _cancel_doubles(provider: str, digest: str, kept: str, credentials: dict[str, Any],
-                          policy: RetryPolicy) -> None:
-    """Cancel any other batch made for ``digest``: a retry below litellm (an SDK client it reuses with its own
-    retries, whatever this module asks) can send a creation twice, and each batch is billed. Only where litellm
-    can list the provider's batches."""
+async def _one_of_doubles(provider: str, digest: str, ours: str, credentials: dict[str, Any],
+                          policy: RetryPolicy) -> str:
+    """The one batch to use for ``digest`` when more than ours carries it: the oldest; the others cancelled.
+
+    A second one appears when a retry below litellm (an SDK client it reuses with its own retries, whatever
+    this module asks) sends a creation twice, or when two runs sharing a call cache submit the same calls at
+    the same moment. Each is billed. Every process keeps the oldest, so two runs agree on the one they poll
+    instead of cancelling each other's. Only where litellm can list the provider's batches."""
     if provider not in LISTED_BATCH_PROVIDERS:
-        return
+        return ours
     try:
-        doubles = [b for b in await _made_for(provider, digest, credentials, policy) if b != kept]
-    except Exception as exc:  # the batch itself is fine; only the look for doubles failed
-        log.warning("could not check for a second batch made for %s (%s)", kept, type(exc).__name__)
-        return
-    for double in doubles:
+        made = await _made_for(provider, digest, credentials, policy)
+    except Exception as exc:  # our batch is fine; only the look for doubles failed
+        log.warning("could not check for a second batch made for %s (%s)", ours, type(exc).__name__)
+        return ours
+    if ours not in made:  # a listing that does not show ours yet cannot say which is oldest
+        return ours
+    kept = made[0]
+    for double in made[1:]:
         await _read("acancel_batch", provider, credentials, policy, batch_id=double)
-        log.warning("batch %s was made twice (a creation retried below rpbench): cancelled the other one, %s",
-                    kept, double)
+        log.warning("batch %s and %s ask the same calls: cancelled %s, using %s (the older)", kept, double,
+                    double, kept)
+    return kept
 
 
 async def _create(provider: str, digest: str, file_id: str, credentials: dict[str, Any], policy: RetryPolicy) -> str:
@@ -206,8 +216,7 @@ async def _create(provider: str, digest: str, file_id: str, credentials: dict[st
     async for attempt in _retrying(policy):
         with attempt:
             batch_id = await once()
-    await _cancel_doubles(provider, digest, batch_id, credentials, policy)
-    return batch_id
+    return await _one_of_doubles(provider, digest, batch_id, credentials, policy)
 
 
 async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, label: str,
