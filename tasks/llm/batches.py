@@ -100,17 +100,6 @@ def _reply_of(line: dict[str, Any]) -> dict[str, Any] | None:
             "cached_prompt_tokens": int(cached) if cached else None}
 
 
-def _retrying(policy: RetryPolicy) -> Any:
-    """Transient failures tried again under the run's retry policy, as an interactive call is."""
-    from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
-
-    from rpbench.tasks.llm.transient import is_transient
-
-    return AsyncRetrying(stop=stop_after_attempt(policy.transient_attempts), retry=retry_if_exception(is_transient),
-                         wait=wait_exponential_jitter(initial=policy.backoff_initial, max=policy.backoff_max),
-                         reraise=True)
-
-
 _loop: tuple[int, asyncio.AbstractEventLoop] | None = None
 _loop_lock = threading.Lock()
 
@@ -142,9 +131,12 @@ async def _api(name: str, provider: str, credentials: dict[str, Any], **kwargs: 
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, _provider_loop()))
 
 
-async def _read(name: str, provider: str, credentials: dict[str, Any], policy: RetryPolicy, **kwargs: Any) -> Any:
-    """A call that changes nothing the provider bills twice (an upload, a look-up), retried when transient."""
-    async for attempt in _retrying(policy):
+async def _retried(name: str, provider: str, credentials: dict[str, Any], policy: RetryPolicy, **kwargs: Any) -> Any:
+    """A call that may be sent twice without a second charge (an upload, a look-up, a cancel), retried when
+    transient."""
+    from rpbench.tasks.llm.transient import retrying  # litellm with it: loaded when a batch is sent
+
+    async for attempt in retrying(policy):
         with attempt:
             result = await _api(name, provider, credentials, **kwargs)
     return result
@@ -153,7 +145,7 @@ async def _read(name: str, provider: str, credentials: dict[str, Any], policy: R
 async def _made_for(provider: str, digest: str, credentials: dict[str, Any], policy: RetryPolicy) -> list[str]:
     """The ids of the live batches (not cancelled, failed or expired) the provider holds for ``digest``, oldest
     first (ties by id, so every process reading the same list puts them in the same order)."""
-    found = await _read("alist_batches", provider, credentials, policy, limit=100)
+    found = await _retried("alist_batches", provider, credentials, policy, limit=100)
     batches = [b for b in getattr(found, "data", None) or []
                if (getattr(b, "metadata", None) or {}).get("rpbench_digest") == digest
                and getattr(b, "status", None) not in GIVEN_UP]
@@ -188,7 +180,7 @@ async def _one_of_doubles(provider: str, digest: str, ours: str, credentials: di
         return ours
     kept = made[0]
     for double in made[1:]:
-        await _read("acancel_batch", provider, credentials, policy, batch_id=double)
+        await _retried("acancel_batch", provider, credentials, policy, batch_id=double)
         log.warning("batch %s and %s ask the same calls: cancelled %s, using %s (the older)", kept, double,
                     double, kept)
     return kept
@@ -213,7 +205,9 @@ async def _create(provider: str, digest: str, file_id: str, credentials: dict[st
 
     if provider not in LISTED_BATCH_PROVIDERS:  # a lost reply cannot be told from a failure: one attempt only
         return await once()
-    async for attempt in _retrying(policy):
+    from rpbench.tasks.llm.transient import retrying
+
+    async for attempt in retrying(policy):
         with attempt:
             batch_id = await once()
     return await _one_of_doubles(provider, digest, batch_id, credentials, policy)
@@ -240,7 +234,7 @@ async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, l
     if not state.get("batch_id"):
         if not state.get("file_id"):
             data = b"\n".join(orjson.dumps(_line(spec, item)) for item in items)
-            uploaded = await _read("acreate_file", provider, credentials, policy,
+            uploaded = await _retried("acreate_file", provider, credentials, policy,
                                    file=(f"rpbench-{digest[:12]}.jsonl", data), purpose="batch")
             state = {"file_id": uploaded.id}
             cache.journal_batch(digest, state)
@@ -253,7 +247,7 @@ async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, l
         log.info("%s: batch %s was submitted by an earlier run: polling it", label, state["batch_id"])
     started = time.monotonic()
     while True:
-        batch = await _read("aretrieve_batch", provider, credentials, policy, batch_id=state["batch_id"])
+        batch = await _retried("aretrieve_batch", provider, credentials, policy, batch_id=state["batch_id"])
         counts = getattr(batch, "request_counts", None)
         done = getattr(counts, "completed", 0) if counts is not None else 0
         if batch.status == DONE:
@@ -269,7 +263,7 @@ async def send_batch(spec: ModelSpec, items: Sequence[Item], cache: CallCache, l
         await asyncio.sleep(spec.batch_poll_s)
     replies: dict[str, dict[str, Any]] = {}
     if batch.output_file_id:
-        content = await _read("afile_content", provider, credentials, policy, file_id=batch.output_file_id)
+        content = await _retried("afile_content", provider, credentials, policy, file_id=batch.output_file_id)
         raw = getattr(content, "content", content)
         for text in (raw if isinstance(raw, bytes) else str(raw).encode()).splitlines():
             if text.strip():

@@ -29,7 +29,6 @@ from typing import Any, TypeVar, overload
 
 import aiohttp
 from pydantic import BaseModel
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from rpbench.tasks.core.errors import ModelUnusable
 from rpbench.tasks.core.records import CallRecord
@@ -262,7 +261,7 @@ class Gateway:
         them records how many it made.
         """
         from rpbench.tasks.llm.litellm_call import add_transport, request_kwargs, send
-        from rpbench.tasks.llm.transient import is_transient
+        from rpbench.tasks.llm.transient import is_transient, retrying
 
         policy = self.config.retry
         if family_of(spec.model) == "anthropic":  # Anthropic caches a prompt only up to a marked block
@@ -292,12 +291,7 @@ class Gateway:
         except Exception as exc:
             if not is_transient(exc) or policy.transient_attempts <= 1:
                 raise
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(policy.transient_attempts - 1),
-                wait=wait_exponential_jitter(initial=policy.backoff_initial, max=policy.backoff_max),
-                retry=retry_if_exception(is_transient),
-                reraise=True,
-            ):
+            async for attempt in retrying(policy, policy.transient_attempts - 1):
                 with attempt:
                     record.transient_retries = attempt.retry_state.attempt_number
                     if record.transient_retries == 1:

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 import litellm
 import openai
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from rpbench.tasks.llm.call_errors import MissingKeyError, WorkerCallError
+
+if TYPE_CHECKING:
+    from rpbench.tasks.llm.config import RetryPolicy
 
 TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     litellm.RateLimitError,
@@ -92,3 +97,11 @@ def is_transient(exc: BaseException) -> bool:
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status == 429 or status >= 500)
+
+
+def retrying(policy: RetryPolicy, attempts: int | None = None) -> AsyncRetrying:
+    """Transient failures tried again under the run's retry policy (``attempts`` tries, by default the
+    policy's), with exponential backoff and jitter; any other failure, or the last, is raised as it was."""
+    return AsyncRetrying(stop=stop_after_attempt(policy.transient_attempts if attempts is None else attempts),
+                         wait=wait_exponential_jitter(initial=policy.backoff_initial, max=policy.backoff_max),
+                         retry=retry_if_exception(is_transient), reraise=True)
