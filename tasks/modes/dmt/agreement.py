@@ -51,10 +51,15 @@ def load_human_labels(path: str | Path) -> tuple[dict[Key, str], int]:
     return majority, ties
 
 
+def _judged(labels: Sequence[Label]) -> dict[Key, str]:
+    """The judge's label of each (model, dialogue, round, metric) it labelled."""
+    return {(lb.model, lb.dialogue_id, lb.round, lb.metric): lb.label for lb in labels
+            if lb.source == "judge" and lb.label is not None}
+
+
 def agreement(human: dict[Key, str], labels: Sequence[Label], path: str | Path) -> list[dict[str, Any]]:
     """Per metric (and "all"): n, consistency rate, good-case recall, bad-case recall (None when undefined)."""
-    judged = {(lb.model, lb.dialogue_id, lb.round, lb.metric): lb.label for lb in labels
-              if lb.source == "judge" and lb.label is not None}
+    judged = _judged(labels)
     pairs = [(key[3], h, judged[key]) for key, h in human.items() if key in judged]
     if not pairs:
         raise InputError(f"{path}: none of the labelled rounds was judged in this run (match on model, "
@@ -76,8 +81,7 @@ def judge_rows(human: dict[Key, str], labels: Sequence[Label], judge: str, langu
     """The judge against the people's majority per metric (and all) and language, as every benchmark reports
     a judge against people: good 1, bad 0 (Pearson is then the phi coefficient, exact the consistency rate);
     ``languages``: each dialogue's."""
-    judged = {(lb.model, lb.dialogue_id, lb.round, lb.metric): lb.label for lb in labels
-              if lb.source == "judge" and lb.label is not None}
+    judged = _judged(labels)
     pairs = [(judge, group, languages.get(key[1], "all"), float(h == "good"), float(judged[key] == "good"))
              for key, h in human.items() if key in judged for group in (key[3], "all")]
     return agreement_rows("dmt", pairs, resamples, seed)
