@@ -85,6 +85,8 @@ class LoopbackServer:
         self.batch_delay = 0.0
         # Batch creations that make the batch and then answer 500, as a reply lost on its way back would.
         self.batch_creates_lost = 0
+        # Called with each batch's id once it is made, before the reply leaves (another client acting then).
+        self.on_batch_created: Callable[[str], None] | None = None
         # Prompt tokens the server says it read from its prompt cache, for each reply (as OpenAI's usage does).
         self.cached_tokens = 0
         # Counts a request's prompt tokens (a priced prompt's cost then grows with it); None: 10 for every request.
@@ -127,6 +129,7 @@ class LoopbackServer:
         self.batch_requests.clear()
         self.batch_delay = 0.0
         self.batch_creates_lost = 0
+        self.on_batch_created = None
         self.cached_tokens = 0
         self.prompt_tokens = None
         self.fault_rate, self.fault_mix = 0.0, ()
@@ -208,6 +211,8 @@ class LoopbackServer:
             "metadata": body.get("metadata"), "output_file_id": None, "error_file_id": None,
             "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
             "_ready_at": time.time() + self.batch_delay}
+        if self.on_batch_created is not None:
+            self.on_batch_created(batch_id)
         if self.batch_creates_lost:
             self.batch_creates_lost -= 1
             return web.json_response({"error": {"message": "upstream reset"}}, status=500)

@@ -191,6 +191,25 @@ def test_two_runs_submitting_the_same_calls_use_one_batch_and_cancel_the_other(s
     assert got["a"][0] == got["b"][0] == live[0] and len(got["a"][1]) == len(got["b"][1]) == 3
 
 
+def test_a_batch_cancelled_by_another_run_before_it_looks_polls_the_one_that_run_kept(server, tmp_path):
+    """Two runs at once: the other run lists the batches first, keeps its older one and cancels ours before our
+    own look, which then no longer shows ours. We poll the one it kept, rather than our cancelled batch (whose
+    calls would all go out again at full price)."""
+    spec = _route(server, "azure")
+    items = [(f"key-{k}", [{"role": "user", "content": f"question {k}"}], None, 0) for k in range(3)]
+    server.batch_delay = 0.5
+
+    def the_other_run(made: str) -> None:  # its batch for the same calls, older than ours, and ours cancelled
+        server.on_batch_created = None
+        server.batches["batch_0"] = {**server.batches[made], "id": "batch_0", "created_at": 0}
+        server.batches[made]["status"] = "cancelled"
+
+    server.on_batch_created = the_other_run
+    used, replies = asyncio.run(send_batch(spec, items, CallCache(tmp_path / "calls.sqlite"), "ours"))
+    assert used == "batch_0" and len(replies) == 3
+    assert len(server.requests) == 0  # nothing sent one by one
+
+
 def test_stage_shards_on_their_own_event_loops_share_the_provider_client_safely(server, tmp_path):
     """Two shards creating their batches at once, each on its own event loop (as stage shards run): litellm
     reuses one Azure client whichever loop asks, whose connections belong to the loop that made it. Each

@@ -176,7 +176,13 @@ async def _one_of_doubles(provider: str, digest: str, ours: str, credentials: di
     except Exception as exc:  # our batch is fine; only the look for doubles failed
         log.warning("could not check for a second batch made for %s (%s)", ours, type(exc).__name__)
         return ours
-    if ours not in made:  # a listing that does not show ours yet cannot say which is oldest
+    if ours not in made:
+        # Not listed: either the listing lags behind our creation (it cannot say which is oldest: keep ours), or
+        # another run listed first, kept an older batch and cancelled ours (poll the one it kept).
+        if made and (await _retried("aretrieve_batch", provider, credentials, policy,
+                                    batch_id=ours)).status in GIVEN_UP:
+            log.info("batch %s was cancelled as a second one for the same calls: using %s", ours, made[0])
+            return made[0]
         return ours
     kept = made[0]
     for double in made[1:]:
