@@ -35,9 +35,9 @@ def _run(*args: str) -> Ran:
         (["export", "/tmp", "--format", "csv"], "unknown format 'csv'"),
         # A typo in a model name is an error listing the names there are, never the default model.
         (["eval", "--bench", "/nonexistent", "--model", "local-greedyy", "--out", "OUT"],
-         f"--model: unknown model 'local-greedyy' (known: {', '.join(sorted(_DEFAULT_ROLES))})"),
+         f"--model: unknown model 'local-greedyy' (did you mean 'local-greedy'? known: {', '.join(sorted(_DEFAULT_ROLES))})"),
         (["eval", "--bench", "/nonexistent", "--model", "local/smollm2-13m", "--out", "OUT"],
-         "--model: unknown local model 'smollm2-13m' (known: smollm2-135m)"),
+         "--model: unknown local model 'smollm2-13m' (did you mean 'smollm2-135m'? known: smollm2-135m)"),
         (["build", "--characters", str(STARTERS), "--pool", str(ROOT / "tests"), "--out", "OUT", "--source", "sorce"],
          "no scenes.parquet"),
         (["characters", "synthesize", "--out", "OUT", "--seed-role", "synthesiser"],

@@ -139,7 +139,7 @@ def test_a_typo_on_the_command_line_is_reported_as_the_command_lines(tmp_path):
     models.write_text('[default]\nmodel = "local/smollm2-135m"\n[roles.test-a]\nmodel = "local/smollm2-135m"\n')
     ran = rpbench("roleinteract", "run", "--data", str(ROLEINTERACT), "--model", "tset-a", "--models-file",
                   str(models), "--out", str(tmp_path / "run"))
-    _refused(ran, "--model", "unknown model 'tset-a'", "did you mean test-a?")
+    _refused(ran, "--model", "unknown model 'tset-a'", "did you mean 'test-a'?")
     assert "[roles.test-a]" not in ran.stderr
 
 

@@ -121,3 +121,13 @@ def test_a_run_reads_its_models_file_once_and_records_its_digest(loopback, tmp_p
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert len(reads) == 2  # the edit is seen, once
     assert {b.get("max_tokens") for b in loopback.requests[-3:]} == {77}
+
+
+def test_the_models_file_help_names_every_shipped_preset():
+    """The option's help once named two presets while eight shipped: it is made from the presets folder."""
+    from rpbench.flows.kit.front.settings import ModelsFileSettings
+    from rpbench.tasks.llm.config import presets
+
+    described = ModelsFileSettings.model_fields["models_file"].description or ""
+    assert len(presets()) >= 8
+    assert all(name in described for name in presets())

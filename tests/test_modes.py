@@ -118,7 +118,7 @@ def test_lower_is_better_headline_ranks_ascending():
 
 
 def test_an_unknown_mode_is_an_error_listing_the_known_ones():
-    with pytest.raises(InputError, match=r"unknown benchmark mode 'furnia' \(known: .*furina"):
+    with pytest.raises(InputError, match=r"unknown benchmark mode 'furnia' \(did you mean 'furina'\? known: .*furina"):
         get_mode("furnia")
 
 

@@ -42,7 +42,7 @@ def test_the_embedded_model_gets_its_tuning_under_the_role():
 
 
 @pytest.mark.parametrize(("name", "message"), [
-    ("local-greedyy", "unknown model 'local-greedyy' (known: checker, judge, local-greedy, local-sampled"),
+    ("local-greedyy", "unknown model 'local-greedyy' (did you mean 'local-greedy'? known: checker, judge, local-greedy, local-sampled"),
     ("opnai/gpt-4o", "unknown model 'opnai/gpt-4o'"),
     ("local/smollm3", "unknown local model 'smollm3' (known: smollm2-135m)"),
 ])
@@ -113,3 +113,19 @@ def test_local_engines_are_picked_by_weights_and_cached_by_name(tmp_path, monkey
     with pytest.raises(KeyError, match="unknown local model 'gamma'"):
         Engines.for_model("gamma")
     assert LOCAL_MODEL == "local/smollm2-135m"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('[default]\nmax_token = 5\n', "field 'default.max_token': did you mean 'max_tokens'? not a setting of a role"),
+    ('[roles.judge]\ntemprature = 0.5\n', "field 'roles.judge.temprature': did you mean 'temperature'?"),
+    ('[defualt]\nmodel = "openai/gpt-4o"\n', "field 'defualt': did you mean 'default'? not a section of a models "
+                                               "file (the sections: default, roles, retry, local_models)"),
+    ('[default]\nbatch_size = 5\n', "field 'default.batch_size': not a setting of a role"),
+])
+def test_a_typo_in_a_models_file_names_the_setting_it_was_likely_meant_to_be(tmp_path, text, message):
+    path = tmp_path / "models.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_models_config(path, environ={})
+    assert message in str(caught.value)
+    assert "did you mean" not in str(caught.value) or "batch_size" not in text  # no far-fetched guess

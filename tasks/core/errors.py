@@ -6,6 +6,7 @@ CLI prints its message on one line and exits non-zero, with no traceback.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -50,8 +51,12 @@ class ModelUnusable(Exception):
 
 def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> InputError:
     """The error for a name that resolves to nothing: it lists the names that do exist."""
-    listed = ", ".join(sorted(set(known))) or "none"
-    return InputError(f"unknown {kind} '{name}' (known: {listed}){'; ' + hint if hint else ''}")
+    names = sorted(set(known))
+    # A typo is the usual cause: name what was likely meant, ahead of the whole list.
+    near = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+    guess = f"did you mean '{near[0]}'? " if near else ""
+    return InputError(f"unknown {kind} '{name}' ({guess}known: {', '.join(names) or 'none'})"
+                      f"{'; ' + hint if hint else ''}")
 
 
 def first_error(exc: ValidationError) -> tuple[str, str]:

@@ -24,6 +24,7 @@ it), since whether layer 3 applies depends on it.
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -440,10 +441,17 @@ def load_models_config(path: str | Path | None = None, environ: Mapping[str, str
         config = ModelsConfig.model_validate(data)
     except ValidationError as exc:
         where, msg = first_error(exc)
-        if exc.errors()[0]["type"] == "extra_forbidden" and where.startswith(("default.", "roles.")):
-            section, _, field_name = where.rpartition(".")
-            msg = (f"not a setting of a role (see `rpbench models --help`); an option for litellm itself goes in "
-                   f"[{section}.extra]: {field_name} = ...")
+        section, _, field_name = where.rpartition(".")
+        in_role = section.startswith(("default", "roles."))
+        if exc.errors()[0]["type"] == "extra_forbidden" and (in_role or not section):
+            known = ModelSpec.model_fields if in_role else ModelsConfig.model_fields
+            near = difflib.get_close_matches(field_name, list(known), n=1, cutoff=0.75)
+            msg = f"did you mean '{near[0]}'? " if near else ""  # a typo is the likely cause of an unknown key
+            if in_role:
+                msg += (f"not a setting of a role (see `rpbench models --help`); an option for litellm itself goes "
+                        f"in [{section}.extra]: {field_name} = ...")
+            else:
+                msg += f"not a section of a models file (the sections: {', '.join(known)})"
         raise InputError(f"{path}: field '{where}': {msg}" if where != "record" else f"{path}: {msg}") from None
     config._layers = layers
     # Whatever a models file names as holding a key is a secret, whatever the variable is called.

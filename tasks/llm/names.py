@@ -10,7 +10,6 @@ a typo never quietly becomes the default model.
 
 from __future__ import annotations
 
-import difflib
 import functools
 from collections.abc import Iterable
 
@@ -55,10 +54,8 @@ def resolve(config: ModelsConfig, name: str, builtin_roles: Iterable[str], like:
         return config.bind_model(name, like)
     if is_litellm_model(name):
         return config.bind_model(name, like)
-    close = difflib.get_close_matches(name, [*config.roles, *builtin], n=1, cutoff=0.75)
     raise unknown_name("model", name, [*config.roles, *builtin],
-                       hint=(f"did you mean {close[0]}? " if close else "")
-                       + "or give a litellm model string such as openai/gpt-4o, or local/<name>")
+                       hint="or give a litellm model string such as openai/gpt-4o, or local/<name>")
 
 
 def resolve_all(config: ModelsConfig, names: Iterable[str], builtin_roles: Iterable[str], like: str,
