@@ -102,3 +102,15 @@ def test_a_reader_sorts_the_leaderboard_and_shows_every_column(tmp_path):
         browser.save_screenshot(str(shot))
     finally:
         browser.quit()
+
+
+def test_declared_breakdown_values_with_no_scores_stay_in_the_table_file_but_not_in_the_report():
+    """A declared order keeps the leaderboard table's columns put from run to run; the report shows only the
+    values this run scored (CharacterBench declares thirteen dimensions, and a run may have two)."""
+    declared = Scoring(metrics=SPEC.scoring.metrics,
+                       groups=(GroupKey("topic", "topic", order=("science", "art", "history")),))
+    report = build_report(ReportSpec("quiz", declared), "60 items.", _rows(), [], 50, 0)
+    assert all("art" in row and row["art"] is None for row in report.board)  # the table keeps the column
+    header = next(line for line in report.markdown.splitlines() if line.startswith("| model |"))
+    assert "| science |" in header and "| history |" in header and "art" not in header
+    assert "on art" not in report.html  # nor does the chart list it as not drawn for every model

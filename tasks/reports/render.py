@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
-from rpbench.tasks.reports.scores import breakdown_values
+from rpbench.tasks.reports.scores import shown_breakdown_values
 from rpbench.tasks.reports.spec import Chart, Column, Scoring, Section
 
 
@@ -35,7 +35,7 @@ def leaderboard_columns(scoring: Scoring, scores: Sequence[Mapping[str, Any]], e
     for key in scoring.groups:
         if key.breakdown:
             # In the headline's unit, which its own heading names (a unit on each of twenty columns is noise).
-            columns += [Column(v, v, head.digits) for v in breakdown_values(scores, key)]
+            columns += [Column(v, v, head.digits) for v in shown_breakdown_values(scores, key)]
     columns += [Column(m.name, m.name, m.digits, unit=m.unit) for m in scoring.metrics[1:]]
     return [*columns, *extra, Column("failed", "failed", 0, unit="items")]
 
@@ -102,7 +102,7 @@ def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring, score
     for key in scoring.groups:
         if not key.breakdown:
             continue
-        values = breakdown_values(scores, key)
+        values = shown_breakdown_values(scores, key)
         fig, ax = plt.subplots(figsize=(7, 3.2))
         width = 0.8 / max(len(board), 1)
         missing: list[str] = []

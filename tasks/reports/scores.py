@@ -109,7 +109,15 @@ def leaderboard(scores: Sequence[Row], scoring: Scoring, failures: Mapping[str, 
 
 
 def breakdown_values(scores: Sequence[Row], key: GroupKey) -> list[str]:
-    """A breakdown key's leaderboard columns: every declared value (so columns stay put), else those present."""
+    """A breakdown key's leaderboard columns: every declared value (so the table's columns stay put from run to
+    run), else those present."""
     if key.order is not None:
         return list(key.order)
     return sorted({str(s[key.column]) for s in scores if s[key.column] != ALL})
+
+
+def shown_breakdown_values(scores: Sequence[Row], key: GroupKey) -> list[str]:
+    """The breakdown values a report shows: those with scores in this run, in the declared order. A run of two
+    of CharacterBench's thirteen dimensions is not a table (nor a chart caption) of eleven empty columns."""
+    present = {str(s[key.column]) for s in scores}
+    return [v for v in breakdown_values(scores, key) if v in present]
