@@ -109,6 +109,11 @@ def test_a_live_run_asks_the_model_and_the_judge_sees_its_reply(loopback, tmp_pa
     again = rpbench("characterbench", "run", *files, "--model", "characterbench-player", "--models-file",
                     str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "50")
     assert again.returncode == 0 and len(loopback.requests) == seen
+    # The items' human scores are of the released replies: the model's own replies have none, and the judge's
+    # agreement with people is not made up from another reply's score.
+    assert all(r["human"] is None and r["released_judge"] is None for r in scores)
+    assert pq.read_table(out / "agreement.parquet").num_rows == 0
+    assert "Not measured: the people's scores are of the released replies" in (out / "report.md").read_text()
 
 
 def test_the_judge_s_input_labels_turns_by_position_and_carries_the_dimension_s_reference():
@@ -174,7 +179,7 @@ def test_a_file_not_named_by_its_dimension_is_refused(tmp_path):
     odd = tmp_path / "chats.json"
     odd.write_text((SAMPLES / "engagement_test.json").read_text(encoding="utf-8"), encoding="utf-8")
     ran = rpbench("characterbench", "run", "--data", str(odd), "--out", str(tmp_path / "run"))
-    assert ran.returncode == 2 and "memory_consistency, fact_accuracy" in (ran.stdout + ran.stderr)
+    assert ran.returncode == 2 and "unknown dimension 'chats' (known: attribute_consistency_bot" in ran.stderr
 
 
 def test_the_characterjudge_preset_binds_the_judge_greedy_and_answers_in_plain_numbers(loopback, tmp_path,
@@ -364,3 +369,55 @@ def test_the_judge_against_annotators_pulled_from_label_studio(loopback, tmp_pat
     other.write_text('{"item_id": "engagement:9", "model": "x", "language": "zh", "score": 2}\n', encoding="utf-8")
     none = rpbench("annotate", "agreement", "--annotations", str(other), "--run", str(out))
     assert none.returncode == 2 and "no annotated reply is one" in none.stderr
+
+
+def test_people_s_scores_count_only_for_the_reply_they_scored(loopback, tmp_path, monkeypatch):
+    """Three systems answer one item: one with the released reply's text under two names, one with a reply of
+    its own. The human score is compared with the judge's scores of the released text only, and the released
+    prediction is counted once for it, however many systems sent it."""
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = lambda body: "3"
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    items = json.loads((SAMPLES / "engagement_test.json").read_text())
+    items[0]["pred_zh"] = 3  # as if CharacterJudge's prediction were released with the item
+    data = tmp_path / "engagement_test.json"
+    data.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    released_text = items[0]["response_messages"]["response"]
+    answers = []
+    for name, text in (("same", released_text), ("twin", released_text), ("own", "（摆摆手）今天不开船。")):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(json.dumps({"id": "engagement:1", "answer": text}, ensure_ascii=False) + "\n",
+                        encoding="utf-8")
+        answers += ["--answers", str(path)]
+    out = tmp_path / "run"
+    rpbench("characterbench", "run", "--data", str(data), *answers, "--limit", "1",
+            "--judge-output", "number", "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"),
+            "--out", str(out), "--resamples", "20")
+    scores = {r["model"]: r for r in pq.read_table(out / "item_scores.parquet").to_pylist()}
+    assert scores["same"]["human"] == scores["twin"]["human"] == 4 and scores["own"]["human"] is None
+    agreement = {a["judge"]: a for a in pq.read_table(out / "agreement.parquet").to_pylist()}
+    assert agreement["openai/loopback"]["n"] == 2  # same and twin; never own's reply against the released score
+    assert agreement["CharacterJudge (released predictions)"]["n"] == 1  # one reply, one prediction
+
+
+def test_judge_released_checks_the_judge_against_people_beside_a_live_run(loopback, tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _live
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    out = tmp_path / "run"
+    data = ["--data", str(SAMPLES / "engagement_test.json")]
+    ran = rpbench("characterbench", "run", *data, "--model", "characterbench-player", "--judge-released",
+                  "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out),
+                  "--resamples", "20")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    board = {r["model"] for r in pq.read_table(out / "leaderboard.parquet").to_pylist()}
+    assert board == {"characterbench-player", "rpbench-sample-a", "rpbench-sample-b"}
+    agreement = pq.read_table(out / "agreement.parquet").to_pylist()
+    assert [(a["judge"], a["group"], a["n"]) for a in agreement] == [("openai/loopback", "engagement", 2)]
+    # A name that is a released system's would put two systems' replies under one name: refused.
+    given = tmp_path / "mine.jsonl"
+    given.write_text('{"id": "engagement:1", "answer": "嗯。"}\n', encoding="utf-8")
+    clash = rpbench("characterbench", "run", *data, "--answers", f"rpbench-sample-a={given}", "--judge-released",
+                    "--models-file", str(models), "--out", str(tmp_path / "o"))
+    assert clash.returncode == 2
+    assert "--answers: 'rpbench-sample-a' is the name of a released system in this run" in clash.stderr

@@ -161,9 +161,11 @@ def test_a_suite_of_every_mode_profiles_three_models_as_they_were_made(tmp_path,
     assert {s["column"] for s in sub if s["benchmark"] == "rolellm"} >= {"CUS", "RAW", "SPE"}
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "## Agreement between benchmarks" in report and "**rolellm**" in report
-    # Each judge against people where a benchmark has human scores: CharacterBench's samples carry them.
+    # Each judge against people where a benchmark has human scores: CharacterBench's samples carry them, for
+    # their own released replies (two per dimension), which a suite has the judge score beside the models'.
     judges = pq.read_table(out / "judges.parquet").to_pylist()
-    assert {j["benchmark"] for j in judges} == {"characterbench"} and all(j["n"] == 3 * 2 for j in judges)
+    assert {j["benchmark"] for j in judges} == {"characterbench"} and all(j["n"] == 2 for j in judges)
+    assert {j["group"] for j in judges} == {"memory_consistency", "engagement", "fact_accuracy"}
     assert "## Judges against people" in report and "| characterbench | openai/loopback |" in report
     for mode in benchmarks:  # each mode's own run folder, linked from the report
         assert (out / mode).is_dir() and f"({mode}" in report

@@ -28,12 +28,14 @@ def judge_agreement_lines(rows: Iterable[JudgeAgreement | Mapping[str, Any]], wi
     return lines
 
 
-def agreement_rows(benchmark: str, pairs: Iterable[tuple[str, str, str, float, float]], resamples: int = 1000,
-                   seed: int = 0) -> list[JudgeAgreement]:
-    """(judge, group, language, human score, judge score) pairs: one row per judge, group and language."""
+def agreement_rows(benchmark: str, pairs: Iterable[tuple[str, str, str, float | None, float | None]],
+                   resamples: int = 1000, seed: int = 0) -> list[JudgeAgreement]:
+    """(judge, group, language, human score, judge score) pairs: one row per judge, group and language. A pair
+    missing either score (a failed judgment, a reply no one scored) is not compared: ``n`` counts those that are."""
     grouped: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
     for judge, group, language, human, score in pairs:
-        grouped.setdefault((judge, group, language), []).append((human, score))
+        if human is not None and score is not None:
+            grouped.setdefault((judge, group, language), []).append((human, score))
     return [JudgeAgreement.model_validate({**judge_agreement([h for h, _ in v], [j for _, j in v], resamples, seed),
                                            "benchmark": benchmark, "judge": k[0], "group": k[1], "language": k[2],
                                            "n": len(v)}) for k, v in sorted(grouped.items())]

@@ -109,12 +109,13 @@ def with_models(section: Mapping[str, Any], field_name: str, models: Sequence[st
     return {**section, field_name: list(models)}
 
 
-def one_run(flow: str, field_name: str = "models") -> Callable[[Mapping[str, Any], Sequence[str], Path],
-                                                                list[SuitePart]]:
-    """A mode's ``suite`` hook when a suite runs it once: its flow ``flow`` with the section's settings, the
-    suite's models in ``field_name``."""
+def one_run(flow: str, field_name: str = "models", defaults: Mapping[str, Any] | None = None
+            ) -> Callable[[Mapping[str, Any], Sequence[str], Path], list[SuitePart]]:
+    """A mode's ``suite`` hook when a suite runs it once: its flow ``flow`` with the section's settings over
+    ``defaults`` (what the mode sets in a suite unless the suite file says otherwise), the suite's models in
+    ``field_name``."""
     def parts(section: Mapping[str, Any], models: Sequence[str], folder: Path) -> list[SuitePart]:
-        return [SuitePart(flow, with_models(section, field_name, models), "", scored=True)]
+        return [SuitePart(flow, with_models({**(defaults or {}), **section}, field_name, models), "", scored=True)]
 
     parts.__doc__ = (f"In a suite: one run of `{flow}` with the section's settings, the suite's models as its "
                      f"{field_name}.")

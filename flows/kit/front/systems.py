@@ -40,28 +40,35 @@ class System:
 
 
 def read_systems(roles: Mapping[str, str], answers: list[str], *, model_option: str = "--model",
-                 what: str = "answers") -> list[System]:
+                 what: str = "answers", reserved: Mapping[str, str] | None = None) -> list[System]:
     """The models asked (``roles``: name -> role, resolved already) then the answer files (``--answers``,
-    ``NAME=FILE`` or ``FILE``); a name given both ways is an error (``what`` the files hold, for its message)."""
+    ``NAME=FILE`` or ``FILE``); a name given both ways is an error (``what`` the files hold, for its message), as
+    is a name the run gives a system of its own (``reserved``: name -> what it names, such as a baseline)."""
     given = given_systems(answers)
     both = sorted(set(roles) & set(given))
     if both:
         raise InputError(f"--answers: '{both[0]}' is also a {model_option}; name the {what} otherwise (NAME=FILE)")
+    taken = sorted(({*roles, *given}) & set(reserved or {}))
+    if taken and reserved:  # two systems under one name would share, and mix, one leaderboard row
+        option = model_option if taken[0] in roles else "--answers"
+        raise InputError(f"{option}: '{taken[0]}' is the name of {reserved[taken[0]]} in this run; give it "
+                         f"another name{' (NAME=FILE)' if option == '--answers' else ''}")
     return [System(n, role=r) for n, r in roles.items()] + [System(n, answers=p) for n, p in given.items()]
 
 
 def evaluation_systems(settings: Any, like: str, known: Any = None, what: str = "answers",
-                       read: Callable[[str, Any], object] | None = None) -> list[System]:
+                       read: Callable[[str, Any], object] | None = None,
+                       reserved: Mapping[str, str] | None = None) -> list[System]:
     """An evaluation's systems from its settings' ``--model`` (each resolved to a role; a model string gets the
     settings of role ``like``) and ``--answers`` (each file read by ``read``, JSONL answers by default, its ids
-    checked against ``known``)."""
+    checked against ``known``); none may take a ``reserved`` name (read_systems)."""
     from rpbench.flows.kit.front.registry import builtin_roles, models_config
     from rpbench.tasks.llm.given import read_answers
     from rpbench.tasks.llm.names import resolve_all
 
     roles = resolve_all(models_config(settings.models_file), settings.models, builtin_roles(), like=like,
                         option="--model")
-    systems = read_systems(roles, settings.answers, what=what)
+    systems = read_systems(roles, settings.answers, what=what, reserved=reserved)
     for x in systems:
         if x.answers:
             (read or read_answers)(x.answers, known)

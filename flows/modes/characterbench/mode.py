@@ -26,5 +26,6 @@ CHARACTERBENCH = BenchmarkMode(
     commands=RunCommand("characterbench"),
     annotation={"characterbench": "annotation:REPLY"},
     smoke=SMOKE,
-    suite=one_run("characterbench"),
+    # In a suite the judge also scores the released replies, so the suite shows it against people.
+    suite=one_run("characterbench", defaults={"judge_released": True}),
 )

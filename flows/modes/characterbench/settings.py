@@ -33,6 +33,11 @@ class CharacterBenchSettings(EvalSettings):
         default="json", description="json: the judge is asked for its reasoning and score as JSON. number: the "
                                     "judge prompt ends at the reference and the reply must be the score alone, as "
                                     "CharacterJudge was trained to answer.")
+    judge_released: bool = Field(
+        default=False, description="Also judge the released systems' replies, each under its own name, beside the "
+                                   "models': the judge checked against the people who scored those replies "
+                                   "(agreement.parquet, the report). On in a suite. With no --model and no "
+                                   "--answers, the released replies are all the run judges.")
     out: OutputFolder = Field(default="runs/characterbench", description="Folder for replies, judgments, scores, "
                               "the judge's agreement with people and the report.")
 

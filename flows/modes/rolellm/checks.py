@@ -76,12 +76,9 @@ def check_eval(s: EvalSettings) -> Inputs:
     players = resolve_all(config, s.models, builtin_roles(), like="rolellm-player", option="--model")
     judges = resolve_all(config, s.judges, builtin_roles(), like=JUDGE, option="--judge") if s.judges else {}
     baselines = baseline_files(files)
-    systems = read_systems(players, s.answers)
+    systems = read_systems(players, s.answers, reserved={BASELINE: "RoleGPT's released answers"})
     for x in systems:
         if x.answers:
-            if x.name == BASELINE:
-                raise InputError(f"--answers: '{x.name}' is the baseline's name; name the answers otherwise "
-                                 "(NAME=FILE)")
             _answers_some_question(x.answers, read_rolebench_answers(x.answers), rows)
     if judges and s.reference == BASELINE and not baselines:
         raise InputError("--reference: no rolegpt_baseline.jsonl beside the test files; name one of the --model "

@@ -47,20 +47,30 @@ def scored(data: list[str], language: str, limit: int | None, replies: list[str]
     for r in made:
         i, j = keyed[(r.item_id, r.language)], verdicts.get((r.item_id, r.language, r.model))
         score = j.score if j is not None else None
+        theirs = is_released(r, i)  # the human score and CharacterJudge's were given to that reply, no other
         rows.append(ItemScore(model=r.model, item_id=i.item_id, dimension=i.dimension, language=i.language,
                               score=score, scaled=None if score is None else score / by[i.dimension][0] * 5,
-                              human=i.human, released_judge=i.released_judge))
+                              human=i.human if theirs else None,
+                              released_judge=i.released_judge if theirs else None))
     failures = [Failure(stage="characterbench-replies", model=r.model, item_id=r.item_id, kind="reply", error=r.error)
                 for r in made if r.status != "ok"]
     failures += [Failure(stage="characterbench-judgments", model=j.model, item_id=j.item_id, kind="judgment",
                          error=j.error) for j in judged if j.status != "ok"]
     name = next((j.judge for j in judged), judge)
+    # One released prediction per released reply, however many systems sent that reply.
+    once = {(r.item_id, r.language): r for r in rows if r.released_judge is not None}.values()
     agreed = agreement_rows("characterbench", [
-        (who, r.dimension, r.language, r.human, v) for r in rows if r.human is not None
-        for who, v in ((name, r.score), (RELEASED_JUDGE, r.released_judge)) if v is not None], resamples, seed)
+        *((name, r.dimension, r.language, r.human, r.score) for r in rows),
+        *((RELEASED_JUDGE, r.dimension, r.language, r.human, r.released_judge) for r in once)], resamples, seed)
     return spec.Scored(rows, failures, len(items), [(ITEMS, items), (REPLIES, made), (JUDGMENTS, judged),
                                                (AGREEMENT, agreed)],
                   {"divisors": by, "agreement": [a.model_dump() for a in agreed]}, samples(items, made, verdicts))
+
+
+def is_released(reply: Reply, item: Item) -> bool:
+    """Whether ``reply`` is the reply the release's people (and CharacterJudge) scored: the same text. A model's
+    own reply to the item is another reply, and the item's human score says nothing of it."""
+    return reply.status == "ok" and item.reply is not None and (reply.text or "").strip() == item.reply.strip()
 
 
 def _analyze(data: spec.AnalysisInput) -> spec.Analysis:
@@ -74,9 +84,14 @@ def _analyze(data: spec.AnalysisInput) -> spec.Analysis:
     found = data.context.get("agreement", [])
     if found:
         sections.append(spec.Section("The judge against people", "\n".join([
-            "The judge's scores against the human scores released with the items per dimension (group), and "
-            "CharacterJudge's own released predictions on the same items beside them; 95% bootstrap intervals "
-            "over items.", "", *judge_agreement_lines(found)])))
+            "The judge's scores of the released replies against the human scores released with them, per "
+            "dimension (group), and CharacterJudge's own released predictions on the same replies beside them; "
+            "95% bootstrap intervals over items.", "", *judge_agreement_lines(found)])))
+    else:
+        sections.append(spec.Section("The judge against people", (
+            "Not measured: the people's scores are of the released replies, and this run judged none of them "
+            "(only the models' own replies). Run without --model and --answers to check the judge against "
+            "people.")))
     return spec.Analysis(sections, {"agreement": found})
 
 
@@ -106,9 +121,10 @@ def samples(items: Sequence[Item], replies: Sequence[Reply], verdicts: dict[tupl
                  *([Part("Reference", i.reference, "note")] if i.reference else []),
                  *([Part("Judge", f"{fmt(j.score, 0)}: {j.text or ''}" if j.status == "ok"
                          else f"(no score: {j.error})", "note")] if j else [])]
-        off = "-" if j is None or j.score is None or i.human is None else \
-            "agrees" if j.score == i.human else f"off by {abs(j.score - i.human):g}"
+        human = i.human if is_released(r, i) else None
+        off = "-" if j is None or j.score is None or human is None else \
+            "agrees" if j.score == human else f"off by {abs(j.score - human):g}"
         yield Sample(id=f"{r.model}/{i.item_id}/{i.language}", item=f"{i.item_id}/{i.language}", model=r.model,
                      title=f"{i.dimension}: {i.character}",
-                     score=f"judge {fmt(j.score if j else None, 0)} / human {fmt(i.human, 0)}", parts=parts,
+                     score=f"judge {fmt(j.score if j else None, 0)} / human {fmt(human, 0)}", parts=parts,
                      facets={"dimension": i.dimension, "language": i.language, "judge vs human": off})

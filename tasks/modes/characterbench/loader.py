@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rpbench.storage.user_files import Fields, load_records
-from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.errors import InputError, unknown_name
 from rpbench.tasks.modes.characterbench.dimensions import DIMENSIONS, Dimension, dimension_of
 from rpbench.tasks.modes.characterbench.records import Item, Turn
 
@@ -80,11 +80,11 @@ def read_item(dim: Dimension, record: Any, index: int, language: str, path: str)
 
 
 def load_file(path: str, languages: Sequence[str]) -> list[Item]:
+    data = load_records(path, "CharacterBench item", MAX_BYTES) or []  # first: a mistyped path is no such file
     dim = dimension_of(Path(path).stem)
     if dim is None:
         raise InputError(f"{path}: the file's name must say its dimension, as the release names them "
-                         f"(<dimension>_test.json): {', '.join(DIMENSIONS)}")
-    data = load_records(path, "CharacterBench item", MAX_BYTES) or []
+                         f"(<dimension>_test.json): {unknown_name('dimension', Path(path).stem, DIMENSIONS)}")
     if not data:
         raise InputError(f"{path}: the file holds no items")
     items = [read_item(dim, record, n, lang, path) for lang in languages for n, record in enumerate(data)]
