@@ -421,3 +421,20 @@ def test_judge_released_checks_the_judge_against_people_beside_a_live_run(loopba
                     "--models-file", str(models), "--out", str(tmp_path / "o"))
     assert clash.returncode == 2
     assert "--answers: 'rpbench-sample-a' is the name of a released system in this run" in clash.stderr
+
+
+def test_files_with_no_human_scores_say_so_rather_than_asking_for_judge_released(loopback, tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = lambda body: "3"
+    items = json.loads((SAMPLES / "engagement_test.json").read_text())
+    for x in items:  # the human score, under either name the release gives it
+        x.pop("annotation_score", None)
+        x.pop("gold", None)
+    data = tmp_path / "engagement_test.json"
+    data.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "run"
+    ran = rpbench("characterbench", "run", "--data", str(data), "--judge-output", "number", "--models-file",
+                  str(loopback_models_file(tmp_path / "models.toml", loopback)), "--cache",
+                  str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "20")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "Not measured: the files carry no human scores." in (out / "report.md").read_text()

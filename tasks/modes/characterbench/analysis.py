@@ -64,7 +64,8 @@ def scored(data: list[str], language: str, limit: int | None, replies: list[str]
         *((RELEASED_JUDGE, r.dimension, r.language, r.human, r.released_judge) for r in once)], resamples, seed)
     return spec.Scored(rows, failures, len(items), [(ITEMS, items), (REPLIES, made), (JUDGMENTS, judged),
                                                (AGREEMENT, agreed)],
-                  {"divisors": by, "agreement": [a.model_dump() for a in agreed]}, samples(items, made, verdicts))
+                  {"divisors": by, "agreement": [a.model_dump() for a in agreed],
+                   "human_scores": any(i.human is not None for i in items)}, samples(items, made, verdicts))
 
 
 def is_released(reply: Reply, item: Item) -> bool:
@@ -88,10 +89,10 @@ def _analyze(data: spec.AnalysisInput) -> spec.Analysis:
             "dimension (group), and CharacterJudge's own released predictions on the same replies beside them; "
             "95% bootstrap intervals over items.", "", *judge_agreement_lines(found)])))
     else:
-        sections.append(spec.Section("The judge against people", (
-            "Not measured: the people's scores are of the released replies, and this run judged none of them "
-            "(only the models' own replies). Run without --model and --answers to check the judge against "
-            "people.")))
+        sections.append(spec.Section("The judge against people", "Not measured: " + (
+            "the people's scores are of the released replies, and this run judged none of them (only the models' "
+            "own replies). Add --judge-released to check the judge against people."
+            if data.context.get("human_scores") else "the files carry no human scores.")))
     return spec.Analysis(sections, {"agreement": found})
 
 
