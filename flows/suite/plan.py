@@ -3,7 +3,6 @@ anything runs, so a typo in the file is one line naming the file, the table and 
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import json
 import tomllib
@@ -18,7 +17,7 @@ from rpbench.flows.kit.front.registry import BenchmarkMode, SuitePart, load_ref,
 from rpbench.flows.kit.front.settings import RunSettings, path_fields
 from rpbench.flows.suite.settings import SuiteSettings
 from rpbench.storage.user_files import read_user_text
-from rpbench.tasks.core.errors import InputError, first_error, unknown_name
+from rpbench.tasks.core.errors import InputError, close_match, first_error, unknown_name
 
 # Settings the suite command gives every mode alike; a suite file that sets them would split one suite's runs
 # over several caches or failure rules.
@@ -114,9 +113,9 @@ def _run(mode: BenchmarkMode, part: SuitePart, s: SuiteSettings, suite: SuiteFil
     model = load_ref(mode.settings[part.flow]) if part.flow in mode.settings else settings_model(load_ref(flow))
     unknown = [k for k in part.values if k not in model.model_fields]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], list(model.model_fields), n=1)
+        close = close_match(unknown[0], model.model_fields, cutoff=0.6)
         raise InputError(f"{where} '{unknown[0]}': no such setting of {part.flow}"
-                         + (f" (did you mean '{close[0]}'?)" if close else ""))
+                         + (f" (did you mean '{close}'?)" if close else ""))
     given = [k for k in SHARED if k in part.values]
     if given:
         raise InputError(f"{where} '{given[0]}': set by the suite command for every mode, not in a suite file")

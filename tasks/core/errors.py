@@ -49,12 +49,18 @@ class ModelUnusable(Exception):
         return f"model {self.model} (role {self.role}) cannot be used: {self.error}{key}"
 
 
+def close_match(name: str, known: Iterable[str], cutoff: float = 0.75) -> str | None:
+    """The known name ``name`` is most likely a typo of, if one is close enough."""
+    near = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=cutoff)
+    return near[0] if near else None
+
+
 def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> InputError:
     """The error for a name that resolves to nothing: it lists the names that do exist."""
     names = sorted(set(known))
     # A typo is the usual cause: name what was likely meant, ahead of the whole list.
-    near = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
-    guess = f"did you mean '{near[0]}'? " if near else ""
+    near = close_match(name, names)
+    guess = f"did you mean '{near}'? " if near else ""
     return InputError(f"unknown {kind} '{name}' ({guess}known: {', '.join(names) or 'none'})"
                       f"{'; ' + hint if hint else ''}")
 

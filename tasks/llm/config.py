@@ -24,7 +24,6 @@ it), since whether layer 3 applies depends on it.
 
 from __future__ import annotations
 
-import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -36,7 +35,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from rpbench.storage.user_files import load_yaml, read_user_text
-from rpbench.tasks.core.errors import InputError, first_error
+from rpbench.tasks.core.errors import InputError, close_match, first_error
 from rpbench.tasks.core.secrets import looks_like_key, register_pasted_key, register_secret_names
 from rpbench.tasks.llm.local.models import EMBEDDED, LocalModelSpec, local_name, model_fingerprint, split_adapter
 from rpbench.tasks.llm.local.models import PROVIDER as LOCAL_PROVIDER
@@ -445,8 +444,8 @@ def load_models_config(path: str | Path | None = None, environ: Mapping[str, str
         in_role = section.startswith(("default", "roles."))
         if exc.errors()[0]["type"] == "extra_forbidden" and (in_role or not section):
             known = ModelSpec.model_fields if in_role else ModelsConfig.model_fields
-            near = difflib.get_close_matches(field_name, list(known), n=1, cutoff=0.75)
-            msg = f"did you mean '{near[0]}'? " if near else ""  # a typo is the likely cause of an unknown key
+            near = close_match(field_name, known)  # a typo is the likely cause of an unknown key
+            msg = f"did you mean '{near}'? " if near else ""
             if in_role:
                 msg += (f"not a setting of a role (see `rpbench models --help`); an option for litellm itself goes "
                         f"in [{section}.extra]: {field_name} = ...")

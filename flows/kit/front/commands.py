@@ -17,7 +17,7 @@ from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings, ou
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.storage.folder_lock import folder_lock
-from rpbench.tasks.core.errors import InputError, first_error
+from rpbench.tasks.core.errors import InputError, close_match, first_error
 from rpbench.tasks.llm import ModelsConfig
 
 S = TypeVar("S", bound=BaseModel)
@@ -215,18 +215,16 @@ def check_role_sections(config: ModelsConfig, models_file: str | None,
     no option of the command, is a typo: left alone, the mode would quietly use [default] for the role meant.
     Other names are the user's own roles (models under test such as ``[roles.warm]``, a second judge
     ``[roles.judge2]`` given with --judge), which stay allowed."""
-    import difflib
-
     known = builtin_roles()
     for name in config.roles:
         if name in known or name in given or re.fullmatch(r".+?[-_]?\d+", name):
             continue
-        if difflib.get_close_matches(name, sorted(given), n=1, cutoff=0.8):
+        if close_match(name, given, cutoff=0.8):
             continue  # the user's own role, and the name given for it the typo: resolving that name says so
-        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+        close = close_match(name, known, cutoff=0.8)
         if close:
             where = models_file or "the models file"
-            raise InputError(f"{where}: [roles.{name}] names no role of any mode: did you mean [roles.{close[0]}]? "
+            raise InputError(f"{where}: [roles.{name}] names no role of any mode: did you mean [roles.{close}]? "
                              "(a role of your own, for --model, needs a name further from the modes' roles: "
                              "rpbench models lists them)")
 
