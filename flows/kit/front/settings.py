@@ -3,7 +3,6 @@ parameters are all made from it, so no default is written twice."""
 
 from __future__ import annotations
 
-import importlib.resources
 import inspect
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ from pydantic.fields import FieldInfo
 
 from rpbench.storage.recorded_paths import recorded_path
 from rpbench.storage.user_files import check_cache_file, check_output_file, check_output_folder
+from rpbench.tasks.llm.config import presets
 
 
 class _NamesAPath:
@@ -70,12 +70,6 @@ def cli(flag: str | None = None, *, argument: bool = False, hidden: bool = False
     return out
 
 
-# The presets' names as the help lists them: the files shipped beside the models config (a directory listing;
-# the config module itself, with its validators, loads only when a models file is read).
-_PRESETS = sorted(p.name.removesuffix(".toml") for p in
-                  (importlib.resources.files("rpbench.tasks.llm") / "presets").iterdir() if p.name.endswith(".toml"))
-
-
 class ModelsFileSettings(BaseModel):
     """What every command that reads the models file takes (``rpbench models`` and ``prepare`` take only this)."""
 
@@ -83,7 +77,7 @@ class ModelsFileSettings(BaseModel):
 
     models_file: str | None = Field(
         default=None, json_schema_extra=cli("--models-file", deprecated=("--models",)),
-        description="Models config (TOML or YAML), or a shipped preset by name (" + ", ".join(_PRESETS) + "), "
+        description="Models config (TOML or YAML), or a shipped preset by name (" + ", ".join(presets()) + "), "
         "binding model roles to model strings and sampling settings. Default: every role uses the embedded local "
         "model. Env overrides: RPBENCH_<ROLE>_<FIELD>. (--models is the old name of this option.)")
 

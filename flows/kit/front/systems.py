@@ -44,12 +44,12 @@ def read_systems(roles: Mapping[str, str], answers: list[str], *, model_option: 
     """The models asked (``roles``: name -> role, resolved already) then the answer files (``--answers``,
     ``NAME=FILE`` or ``FILE``); a name given both ways is an error (``what`` the files hold, for its message), as
     is a name the run gives a system of its own (``reserved``: name -> what it names, such as a baseline)."""
-    given = given_systems(answers)
+    given, reserved = given_systems(answers), reserved or {}
     both = sorted(set(roles) & set(given))
     if both:
         raise InputError(f"--answers: '{both[0]}' is also a {model_option}; name the {what} otherwise (NAME=FILE)")
-    taken = sorted(({*roles, *given}) & set(reserved or {}))
-    if taken and reserved:  # two systems under one name would share, and mix, one leaderboard row
+    taken = sorted({*roles, *given} & set(reserved))
+    if taken:  # two systems under one name would share, and mix, one leaderboard row
         option = model_option if taken[0] in roles else "--answers"
         raise InputError(f"{option}: '{taken[0]}' is the name of {reserved[taken[0]]} in this run; give it "
                          f"another name{' (NAME=FILE)' if option == '--answers' else ''}")

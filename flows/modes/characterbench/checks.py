@@ -23,9 +23,10 @@ def check_run(s: CharacterBenchSettings) -> Inputs:
     items = load_items(s.data, [s.language], s.limit)
     judge = judge_role(s, s.judge, like="characterbench-judge")
     # With --judge-released the released replies sit on the leaderboard under their systems' names.
-    released = {n: "a released system" for n in {i.reply_model for i in items} | {RELEASED.name} if n}
+    released = {n: "a released system" for n in {i.reply_model for i in items} | {RELEASED.name} if n
+                and s.judge_released}
     systems = evaluation_systems(s, "characterbench-player", {i.item_id: i for i in items}, "replies",
-                                 reserved=released if s.judge_released else None)
+                                 reserved=released)
     if systems and s.judge_released:
         systems.append(RELEASED)
     return Inputs(systems or [RELEASED], judge, len(items))
