@@ -207,6 +207,31 @@ async def test_identical_requests_in_flight_together_are_sent_once_and_share_the
     assert [r.ok for r in failed] == [False, False] and len(loopback.requests) == 2
 
 
+async def test_a_call_that_misses_the_cache_just_as_its_twin_finishes_is_not_sent_again(make_gateway, loopback):
+    """Two shards asking the same thing from two threads: one looks in the cache and finds nothing, the other
+    then stores its reply and leaves the in-flight table before the first looks there. The first must find
+    the reply, not send the request a second time (paid twice, and a sampling model's two answers would make
+    the cache disagree with what one of the shards used)."""
+    import itertools
+
+    counter = itertools.count()
+    loopback.responder = lambda body: f"reply number {next(counter)}"
+    gateway = make_gateway()
+    first = await gateway.complete("judge", MSG)
+    assert first.text == "reply number 0" and len(loopback.requests) == 1
+    assert gateway.cache is not None
+    looked_up, real_get = [], gateway.cache.get
+
+    def too_early(key: str):
+        looked_up.append(key)
+        return None if len(looked_up) == 1 else real_get(key)  # the first look came before the twin stored
+
+    gateway.cache.get = too_early  # type: ignore[method-assign]
+    second = await gateway.complete("judge", MSG)
+    assert len(looked_up) >= 2, "the call never looked again"
+    assert len(loopback.requests) == 1 and second.text == "reply number 0"
+
+
 async def test_a_refused_key_stops_every_call_to_that_model_at_once(make_gateway, loopback):
     """A 401 is never retried, and no later call to the model is sent: each would be refused the same way."""
     from rpbench.tasks.core.errors import ModelUnusable

@@ -342,6 +342,11 @@ class Gateway:
             return await asyncio.wrap_future(shared)  # answered by the call that sent it (cached stays True)
         reserved, cost = 0.0, None
         try:
+            # A twin on another thread may have stored its reply and left the table between this call's look in
+            # the cache and its look in the table: look again, now that a later twin would wait for this one.
+            if self.cache is not None and (stored := self.cache.get(record.cache_key)) is not None:
+                mine.set_result(stored)
+                return stored
             await gate()  # a stopped run sends nothing new (and journals nothing as sent)
             if run_budget.active(spec.max_cost):  # what it may cost, reserved (or the run stops, sending nothing)
                 reserved = await run_budget.reserve(record.role, spec.model, spec.max_cost, prices_of(spec), [convo],
