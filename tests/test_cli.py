@@ -272,3 +272,33 @@ def test_a_dask_address_is_checked_before_any_flow(tmp_path, monkeypatch):
         ran = rpbench("--runner", "dask", "--dask-address", address, *data)
         assert ran.returncode == 2 and ran.stderr.strip().splitlines() == [ran.stderr.strip()], ran.stderr
         assert ran.stderr.startswith(f"error: --dask-address {address}: {message}"), ran.stderr
+
+
+def test_a_switch_takes_no_value_and_one_on_by_default_can_be_turned_off():
+    import typer
+    from pydantic import BaseModel, Field
+    from typer.testing import CliRunner
+
+    from rpbench.flows.kit.front.commands import settings_command
+
+    class Switches(BaseModel):
+        aware: bool = Field(default=True, description="Move chunk endings.")
+        strict: bool = Field(default=False, description="Be strict.")
+
+    seen: list[Switches] = []
+
+    def run(settings: Switches) -> None:
+        """Run."""
+        seen.append(settings)
+
+    app = typer.Typer()
+    app.command()(settings_command(Switches, run, starts_workers=False))
+    runner = CliRunner()
+    assert runner.invoke(app, ["--no-aware", "--strict"]).exit_code == 0
+    assert runner.invoke(app, []).exit_code == 0
+    assert [(s.aware, s.strict) for s in seen] == [(False, True), (True, False)]
+    # A switch shows no value to give (a user reading "<bool>" types "--strict true" and is refused).
+    shown = runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    assert "--no-aware" in shown and "turns it off" in shown
+    lines = [ln for ln in shown.splitlines() if "--strict" in ln or "--aware" in ln]
+    assert len(lines) == 2 and not any("<bool>" in ln for ln in lines), lines

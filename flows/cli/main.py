@@ -60,7 +60,7 @@ def trigger_run(
     param: Annotated[list[str] | None, typer.Option("--param", help="A settings field as key=value (JSON values "
                                                                    "such as 3 or [1,2] are read as JSON; a key "
                                                                    "given twice makes a list). Repeat.")] = None,
-    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait for the run to finish.")] = True,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", metavar="", help="Wait for the run to finish.")] = True,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Stop waiting after this many seconds.")] = None,
 ) -> None:
     """Start a run of a served deployment on the Prefect server at PREFECT_API_URL, with settings fields over the

@@ -12,10 +12,11 @@ from rpbench.tasks.reports.render import fmt
 def run(s: SuiteSettings) -> None:
     """Every benchmark of a suite file for the same models, then one profile of them.
 
-    Each mode of the suite file (default: the shipped samples of all five) runs in its own folder under --out.
-    The profile gives each model's headline per benchmark with its interval and its percentile among the
-    models run, each benchmark's sub-scores, and Kendall's tau between the benchmarks' rankings (three models
-    or more). A mode that fails does not stop the others; the suite then exits 3."""
+    Each mode of the suite file (default: the shipped samples of every benchmark) runs in its own folder
+    under --out. The profile gives each model's headline per benchmark with its interval and its percentile
+    among the models run, each benchmark's sub-scores, Kendall's tau between the benchmarks' rankings (three
+    models or more), and each judge's agreement with people where a benchmark has human scores. A mode that
+    fails does not stop the others; the suite then exits 3."""
     from rpbench.flows.suite.plan import check_suite
 
     check_suite(s)  # a typo in the suite file is one line here, before Prefect starts
