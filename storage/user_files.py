@@ -12,7 +12,7 @@ import csv
 import io
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -90,6 +90,21 @@ def parse_json_or_yaml(path: str | Path, what: str, max_bytes: int = MAX_USER_FI
         return json.loads(text) if Path(path).suffix.lower() == ".json" else load_yaml(text, path)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot parse ({str(exc).splitlines()[0]})") from None
+
+
+def files_in(paths: Sequence[str], keep: Callable[[Path], bool], what: str, hint: str = "") -> list[str]:
+    """``paths`` with each folder replaced by the files in it that ``keep`` accepts, by name (a release's own
+    folder, as downloaded, or a folder of books); a folder holding none is an error that says what it lacks."""
+    out: list[str] = []
+    for path in map(Path, paths):
+        if not path.is_dir():
+            out.append(str(path))
+            continue
+        found = sorted(str(f) for f in path.iterdir() if f.is_file() and keep(f))
+        if not found:
+            raise InputError(f"{path}: no {what} in this folder{f' ({hint})' if hint else ''}")
+        out += found
+    return out
 
 
 def load_records(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_BYTES) -> list[Any]:

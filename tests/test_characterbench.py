@@ -438,3 +438,23 @@ def test_files_with_no_human_scores_say_so_rather_than_asking_for_judge_released
                   str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "20")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "Not measured: the files carry no human scores." in (out / "report.md").read_text()
+
+
+def test_a_folder_stands_for_the_dimension_files_in_it(tmp_path):
+    from rpbench.tasks.core.errors import InputError
+    from rpbench.tasks.modes.characterbench.loader import load_items
+
+    folder = tmp_path / "characterbench"
+    folder.mkdir()
+    for name in ("engagement_test.json", "memory_consistency_test.json"):
+        (folder / name).write_text((SAMPLES / name).read_text(encoding="utf-8"), encoding="utf-8")
+    (folder / "README.json").write_text("{}", encoding="utf-8")  # not a dimension: not read
+    from_folder = load_items([str(folder)], ["en"], limit=2)
+    from_files = load_items([str(folder / "engagement_test.json"), str(folder / "memory_consistency_test.json")],
+                            ["en"], limit=2)
+    assert from_folder == from_files and {i.dimension for i in from_folder} == {"engagement", "memory_consistency"}
+    with pytest.raises(InputError, match="a second file for dimension engagement"):
+        load_items([str(folder), str(folder / "engagement_test.json")], ["en"])
+    (tmp_path / "empty").mkdir()
+    ran = rpbench("characterbench", "run", "--data", str(tmp_path / "empty"), "--out", str(tmp_path / "run"))
+    assert ran.returncode == 2 and "empty: no CharacterBench files in this folder (named <dimension>_test.json" in ran.stderr

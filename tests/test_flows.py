@@ -319,3 +319,19 @@ def test_a_stage_declaration_with_a_misspelt_input_or_template_fails_as_it_is_de
         stage("typo-roles", roles="coser-actor")(answers)
     declared = stage("fine", inputs=["items"], templates=["coser/"], roles=["coser-actor"])(answers)
     assert declared.name == "fine"
+
+
+def test_a_folder_given_as_a_stage_s_input_counts_its_files(tmp_path):
+    """A mode that reads a folder (RoleLLM's released layout, CharacterBench's) declares it as an input: an edit
+    to a file in it must change the stage's key, or the stage would be served from its cache."""
+    from rpbench.flows.kit.running.stage import file_digest
+
+    folder = tmp_path / "data"
+    (folder / "zh").mkdir(parents=True)
+    (folder / "a.json").write_text("[1]")
+    (folder / "zh" / "b.json").write_text("[2]")
+    before = file_digest(folder)
+    (folder / ".cache").write_text("editor state")  # hidden: not the data
+    assert file_digest(folder) == before != file_digest(tmp_path / "nothing-here")
+    (folder / "zh" / "b.json").write_text("[3]")
+    assert file_digest(folder) != before

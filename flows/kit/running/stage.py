@@ -112,8 +112,14 @@ _file_digests: dict[tuple[str, int, int], str] = {}
 
 
 def file_digest(path: str | Path) -> str:
-    """SHA-256 of a file's bytes (remembered per path, size and modification time within this process)."""
+    """SHA-256 of a file's bytes (remembered per path, size and modification time within this process); of a
+    folder (an input a mode reads the files of), its files' names and digests, so an edit inside it counts."""
     p = Path(path)
+    if p.is_dir():
+        inside = sorted(f for f in p.rglob("*") if f.is_file()
+                        and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        return hashlib.sha256(json.dumps([[str(f.relative_to(p)), file_digest(f)] for f in inside]).encode()
+                              ).hexdigest()
     if not p.is_file():
         return "missing"
     st = p.stat()

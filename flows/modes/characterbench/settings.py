@@ -22,8 +22,8 @@ class CharacterBenchSettings(EvalSettings):
 
     data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                              description="CharacterBench's files as released, one per dimension and named by it "
-                                         "(memory_consistency_test.json, engagement_test.json, ...), or files in "
-                                         "their layout. Repeat.")
+                                         "(memory_consistency_test.json, engagement_test.json, ...), files in "
+                                         "their layout, or a folder of them. Repeat.")
     language: Literal["zh", "en"] = Field(default="zh", description="Chinese as released, or English from each "
                                           "item's translation_en (the release scores each language apart).")
     judge: str = Field(default="characterbench-judge", json_schema_extra=cli("--judge"),

@@ -4,7 +4,6 @@ stages read them too, so each is written once."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
@@ -19,6 +18,8 @@ from rpbench.flows.kit.front.settings import (
     RunSettings,
     cli,
 )
+from rpbench.storage.user_files import files_in
+from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import LANGUAGES
 from rpbench.tasks.modes.furina.config import (
     BuildConfig,
@@ -42,16 +43,10 @@ BOOK_SUFFIXES = (".txt", ".epub")
 
 def _books_in_folders(paths: list[str]) -> list[str]:
     """Each folder replaced by the books in it (sorted); a folder without any is an error."""
-    out: list[str] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = sorted(str(f) for f in p.iterdir() if f.is_file() and f.suffix.lower() in BOOK_SUFFIXES)
-            if not found:
-                raise ValueError(f"{p}: no books in this folder (.txt or .epub)")
-            out += found
-        else:
-            out.append(str(p))
-    return out
+    try:
+        return files_in(paths, lambda f: f.suffix.lower() in BOOK_SUFFIXES, "books", ".txt or .epub")
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
 
 
 class ChunkSettings(BaseModel):

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rpbench.storage.user_files import Fields, load_records
+from rpbench.storage.user_files import Fields, files_in, load_records
 from rpbench.tasks.core.errors import InputError, unknown_name
 from rpbench.tasks.modes.characterbench.dimensions import DIMENSIONS, Dimension, dimension_of
 from rpbench.tasks.modes.characterbench.records import Item, Turn
@@ -95,11 +95,12 @@ def load_file(path: str, languages: Sequence[str]) -> list[Item]:
 
 
 def load_items(paths: Sequence[str], languages: Sequence[str], limit: int | None = None) -> list[Item]:
-    """Every file's items in each language (the first ``limit`` of each file); two files of one dimension are
-    an error."""
+    """Every file's items in each language (the first ``limit`` of each file); a folder stands for the
+    dimension files in it; two files of one dimension are an error."""
     out: list[Item] = []
     dims: dict[str, str] = {}
-    for path in paths:
+    for path in files_in(paths, lambda f: f.suffix == ".json" and dimension_of(f.stem) is not None,
+                         "CharacterBench files", "named <dimension>_test.json, as the release names them"):
         items = load_file(path, languages)
         dim = items[0].dimension
         if dim in dims:
