@@ -140,6 +140,9 @@ class LoopbackServer:
         self.log.append(entry)
         body = await request.json()
         entry["digest"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        # What it asks, in a few words (a failing test names the requests it is about).
+        messages = body.get("messages") or [{}]
+        entry["asks"] = f"{body.get('model')}: {str(messages[-1].get('content'))[:60]!r}"
         self.requests.append(body)
         self.auth_headers.append(request.headers.get("Authorization", ""))
         if self.latency:

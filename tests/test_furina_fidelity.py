@@ -134,7 +134,7 @@ def test_a_two_chapter_chinese_story_of_a_thousand_characters_is_a_book(tmp_path
     assert read_book(path).language == "zh"
     english = tmp_path / "short.txt"
     english.write_text('"Where were you?" she asked. "In the garden," he said.\n' * 18)
-    with pytest.raises(InputError, match="a en book needs at least 1500"):
+    with pytest.raises(InputError, match="a book in en needs at least 1500"):
         read_book(english)
 
 

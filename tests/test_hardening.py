@@ -191,6 +191,7 @@ def test_killed_at_random_points_and_resumed_equals_an_uninterrupted_run(mode, s
         home, cache, log = work / "prefect", work / "calls.sqlite", work / "log.txt"
         at_risk: Counter[str] = Counter()  # requests answered just before a kill: the client may not have kept them
         kills = 0
+        kill_times: list[tuple[str, float]] = []
         for step in _scenario(mode, work):
             if step.uses_models:
                 # Two kills: the first anywhere from start-up to near the end of an uninterrupted run of this
@@ -214,6 +215,7 @@ def test_killed_at_random_points_and_resumed_equals_an_uninterrupted_run(mode, s
                         break  # it finished first: the step is done, and a later kill would interrupt nothing
                     os.killpg(proc.pid, signal.SIGKILL)
                     killed_at = time.time()
+                    kill_times.append((step.name, killed_at))
                     kills += 1
                     proc.wait()
                     at_risk.update(e["digest"] for e in server.log
@@ -224,14 +226,18 @@ def test_killed_at_random_points_and_resumed_equals_an_uninterrupted_run(mode, s
                         time.sleep(1)
                     assert not _stray_prefect(home), f"{step.name}: Prefect processes outlived a killed command"
             _run_to_end(_argv(step, models, cache), _env(home), log)
-        assert kills >= 2, "the kills all came too late to interrupt anything"
+        # At least one kill interrupted a step. (A second may come too late: when the first came after the last
+        # reply, the resumed attempt has nothing left to send, and on a busy machine it can end before a kill
+        # timed by the clock.)
+        assert kills >= 1, "the kills all came too late to interrupt anything"
 
         # Same rows, none missing, none repeated.
         assert {step.name: _tables(step.out) for step in _scenario(mode, work)} == expected, f"seed {seed}"
         # No request the server answered well (and the client had time to keep) was sent again.
         sent = Counter(e["digest"] for e in server.log if e.get("ok"))
         repeated = {d: n for d, n in sent.items() if n > reference_sent.get(d, 0) + at_risk.get(d, 0)}
-        assert not repeated, f"seed {seed}: {len(repeated)} completed requests were sent again"
+        assert not repeated, f"seed {seed}: {len(repeated)} completed requests were sent again:\n" + \
+            _when_sent(server.log, repeated, kill_times, reference_sent)
         # The calls of killed attempts are still in the accounting: every request answered is recorded.
         folders = {step.out for step in _scenario(mode, work)}  # steps may share one (a rejudge of a run)
         calls = sum(pq.read_metadata(p).num_rows for f in folders for p in [f / "calls.parquet"] if p.is_file())
@@ -239,6 +245,21 @@ def test_killed_at_random_points_and_resumed_equals_an_uninterrupted_run(mode, s
                             for f in folders if (f / "manifest.json").is_file())
         assert calls >= recorded_sent
         assert recorded_sent >= sum(sent.values()) - sum(at_risk.values()), (recorded_sent, sum(sent.values()))
+
+
+def _when_sent(log: list[dict], digests: dict[str, int], kills: list[tuple[str, float]],
+               reference: Counter[str]) -> str:
+    """For a failing crash test: when each of (up to four of) ``digests`` was sent and answered, in seconds
+    after the first kill, beside the kills' own times."""
+    origin = kills[0][1] if kills else 0.0
+    lines = [f"kills: {[(name, round(t - origin, 2)) for name, t in kills]}"]
+    for digest in list(digests)[:4]:
+        sends = [(e.get("step", "resumed"), round(e["started"] - origin, 2),
+                  round(e["answered"] - origin, 2) if "answered" in e else None)
+                 for e in log if e.get("digest") == digest]
+        asks = next(e.get("asks") for e in log if e.get("digest") == digest)
+        lines.append(f"{asks} (uninterrupted run: {reference.get(digest, 0)}): {sends}")
+    return "\n".join(lines)
 
 
 def _accounting_matches(folder: Path) -> None:

@@ -119,8 +119,8 @@ def read_book(path: str | Path, language: str | None = None, min_chars: dict[str
         raise InputError(f"{path}: unsupported language '{lang}' (use en or zh)")
     need = (min_chars or MIN_BOOK_CHARS)[lang]
     if len(text) < need:
-        raise InputError(f"{path}: too short to hold a scene ({len(text)} characters; a {lang} book needs at "
-                         f"least {need})")
+        raise InputError(f"{path}: too short to hold a scene ({len(text)} characters; a book in {lang} needs "
+                         f"at least {need})")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
     title = path.stem.split(".")[0].replace("_", " ")
     return Book(book_id=f"{path.stem.split('.')[0]}-{digest}", title=title, language=lang, text=text,
