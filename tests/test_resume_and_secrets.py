@@ -160,3 +160,22 @@ async def test_a_stage_killed_after_writing_its_calls_but_before_prefect_kept_it
 
     Stages().map(Task(), [{}])
     assert not first.journal.exists()
+
+
+def test_a_cache_shared_by_runs_at_once_waits_for_a_write_lock_rather_than_losing_a_reply(tmp_path):
+    """Two runs may share one call cache; a reply paid for must not be lost because the other run held the
+    write lock for a few seconds (sqlite3 gives up after five by default)."""
+    import sqlite3
+    import threading
+    import time
+
+    from rpbench.tasks.llm.cache import CallCache
+
+    cache = CallCache(tmp_path / "calls.sqlite")
+    assert cache._conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 60_000
+    other = sqlite3.connect(tmp_path / "calls.sqlite", isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # the other run's write, in progress
+    threading.Timer(0.5, lambda: other.execute("COMMIT")).start()
+    started = time.monotonic()
+    cache.put("k", {"text": "paid for"})
+    assert time.monotonic() - started >= 0.4 and cache.get("k") == {"text": "paid for"}

@@ -67,7 +67,9 @@ class CallCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        # Runs at once may share one cache: a write waits its turn (up to a minute) rather than losing a reply
+        # that was paid for to "database is locked" after sqlite3's default five seconds.
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=60)
         self._conn.execute("PRAGMA journal_mode=WAL")
         # NORMAL in WAL mode survives a killed process; only a power cut can lose the last commits.
         self._conn.execute("PRAGMA synchronous=NORMAL")

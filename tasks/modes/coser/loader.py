@@ -25,7 +25,8 @@ def _fail(path: Path | str, index: int, field: str, message: str) -> InputError:
 
 
 def _json_list(path: str | Path, what: str) -> list[Any]:
-    text = read_user_text(path, what, MAX_BYTES)
+    """The file's JSON list of ``what`` (circumstance, simulation), or an error naming the file."""
+    text = read_user_text(path, f"a CoSER file: a JSON list of {what}s", MAX_BYTES)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
