@@ -302,3 +302,13 @@ def test_a_switch_takes_no_value_and_one_on_by_default_can_be_turned_off():
     assert "--no-aware" in shown and "turns it off" in shown
     lines = [ln for ln in shown.splitlines() if "--strict" in ln or "--aware" in ln]
     assert len(lines) == 2 and not any("<bool>" in ln for ln in lines), lines
+
+
+def test_every_command_s_help_is_reflowed_for_help_to_wrap():
+    """typer keeps a docstring's line breaks, which cut `rpbench --help`'s listing mid-sentence: every
+    command's help reaches it as paragraphs of one line each."""
+    from rpbench.flows.cli.reference import all_commands
+
+    broken = [words for words, cmd in all_commands()
+              if any("\n" in paragraph for paragraph in (cmd.help or "").split("\n\n"))]
+    assert not broken, broken

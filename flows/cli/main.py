@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from rpbench.flows.cli.models_command import ModelsSettings, models
-from rpbench.flows.cli.modes_group import ModesGroup
+from rpbench.flows.cli.modes_group import ModesGroup, reflow_help
 from rpbench.flows.kit.front import interrupts
 from rpbench.flows.kit.front.commands import settings_command
 from rpbench.flows.kit.front.registry import modes
@@ -180,6 +180,7 @@ def make_cli() -> ModesGroup:
     """The whole command line as a click group, the modes' commands as placeholders until used."""
     group = typer.main.get_group(make_app())
     assert isinstance(group, ModesGroup)
+    reflow_help(group)
     group.add_modes()
     return group
 

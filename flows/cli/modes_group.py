@@ -11,6 +11,7 @@ release: their help says so.
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import Any
 
 import typer
@@ -40,6 +41,15 @@ def _name_roles(command: Any, mode: BenchmarkMode) -> None:
             param.help += f" Roles of {mode.name}: {', '.join(mode.roles)}."
 
 
+def reflow_help(command: Any) -> None:
+    """Each paragraph of a command's help (and its subcommands') as one line, for --help to wrap: typer keeps
+    a docstring's line breaks, which cut the listing's lines mid-sentence."""
+    for sub in getattr(command, "commands", {}).values():
+        reflow_help(sub)
+    if command.help and not isinstance(command, _Placeholder):
+        command.help = "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(command.help).split("\n\n"))
+
+
 class ModesGroup(TyperGroup):
     """The top-level command group: a mode's commands load when one of them is run (or asked for help)."""
 
@@ -64,6 +74,7 @@ class ModesGroup(TyperGroup):
         group = typer.main.get_group(sub)
         group.name = mode.name
         _name_roles(group, mode)
+        reflow_help(group)
         loaded: dict[str, Any] = {mode.name: group}
         if mode.top_commands:
             if set(group.commands) != set(mode.top_commands):

@@ -152,8 +152,7 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
     ] if plans else []
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [_parameter(model, n) for n in names] + planning + hidden)
-    # Each paragraph as one line: --help wraps it (typer keeps the line breaks of all but the first).
-    command.__doc__ = "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(run.__doc__ or "").split("\n\n"))
+    command.__doc__ = run.__doc__
     command.__name__ = run.__name__
     return command
 
