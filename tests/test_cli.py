@@ -274,7 +274,7 @@ def test_a_dask_address_is_checked_before_any_flow(tmp_path, monkeypatch):
         assert ran.stderr.startswith(f"error: --dask-address {address}: {message}"), ran.stderr
 
 
-def test_a_switch_takes_no_value_and_one_on_by_default_can_be_turned_off():
+def test_a_switch_takes_no_value_and_one_on_by_default_can_be_turned_off(monkeypatch):
     import typer
     from pydantic import BaseModel, Field
     from typer.testing import CliRunner
@@ -297,11 +297,17 @@ def test_a_switch_takes_no_value_and_one_on_by_default_can_be_turned_off():
     assert runner.invoke(app, ["--no-aware", "--strict"]).exit_code == 0
     assert runner.invoke(app, []).exit_code == 0
     assert [(s.aware, s.strict) for s in seen] == [(False, True), (True, False)]
-    # A switch shows no value to give (a user reading "<bool>" types "--strict true" and is refused).
     shown = runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
     assert "--no-aware" in shown and "turns it off" in shown
-    lines = [ln for ln in shown.splitlines() if "--strict" in ln or "--aware" in ln]
-    assert len(lines) == 2 and not any("<bool>" in ln for ln in lines), lines
+    # A switch shows no value to give (a user reading "<bool>" types "--judge-released true" and is refused),
+    # whether a settings field or a command's own (--plan, --new).
+    monkeypatch.setenv("COLUMNS", "200")
+    for args, switches in ((["furina", "pool", "build"], ["--plot-aware", "--no-plot-aware"]),
+                           (["characterbench", "run"], ["--judge-released", "--plan"]),
+                           (["furina", "pool", "add"], ["--new"])):
+        shown = rpbench(*args, "--help").stdout
+        lines = [ln for ln in shown.splitlines() if any(f"{flag} " in ln for flag in switches)]
+        assert lines and not any("<bool>" in ln for ln in lines), (args, lines)
 
 
 def test_every_command_s_help_is_reflowed_for_help_to_wrap():

@@ -49,7 +49,7 @@ def push(
                                                              "or auto (the items' main language).")] = "auto",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Make the tasks and say how many there are, per "
                                                             "language; contact no server (--url and --project "
-                                                            "are then not needed).", metavar="")] = False,
+                                                            "are then not needed).")] = False,
 ) -> None:
     """Push a sample of an evaluation's items to a Label Studio project (made if missing) as annotation tasks.
 

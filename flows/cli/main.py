@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from rpbench.flows.cli.models_command import ModelsSettings, models
-from rpbench.flows.cli.modes_group import ModesGroup, reflow_help
+from rpbench.flows.cli.modes_group import ModesGroup, tidy_help
 from rpbench.flows.kit.front import interrupts
 from rpbench.flows.kit.front.commands import settings_command
 from rpbench.flows.kit.front.registry import modes
@@ -60,7 +60,7 @@ def trigger_run(
     param: Annotated[list[str] | None, typer.Option("--param", help="A settings field as key=value (JSON values "
                                                                    "such as 3 or [1,2] are read as JSON; a key "
                                                                    "given twice makes a list). Repeat.")] = None,
-    wait: Annotated[bool, typer.Option("--wait/--no-wait", metavar="", help="Wait for the run to finish.")] = True,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait for the run to finish.")] = True,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Stop waiting after this many seconds.")] = None,
 ) -> None:
     """Start a run of a served deployment on the Prefect server at PREFECT_API_URL, with settings fields over the
@@ -180,7 +180,7 @@ def make_cli() -> ModesGroup:
     """The whole command line as a click group, the modes' commands as placeholders until used."""
     group = typer.main.get_group(make_app())
     assert isinstance(group, ModesGroup)
-    reflow_help(group)
+    tidy_help(group)
     group.add_modes()
     return group
 

@@ -41,13 +41,17 @@ def _name_roles(command: Any, mode: BenchmarkMode) -> None:
             param.help += f" Roles of {mode.name}: {', '.join(mode.roles)}."
 
 
-def reflow_help(command: Any) -> None:
-    """Each paragraph of a command's help (and its subcommands') as one line, for --help to wrap: typer keeps
-    a docstring's line breaks, which cut the listing's lines mid-sentence."""
+def tidy_help(command: Any) -> None:
+    """What typer's --help gets wrong, put right for a command and its subcommands: each paragraph of the help
+    as one line for --help to wrap (typer keeps a docstring's line breaks, which cut the listing's lines
+    mid-sentence), and no value shown for a switch (a user reading "--judge-released <bool>" types "true")."""
     for sub in getattr(command, "commands", {}).values():
-        reflow_help(sub)
-    if command.help and not isinstance(command, _Placeholder):
+        tidy_help(sub)
+    if command.help:
         command.help = "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(command.help).split("\n\n"))
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
 
 
 class ModesGroup(TyperGroup):
@@ -74,7 +78,7 @@ class ModesGroup(TyperGroup):
         group = typer.main.get_group(sub)
         group.name = mode.name
         _name_roles(group, mode)
-        reflow_help(group)
+        tidy_help(group)
         loaded: dict[str, Any] = {mode.name: group}
         if mode.top_commands:
             if set(group.commands) != set(mode.top_commands):

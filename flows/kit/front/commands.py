@@ -49,13 +49,12 @@ def _parameter(model: type[BaseModel], name: str) -> inspect.Parameter:
     if extra.get("argument"):
         info = typer.Argument(default, help=field.description, show_default=False)
     elif field.annotation is bool:
-        # A switch takes no value (the help shows none); one that is on by default can be turned off.
+        # A switch that is on by default can be turned off.
         flag, on = flag_of(model, name), default is True
         decls = f"{flag}/--no-{flag.removeprefix('--')}" if on else flag
         text = f"{field.description} On by default: --no-{flag.removeprefix('--')} turns it off." if on \
             else field.description
-        info = typer.Option(default, decls, help=text, metavar="", show_default=False,
-                            hidden=bool(extra.get("hidden")))
+        info = typer.Option(default, decls, help=text, show_default=False, hidden=bool(extra.get("hidden")))
     else:
         info = typer.Option(default, flag_of(model, name), help=field.description, hidden=bool(extra.get("hidden")))
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=field.annotation)
@@ -145,9 +144,9 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
         inspect.Parameter("plan", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=typer.Option(
             False, "--plan", help="Send nothing: print the calls, tokens and dollars this command would spend, by "
             "stage and role (calls in the call cache are free), and keep the plan as plan.json in the output "
-            "folder, where the run's summary shows it beside what was spent.", metavar="")),
+            "folder, where the run's summary shows it beside what was spent.")),
         inspect.Parameter("plan_json", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=typer.Option(
-            False, "--json", metavar="", help="With --plan: the plan as one JSON object (its 'total' holds "
+            False, "--json", help="With --plan: the plan as one JSON object (its 'total' holds "
             "calls, prompt_tokens, reply_tokens and cost_usd, each a number or a \\[low, high] pair)."))
     ] if plans else []
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

@@ -53,8 +53,7 @@ def pool_lines(pool: dict[str, Any], s: PoolSettings) -> Iterator[str]:
 def pool_add(
     file: Annotated[Path, typer.Argument(help="JSON or YAML: one scene or a list, same fields as the pool's scenes.")],
     pool: Annotated[Path, typer.Option("--pool", help="Pool folder (holding scenes.parquet).")],
-    new_pool: Annotated[bool, typer.Option("--new", help="Start a new pool in --pool if it holds none.",
-                                                metavar="")] = False,
+    new_pool: Annotated[bool, typer.Option("--new", help="Start a new pool in --pool if it holds none.")] = False,
 ) -> None:
     """Validate your own scenes and append them to a pool (or start one with --new)."""
     from rpbench.storage.user_files import check_output_folder
