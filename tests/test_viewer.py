@@ -68,6 +68,11 @@ def _wait(browser, script: str, seconds: float = 10):
     raise AssertionError(f"never true: {script}")
 
 
+def _drawn(browser, part: str) -> None:
+    """Wait until the hash holds `part` and the page has redrawn for it (the redraw follows the hash's change)."""
+    _wait(browser, f"return location.hash.includes('{part}') && document.body.dataset.shown === location.hash")
+
+
 def _open(browser, url: str) -> None:
     browser.get("about:blank")  # a hash-only change of the URL does not reload the page: start each view afresh
     browser.get(url)
@@ -120,7 +125,7 @@ def test_the_viewer_finds_filters_links_and_escapes(mode, harness, loopback, tmp
         assert headers[:3] == ["sample", "model", "score"] and len(headers) == len(set(headers))  # each column once
         search = browser.find_element("id", "search")
         search.send_keys(query + "\n")
-        _wait(browser, "return location.hash.includes('q=')")
+        _drawn(browser, "q=")
         assert _rows(browser) == found
 
         # A filter narrows the list to its value.
@@ -129,7 +134,7 @@ def test_the_viewer_finds_filters_links_and_escapes(mode, harness, loopback, tmp
         _open(browser, url)
         browser.execute_script("const s = document.querySelector(`select[data-facet='${arguments[0]}']`);"
                                "s.value = arguments[1]; s.dispatchEvent(new Event('change'));", facet, value)
-        _wait(browser, "return location.hash.includes('f.')")
+        _drawn(browser, "f.")
         narrowed = _rows(browser)
         expected = [s["id"] for s in samples if s["facets"].get(facet) == value]
         assert narrowed == expected[:50] and len(expected) < len(samples)

@@ -176,6 +176,9 @@
     }
     app.appendChild(main);
     document.body.setAttribute('data-ready', '1');
+    // Which view is drawn: location.hash changes at once but hashchange redraws later, so a reader
+    // (a test, a screenshot) waits for this to match the hash before it reads the rows.
+    document.body.setAttribute('data-shown', location.hash);
   }
 
   window.addEventListener('hashchange', render);
