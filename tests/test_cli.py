@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -308,6 +309,12 @@ def test_a_switch_takes_no_value_and_one_on_by_default_can_be_turned_off(monkeyp
         shown = rpbench(*args, "--help").stdout
         lines = [ln for ln in shown.splitlines() if any(f"{flag} " in ln for flag in switches)]
         assert lines and not any("<bool>" in ln for ln in lines), (args, lines)
+    # Nor does --help (made apart from a command's params), at the top or below; a repeated option shows the
+    # one value each use takes.
+    for args in ([], ["suite", "run"], ["coser", "run"], ["trigger"]):
+        shown = rpbench(*args, "--help").stdout
+        assert "--help" in shown and "<bool>" not in shown and "<list[" not in shown, (args, shown)
+    assert re.search(r"--model +<str>", rpbench("suite", "run", "--help").stdout)
 
 
 def test_every_command_s_help_is_reflowed_for_help_to_wrap():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -236,11 +237,29 @@ def test_a_mode_the_suite_file_does_not_have_is_an_error(tmp_path):
     assert ran.returncode == 2 and "--mode: 'dmtt' is not a mode of" in ran.stderr
 
 
-def test_suite_show_prints_the_shipped_suite_which_names_every_mode():
+def test_suite_show_prints_the_shipped_suite_which_names_every_mode_and_runs_where_it_is_saved(tmp_path):
     ran = rpbench("suite", "show")
     assert ran.returncode == 0
     assert all(f"[{m}" in ran.stdout for m in ("furina", "pingpong", "dmt", "roleinteract", "rolellm", "coser",
                                                "characterbench"))
+    # `rpbench suite show > my-suite.toml`, as its header says, then run from there: the samples are found.
+    copy = tmp_path / "my-suite.toml"
+    copy.write_text(ran.stdout, encoding="utf-8")
+    paths = [v for table in tomllib.loads(ran.stdout).values() for v in _strings(table) if "/" in v]
+    assert paths and all(Path(p).is_absolute() and Path(p).exists() for p in paths), paths
+    planned = rpbench("suite", "run", "--suite", str(copy), "--model", "test", "--plan", "--mode", "roleinteract",
+                      "--out", str(tmp_path / "o"))
+    assert planned.returncode == 0, planned.stderr
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 # -- the statistics, on constructed cases ---------------------------------------------------------------

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 from typing import Any
 
+import click
 import typer
 from typer.core import TyperCommand, TyperGroup
 
@@ -44,14 +46,21 @@ def _name_roles(command: Any, mode: BenchmarkMode) -> None:
 def tidy_help(command: Any) -> None:
     """What typer's --help gets wrong, put right for a command and its subcommands: each paragraph of the help
     as one line for --help to wrap (typer keeps a docstring's line breaks, which cut the listing's lines
-    mid-sentence), and no value shown for a switch (a user reading "--judge-released <bool>" types "true")."""
+    mid-sentence), no value shown for a switch (a user reading "--judge-released <bool>" types "true"), and one
+    value shown for an option given once per value."""
     for sub in getattr(command, "commands", {}).values():
         tidy_help(sub)
     if command.help:
         command.help = "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(command.help).split("\n\n"))
-    for param in command.params:
+    ctx = click.Context(command)
+    for param in [*command.params, command.get_help_option(ctx)]:  # --help is made apart from the params
+        if param is None:
+            continue
         if getattr(param, "is_flag", False):
             param.metavar = ""
+        elif getattr(param, "multiple", False) and param.metavar is None and hasattr(param, "display_type"):
+            # A repeated option takes one value each time: "<str>", not typer's "<list[str]>".
+            param.metavar = re.sub(r"^<list\[(.*)\]>$", r"<\1>", param.display_type(ctx))
 
 
 class ModesGroup(TyperGroup):

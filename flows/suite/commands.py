@@ -46,7 +46,10 @@ def run(s: SuiteSettings) -> None:
 
 
 def show(suite: str = typer.Argument(None, help="Suite file (TOML). Default: the shipped one.")) -> None:
-    """Print a suite file (the shipped default when none is given): a starting point for your own."""
+    """Print a suite file (the shipped default when none is given): a starting point for your own. The shipped
+    one is printed with its samples' paths made absolute, so a copy saved anywhere runs as it is."""
+    import json
+    import re
     from pathlib import Path
 
     from rpbench.flows.suite.plan import read_suite_file
@@ -54,7 +57,11 @@ def show(suite: str = typer.Argument(None, help="Suite file (TOML). Default: the
 
     path = Path(suite or DEFAULT_SUITE)
     read_suite_file(path)  # a file it cannot read is one line, not a listing of a broken file
-    typer.echo(path.read_text(encoding="utf-8"), nl=False)
+    text = path.read_text(encoding="utf-8")
+    if suite is None:
+        # Its paths are relative to where it is installed; `suite show > my-suite.toml` puts the copy elsewhere.
+        text = re.sub(r'"(\.\.?/[^"]+)"', lambda m: json.dumps(str((path.parent / m[1]).resolve())), text)
+    typer.echo(text, nl=False)
 
 
 def add_commands(app: typer.Typer) -> None:
