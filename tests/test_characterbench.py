@@ -162,6 +162,8 @@ def test_an_unreadable_judgment_is_asked_again_then_counted_never_a_score(loopba
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda d: d[1].pop("dialogue"), "engagement_test.json: record 1: field 'dialogue': missing or not a list"),
     (lambda d: d[0].update(annotation_score="high"), "record 0: field 'annotation_score': 'high' is not a number"),
+    # A score above the scale would raise the divisor of the whole file (the file's highest human score).
+    (lambda d: d[1].update(annotation_score=9), "record 1: field 'annotation_score': 9 is off engagement's scale (1-5)"),
     (lambda d: d[0]["dialogue"].append({"speaker": "character", "utterance": "hm"}),
      "record 0: field 'dialogue': must end with the user's turn"),
     (lambda d: d[1].update(id=d[0]["id"]), "field 'id': '1' appears more than once"),

@@ -75,8 +75,17 @@ def read_item(dim: Dimension, record: Any, index: int, language: str, path: str)
                 greeting=f.text("greeting", required=False, blank=NONE), dialogue=_turns(f, user, character),
                 reference=reference, reply=f.text("response_messages.response", required=False),
                 reply_model=original.text("response_messages.model", required=False),
-                human=original.number("annotation_score") if original.get("annotation_score") is not None
-                else original.number("gold"), released_judge=original.number(f"pred_{language}"))
+                human=_human_score(dim, original), released_judge=original.number(f"pred_{language}"))
+
+
+def _human_score(dim: Dimension, f: Fields) -> float | None:
+    """The person's score (``annotation_score``, else ``gold``), on the dimension's scale: one above its top
+    would raise the divisor of every score of the file (all_eval.py divides by the file's highest)."""
+    field = "annotation_score" if f.get("annotation_score") is not None else "gold"
+    score = f.number(field)
+    if score is not None and not 0 <= score <= dim.top:
+        raise f.fail(field, f"{score:g} is off {dim.name}'s scale (1-{dim.top})")
+    return score
 
 
 def load_file(path: str, languages: Sequence[str]) -> list[Item]:
