@@ -223,6 +223,19 @@ class Fields:
             raise self.fail(path, f"'{value}' is not a number") from None
 
 
+def whole_number(value: object) -> int:
+    """An integer as a person writes one in a CSV or JSON file (3, "3", 3.0, "3.0"); anything else, 3.5 and
+    true included, raises ValueError (``int()`` would read 3.5 as 3 and true as 1 without a word)."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, int):
+        return value
+    number = float(value.strip()) if isinstance(value, str) else value
+    if isinstance(number, float) and number.is_integer():
+        return int(number)
+    raise ValueError(value)
+
+
 # -- where a run writes -----------------------------------------------------------------------------
 SQLITE_HEADER = b"SQLite format 3\x00"
 

@@ -285,3 +285,16 @@ def test_the_agreement_command_writes_the_table_every_benchmark_reports(tmp_path
     assert rows["Flu"]["exact"] == pytest.approx(consistency) == pytest.approx(0.7)
     as_numbers = [[float(x == "good") for x in side] for side in (people, judge)]
     assert rows["Flu"]["pearson"] == pytest.approx(pearsonr(*as_numbers)[0])
+
+
+def test_human_labels_take_whole_rounds_and_keep_each_round_s_majority(tmp_path):
+    from rpbench.tasks.modes.dmt.agreement import load_human_labels
+
+    metric = sorted(METRICS)[0]
+    path = tmp_path / "labels.csv"
+    path.write_text(f"model,dialogue_id,round,metric,label\nm,d,2.0,{metric},good\nm,d,2,{metric},good\n"
+                    f"m,d,2,{metric},bad\n")
+    assert load_human_labels(path) == ({("m", "d", 2, metric): "good"}, 0)
+    path.write_text(f"model,dialogue_id,round,metric,label\nm,d,2.5,{metric},good\n")  # not round 2
+    with pytest.raises(InputError, match="record 0: field 'round': not an integer"):
+        load_human_labels(path)

@@ -278,3 +278,6 @@ def test_bad_annotations_name_the_record_and_field(tmp_path):
     path.write_text("item_id,annotator,dimension,score\ni1,a,XX,2\n")
     with pytest.raises(InputError, match="field 'dimension': unknown dimension 'XX'"):
         load_annotations(path)
+    path.write_text("item_id,annotator,dimension,score\ni1,a,CR,3.5\n")  # not read as 3
+    with pytest.raises(InputError, match=r"record 0: field 'score': not an integer 1-5"):
+        load_annotations(path)

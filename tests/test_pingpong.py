@@ -376,6 +376,15 @@ def test_agreement_spearman_per_judge_and_krippendorff_between_annotators(tmp_pa
         (tmp_path / "bad.jsonl").write_text(json.dumps({"model": "m", "conversation_id": "c", "annotator": "x",
                                                         "in_character": 7}))
         load_ratings(tmp_path / "bad.jsonl")
+    # A rating is a whole number: 3.5 is not read as 3, nor true as 1 (int() would take both without a word).
+    for value in (3.5, True, "3.5"):
+        (tmp_path / "half.jsonl").write_text(json.dumps({"model": "m", "conversation_id": "c", "annotator": "x",
+                                                         "in_character": value}))
+        with pytest.raises(InputError, match="record 0: field 'in_character': not an integer 1-5"):
+            load_ratings(tmp_path / "half.jsonl")
+    (tmp_path / "whole.jsonl").write_text(json.dumps({"model": "m", "conversation_id": "c", "annotator": "x",
+                                                      "in_character": 4.0, "fluency": " 2 "}))
+    assert load_ratings(tmp_path / "whole.jsonl")["in_character"] == {"x": {("m", "c"): 4.0}}
 
 
 def test_the_agreement_command_writes_the_table_every_benchmark_reports(tmp_path):

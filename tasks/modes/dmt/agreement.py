@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rpbench.storage.user_files import load_rows
+from rpbench.storage.user_files import load_rows, whole_number
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import JudgeAgreement
 from rpbench.tasks.modes.dmt.catalog import METRICS
@@ -37,7 +37,7 @@ def load_human_labels(path: str | Path) -> tuple[dict[Key, str], int]:
         if row["label"] not in ("good", "bad"):
             raise InputError(f"{path}: record {i}: field 'label': '{row['label']}' is not good or bad")
         try:
-            k = int(row["round"])
+            k = whole_number(row["round"])
         except (TypeError, ValueError):
             raise InputError(f"{path}: record {i}: field 'round': not an integer") from None
         votes.setdefault((str(row["model"]), str(row["dialogue_id"]), k, str(row["metric"])), Counter())[

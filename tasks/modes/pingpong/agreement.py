@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rpbench.storage.user_files import load_rows
+from rpbench.storage.user_files import load_rows, whole_number
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import JudgeAgreement
 from rpbench.tasks.modes.pingpong.records import CRITERIA, TurnJudgment
@@ -51,7 +51,7 @@ def load_ratings(path: str | Path) -> dict[str, dict[str, dict[Unit, float]]]:
             if value in ("", None):
                 continue
             try:
-                rated[c] = float(int(value))
+                rated[c] = float(whole_number(value))
             except (TypeError, ValueError):
                 raise InputError(f"{path}: record {i}: field '{c}': not an integer 1-5") from None
             if not 1 <= rated[c] <= 5:

@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from rpbench.storage.user_files import load_rows
+from rpbench.storage.user_files import load_rows, whole_number
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import JudgeAgreement
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
@@ -35,7 +35,7 @@ def load_annotations(path: str | Path) -> list[dict[str, Any]]:
             score = None
         else:
             try:
-                score = int(score)
+                score = whole_number(score)
             except (TypeError, ValueError):
                 raise InputError(f"{path}: record {i}: field 'score': not an integer 1-5") from None
             if not 1 <= score <= 5:
