@@ -269,6 +269,9 @@ def test_rolebench_files_are_read_as_published():
     assert {r.part for r in baseline} == {"rolegpt_baseline"}
     one = read_rolebench([str(BENCH / "rolebench-eng/instruction-generalization/role_specific/test.jsonl")])
     assert {(r.split, r.kind) for r in one} == {("eng-instruction-generalization", "role_specific")}
+    # A mistyped part names what the folder holds.
+    with pytest.raises(InputError, match=r"no tset.jsonl in this folder \(did you mean test.jsonl\? its files: "):
+        read_rolebench([str(BENCH)], parts=["tset"])
 
 
 @pytest.mark.parametrize(("line", "message"), [

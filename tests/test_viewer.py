@@ -58,7 +58,7 @@ def _viewer_of(mode: str, work: Path, server, monkeypatch) -> Path:
     return found
 
 
-def _wait(browser, script: str, seconds: float = 10):
+def _wait(browser, script: str, seconds: float = 30):  # generous: CI runs two workers on two cores
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         value = browser.execute_script(script)

@@ -19,7 +19,7 @@ from typing import Literal
 
 from rpbench.storage.tables import atomic_write_bytes
 from rpbench.storage.user_files import read_user_text
-from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.errors import InputError, close_match
 from rpbench.tasks.modes.rolellm.records import BenchRow, Kind
 from rpbench.tasks.stats.similarity import has_cjk
 
@@ -95,8 +95,13 @@ def data_files(paths: Sequence[str], parts: Iterable[str] = ("test",)) -> list[s
         if p.is_dir():
             files = sorted(f for f in p.rglob("*.jsonl") if f.stem in wanted)
             if not files:
+                there = sorted({f.stem for f in p.rglob("*.jsonl") if not any(d.startswith("profiles-") for d in
+                                f.relative_to(p).parts)} - {"rolegpt_baseline"})  # a profile's script is no part
+                near = close_match(next(iter(wanted)), there) if len(wanted) == 1 else None
                 raise InputError(f"{p}: no {' or '.join(sorted(f'{w}.jsonl' for w in wanted))} in this folder "
-                                 "(expected RoleBench's layout: rolebench-eng/..., rolebench-zh/...)")
+                                 + (f"(did you mean {near}.jsonl? " if near else "(")
+                                 + (f"its files: {', '.join(f'{t}.jsonl' for t in there)})" if there else
+                                    "expected RoleBench's layout: rolebench-eng/..., rolebench-zh/...)"))
             out += [str(f) for f in files]
         elif p.exists():
             out.append(str(p))
