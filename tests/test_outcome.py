@@ -39,7 +39,13 @@ def _call(outcome: str, error: str | None = None) -> CallRecord:
 def test_a_stage_with_every_call_failed_fails_the_run_and_one_good_call_saves_it():
     refused = [_call("failed", "AuthenticationError: 401"), _call("failed", "AuthenticationError: 401")]
     assert stage_reasons({"judge[m]": refused}) == [
-        "stage judge[m]: every one of its 2 calls failed (AuthenticationError x2)"]
+        "stage judge[m]: every one of its 2 calls failed (AuthenticationError: 401 x2)"]
+    # A server never reached says so: litellm files it as an InternalServerError, which alone reads as a 500.
+    unreachable = _call("failed", "InternalServerError: litellm.InternalServerError: InternalServerError: "
+                                  "OpenAIException - Connection error.")
+    assert stage_reasons({"answers[m]": [unreachable] * 3}) == [
+        "stage answers[m]: every one of its 3 calls failed (InternalServerError: OpenAIException - Connection "
+        "error. x3)"]
     assert stage_reasons({"judge[m]": [*refused, _call("ok")]}) == []
     assert stage_reasons({"report": []}) == []  # a stage that sent nothing failed at nothing
 
