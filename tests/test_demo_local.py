@@ -38,7 +38,8 @@ def test_demo_runs_end_to_end_on_the_local_model(tmp_path):
     # Every role of the demo is the embedded model: its judge scores its own answers, and the manifest says so.
     judging = json.loads((out / "eval" / "manifest.json").read_text())["self_judging"]
     assert any("local-greedy" in line and "local/smollm2-135m" in line for line in judging), judging
-    assert f"Report: {out}/eval/report.html" in proc.stdout
+    assert f"Report: {out}/eval/report.html  Every reply: {out}/eval/viewer.html" in proc.stdout
+    assert (out / "eval" / "viewer.html").is_file()
     assert "Open it in a browser: file://" in proc.stdout
     _check_coverage(out)
     _check_arithmetic(out / "eval")

@@ -176,7 +176,7 @@ def demo(s: DemoSettings) -> None:
                    f"{this.get('seconds', 0):.0f} s")
     typer.echo(f"Pool: {out}/pool  Benchmark: {out}/bench  Evaluation: {out}/eval")
     report = (out / "eval" / "report.html").resolve()
-    typer.echo(f"Report: {out}/eval/report.html")
+    typer.echo(f"Report: {out}/eval/report.html  Every reply: {out}/eval/viewer.html")
     typer.echo(f"Open it in a browser: {report.as_uri()}  (or: python -m webbrowser {report})")
 
 
