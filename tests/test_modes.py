@@ -135,7 +135,7 @@ def test_a_toy_modes_annotation_kind_reaches_label_studio_through_the_shared_com
     assert ran.returncode == 2 and "127.0.0.1:9" in ran.stderr and "Traceback" not in ran.stderr
     unknown = rpbench("annotate", "push", "--eval", str(tmp_path), "--task", "quiz", "--url", "http://x",
                       "--project", "q")
-    assert unknown.returncode == 2 and "unknown task kind 'quiz'" in unknown.stderr and "quiz-check" in unknown.stderr
+    assert unknown.returncode == 2 and "--task: unknown task kind 'quiz'" in unknown.stderr and "quiz-check" in unknown.stderr
     # Answers read back by the kind the task names; a task of no registered kind is left alone.
     answered = [{"id": 1, "data": tasks[0], "annotations": [
         {"completed_by": 7, "result": [{"from_name": "right", "value": {"choices": ["yes"]}}], "updated_at": "t"}]},

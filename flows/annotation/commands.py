@@ -62,7 +62,7 @@ def push(
         raise InputError(f"--language: unknown language '{language}' (known: auto, en, zh)")
     offered = annotation_kinds()
     if task not in offered:
-        raise unknown_name("task kind", task, offered, "--task")
+        raise InputError(f"--task: {unknown_name('task kind', task, offered)}")
     kind = load_ref(offered[task][1])
     tasks = kind.tasks(eval_dir, limit, seed)
     if not tasks:
