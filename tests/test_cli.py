@@ -50,6 +50,8 @@ def _run(*args: str) -> Ran:
         (["train", "--data", "/nonexistent", "--out", "OUT"], "/nonexistent: no such file or folder"),
         (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--part", "test", "--preset", "huge",
           "--out", "OUT"], "--preset: unknown preset 'huge' (known: rolellama, small)"),
+        (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--part", "test", "--preset", "smal",
+          "--out", "OUT"], "--preset: unknown preset 'smal' (did you mean 'small'? known: rolellama, small)"),
         (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--part", "test", "--base",
           "openai/gpt-4o", "--out", "OUT"], "--base: 'openai/gpt-4o' is not a local model"),
         (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--objective", "dpo", "--out", "OUT"],

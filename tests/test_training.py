@@ -91,6 +91,8 @@ def test_mixing_keeps_the_ratio_and_holding_out_is_seeded():
     held = hold_out(samples, 0.1, seed=1)
     assert sum(s.split == "heldout" for s in held) == 4 and held == hold_out(samples, 0.1, seed=1)
     with pytest.raises(InputError, match="kind=weight"):
+        parse_mix(["dialog"])
+    with pytest.raises(InputError, match="'dialog=1': unknown kind 'dialog' \\(did you mean 'dialogue'\\?"):
         parse_mix(["dialog=1"])
 
 

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
-from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.errors import InputError, unknown_name
 from rpbench.tasks.training.records import ChatTurn, PreferencePair, SampleKind, SftSample
 
 KINDS: tuple[SampleKind, ...] = ("general", "role_specific", "dialogue")
@@ -28,8 +28,10 @@ def parse_mix(specs: Sequence[str]) -> dict[str, float]:
     out: dict[str, float] = {}
     for spec in specs:
         kind, sep, value = spec.partition("=")
-        if not sep or kind not in KINDS:
+        if not sep:
             raise InputError(f"--mix: '{spec}' is not kind=weight with kind one of {', '.join(KINDS)}")
+        if kind not in KINDS:
+            raise InputError(f"--mix: '{spec}': {unknown_name('kind', kind, KINDS)}")
         try:
             weight = float(value)
         except ValueError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.errors import InputError, unknown_name
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ PRESETS: dict[str, Recipe] = {
 
 def recipe(name: str, max_steps: int | None = None) -> Recipe:
     if name not in PRESETS:
-        raise InputError(f"--preset: unknown preset '{name}' (known: {', '.join(sorted(PRESETS))})")
+        raise InputError(f"--preset: {unknown_name('preset', name, PRESETS)}")
     chosen = PRESETS[name]
     if max_steps is None:
         return chosen
