@@ -327,3 +327,13 @@ def test_every_command_s_help_is_reflowed_for_help_to_wrap():
     broken = [words for words, cmd in all_commands()
               if any("\n" in paragraph for paragraph in (cmd.help or "").split("\n\n"))]
     assert not broken, broken
+
+
+def test_a_mistyped_choice_is_refused_in_plain_words_with_the_likely_one():
+    """typer reads a choice through pydantic, whose 'Value error, ' leaked into the message."""
+    ran = rpbench("characterbench", "run", "--data", "x.json", "--judge-output", "numbr")
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 2 and "Value error" not in said, said
+    assert "'numbr' is not one of 'json', 'number' (did you mean 'number'?)" in said, said
+    far = rpbench("rolellm", "eval", "--data", "x", "--mode", "xyz")
+    assert far.returncode == 2 and "'xyz' is not one of 'zsp', 'fsp', 'fsd'." in far.stdout + far.stderr

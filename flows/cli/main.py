@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Annotated
@@ -202,6 +203,17 @@ def _interrupted() -> int:
     return interrupts.exit_code()
 
 
+def _plain_usage_error(message: str) -> str:
+    """typer reads a choice through pydantic, whose wording leaks into its message ("Value error, 'numbr' is not
+    one of 'json', 'number'."): drop it, and name the likely choice as every other unknown name does."""
+    from rpbench.tasks.core.errors import close_match
+
+    message = message.removeprefix("Value error, ")
+    wrong = re.match(r"'([^']*)' is not one of (.*)\.$", message)
+    near = close_match(wrong[1], re.findall(r"'([^']*)'", wrong[2])) if wrong else None
+    return f"{message[:-1]} (did you mean '{near}'?)." if near else message
+
+
 def run_cli(args: Sequence[str]) -> int:
     """Run one command and return its exit status: 0, 2 for bad input (one line, no traceback), the
     command's own status otherwise. Tests call this in-process; ``main`` calls it and exits."""
@@ -242,6 +254,8 @@ def run_cli(args: Sequence[str]) -> int:
         typer.secho(f"error: {describe_machine_error(exc)}", err=True, fg=typer.colors.RED)
         code = 1
     except TyperException as exc:  # usage errors (typer's own click): its message and usage, status 2
+        if isinstance(getattr(exc, "message", None), str):
+            exc.message = _plain_usage_error(exc.message)  # type: ignore[attr-defined]
         exc.show()  # type: ignore[attr-defined]
         code = getattr(exc, "exit_code", 2)
     return code
