@@ -255,7 +255,7 @@ def run_cli(args: Sequence[str]) -> int:
         code = 1
     except TyperException as exc:  # usage errors (typer's own click): its message and usage, status 2
         if isinstance(getattr(exc, "message", None), str):
-            exc.message = _plain_usage_error(exc.message)  # type: ignore[attr-defined]
+            exc.message = _plain_usage_error(exc.message)
         exc.show()  # type: ignore[attr-defined]
         code = getattr(exc, "exit_code", 2)
     return code
