@@ -6,6 +6,7 @@ hooks; unknown names fail loudly, and two modes or roles of one name are refused
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import random
 
@@ -136,6 +137,11 @@ def test_a_toy_modes_annotation_kind_reaches_label_studio_through_the_shared_com
     unknown = rpbench("annotate", "push", "--eval", str(tmp_path), "--task", "quiz", "--url", "http://x",
                       "--project", "q")
     assert unknown.returncode == 2 and "--task: unknown task kind 'quiz'" in unknown.stderr and "quiz-check" in unknown.stderr
+    # Another benchmark's run folder is named as such, before the kind looks for tables it cannot find.
+    (tmp_path / "manifest.json").write_text(json.dumps({"flow": "roleinteract"}))
+    other = rpbench("annotate", "push", "--eval", str(tmp_path), "--task", "quiz-check", "--dry-run")
+    assert other.returncode == 2 and f"is a run of roleinteract; quiz-check tasks come from a {TOY.name} run" in \
+        other.stderr, other.stderr
     # Answers read back by the kind the task names; a task of no registered kind is left alone.
     answered = [{"id": 1, "data": tasks[0], "annotations": [
         {"completed_by": 7, "result": [{"from_name": "right", "value": {"choices": ["yes"]}}], "updated_at": "t"}]},

@@ -54,7 +54,8 @@ def push(
     """Push a sample of an evaluation's items to a Label Studio project (made if missing) as annotation tasks.
 
     Pushing the same items again adds nothing: each task is keyed by item, model and task kind."""
-    from rpbench.flows.kit.front.registry import annotation_kinds, load_ref
+    from rpbench.flows.kit.front.commands import flow_of_run
+    from rpbench.flows.kit.front.registry import annotation_kinds, load_ref, mode_of_flow
     from rpbench.tasks.annotation.label_studio import LabelStudioProjects
     from rpbench.tasks.core.errors import unknown_name
 
@@ -63,7 +64,11 @@ def push(
     offered = annotation_kinds()
     if task not in offered:
         raise InputError(f"--task: {unknown_name('task kind', task, offered)}")
-    kind = load_ref(offered[task][1])
+    mode, ref = offered[task]
+    ran = flow_of_run(eval_dir)
+    if ran is not None and mode_of_flow(ran) != mode.name:  # another benchmark's run: say so, not what it lacks
+        raise InputError(f"--eval: {eval_dir} is a run of {ran}; {task} tasks come from a {mode.name} run")
+    kind = load_ref(ref)
     tasks = kind.tasks(eval_dir, limit, seed)
     if not tasks:
         raise InputError(f"{eval_dir}: no item has replies to show (every generation failed?)")

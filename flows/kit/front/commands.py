@@ -7,6 +7,7 @@ import contextlib
 import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -184,23 +185,25 @@ def refuse_a_budget_it_cannot_keep(run: Callable[[Any], None], settings: RunSett
         raise InputError(f"--max-cost: {verdict['text']}")
 
 
+def flow_of_run(folder: Path) -> str | None:
+    """The flow a run folder's manifest says made it; None without a manifest, or with one that cannot say."""
+    import json
+
+    try:
+        made_by = json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("flow")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return made_by if isinstance(made_by, str) else None
+
+
 def refuse_another_modes_folder(run: Callable[[Any], None], folder: str, flag: str) -> None:
     """An output folder that holds another benchmark's finished run (its manifest says which flow made it) is
     refused: writing this run's tables beside that one's would mix two runs in one folder."""
-    import json
-    from pathlib import Path
-
     from rpbench.flows.kit.front.registry import mode_of_flow, mode_of_module
 
-    manifest = Path(folder) / "manifest.json"
-    if not manifest.is_file():
-        return
-    try:
-        made_by = json.loads(manifest.read_text(encoding="utf-8")).get("flow")
-    except (OSError, ValueError):
-        return  # a damaged manifest: the run rewrites it
-    if not isinstance(made_by, str):
-        return
+    made_by = flow_of_run(Path(folder))
+    if made_by is None:
+        return  # no run there yet, or a damaged manifest: the run rewrites it
     mine, theirs = getattr(run, "rpbench_mode", None) or mode_of_module(run.__module__), mode_of_flow(made_by)
     if mine is not None and theirs != mine:
         raise InputError(f"{flag} {folder}: the folder holds a finished {theirs or made_by} run ({made_by}); give "
