@@ -7,6 +7,7 @@ CLI prints its message on one line and exits non-zero, with no traceback.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -63,6 +64,15 @@ def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> 
     guess = f"did you mean '{near}'? " if near else ""
     return InputError(f"unknown {kind} '{name}' ({guess}known: {', '.join(names) or 'none'})"
                       f"{'; ' + hint if hint else ''}")
+
+
+def plain_error(text: str, width: int = 300) -> str:
+    """A stored error ("Type: what went wrong") as one short line, without litellm's repeats of the type
+    ("InternalServerError: litellm.InternalServerError: InternalServerError: ...")."""
+    name, sep, rest = text.partition(":")
+    rest = re.sub(rf"^(?:\s*(?:litellm\.)?{re.escape(name)}:)+", "", rest).strip()
+    line = f"{name}: {rest}" if sep and rest else name
+    return (line.splitlines() or [""])[0][:width]
 
 
 def first_error(exc: ValidationError) -> tuple[str, str]:

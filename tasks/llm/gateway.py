@@ -20,7 +20,6 @@ import concurrent.futures
 import copy
 import functools
 import random
-import re
 import threading
 import time
 import weakref
@@ -30,7 +29,7 @@ from typing import Any, TypeVar, overload
 import aiohttp
 from pydantic import BaseModel
 
-from rpbench.tasks.core.errors import ModelUnusable
+from rpbench.tasks.core.errors import ModelUnusable, plain_error
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.core.secrets import scrub_text
 from rpbench.tasks.llm.batches import Item, batch_digest, batching_every_role, send_batch
@@ -138,11 +137,8 @@ def _batch_lock(digest: str) -> threading.Lock:
 
 
 def _plain(exc: BaseException) -> str:
-    """An error as one short line: litellm repeats its type names ('litellm.AuthenticationError:
-    AuthenticationError: ...'); keep one, and mask any key the provider echoed."""
-    name = type(exc).__name__
-    text = re.sub(rf"^(?:(?:litellm\.)?{name}:\s*)+", "", str(exc).strip())
-    return scrub_text(f"{name}: {text}").splitlines()[0][:300]
+    """An error as one short line, its type named once, any key the provider echoed masked."""
+    return plain_error(scrub_text(f"{type(exc).__name__}: {str(exc).strip()}"))
 
 
 class Gateway:

@@ -8,7 +8,6 @@ state and the command exits 3, listing the reasons and the failures by stage and
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from rpbench.storage.schemas import CALLS, FAILURES
 from rpbench.storage.tables import read_records
+from rpbench.tasks.core.errors import plain_error
 from rpbench.tasks.core.records import CallRecord, Failure
 
 LEADERBOARD = "leaderboard.parquet"
@@ -53,20 +53,14 @@ def model_reasons(failures: Sequence[Failure], scored: dict[str, int], limit: fl
     return reasons
 
 
-def _gist(error: str) -> str:
-    """An error's type and its first words, without litellm's repeats of the type: the type alone would show
-    a server that could not be reached as 'InternalServerError', which reads as the server answering 500."""
-    name, _, rest = error.partition(":")
-    rest = re.sub(rf"^(?:\s*(?:litellm\.)?{re.escape(name)}:)+", "", rest).strip()
-    return f"{name}: {rest.splitlines()[0][:100]}" if rest else name
-
-
 def stage_reasons(calls_by_stage: Mapping[str, Sequence[CallRecord]]) -> list[str]:
     """A reason for each stage that sent calls and got no usable reply to any of them."""
     reasons = []
     for stage, calls in sorted(calls_by_stage.items()):
         if calls and not any(c.outcome == "ok" for c in calls):
-            errors = Counter(_gist(c.error or c.outcome) for c in calls)
+            # The error's words, not its type alone: a server never reached is an 'InternalServerError' to
+            # litellm, which reads as the server answering 500.
+            errors = Counter(plain_error(c.error or c.outcome, 120) for c in calls)
             common = ", ".join(f"{e} x{n}" for e, n in errors.most_common(2))
             reasons.append(f"stage {stage}: every one of its {len(calls)} calls failed ({common})")
     return reasons

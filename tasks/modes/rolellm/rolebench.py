@@ -98,10 +98,11 @@ def data_files(paths: Sequence[str], parts: Iterable[str] = ("test",)) -> list[s
                 there = sorted({f.stem for f in p.rglob("*.jsonl") if not any(d.startswith("profiles-") for d in
                                 f.relative_to(p).parts)} - {"rolegpt_baseline"})  # a profile's script is no part
                 near = close_match(next(iter(wanted)), there) if len(wanted) == 1 else None
+                guess = f"did you mean {near}.jsonl? " if near else ""
+                holds = f"its files: {', '.join(f'{t}.jsonl' for t in there)}" if there else \
+                    "expected RoleBench's layout: rolebench-eng/..., rolebench-zh/..."
                 raise InputError(f"{p}: no {' or '.join(sorted(f'{w}.jsonl' for w in wanted))} in this folder "
-                                 + (f"(did you mean {near}.jsonl? " if near else "(")
-                                 + (f"its files: {', '.join(f'{t}.jsonl' for t in there)})" if there else
-                                    "expected RoleBench's layout: rolebench-eng/..., rolebench-zh/...)"))
+                                 f"({guess}{holds})")
             out += [str(f) for f in files]
         elif p.exists():
             out.append(str(p))
