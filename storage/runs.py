@@ -27,6 +27,19 @@ MANIFEST = "manifest.json"
 TRACKED_PACKAGES = ("rpbench", "prefect", "litellm", "transformers", "torch", "pyarrow", "polars", "peft", "xgrammar")
 
 
+def _nan_as_null(obj: Any) -> Any:
+    """An undefined number (an interval over one item, the score of a model with none) as JSON's null: Python
+    would write NaN, which JSON does not have and strict readers (jq, a browser) refuse. The Parquet tables
+    keep the nan."""
+    if isinstance(obj, float) and obj != obj:
+        return None
+    if isinstance(obj, dict):
+        return {k: _nan_as_null(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_nan_as_null(v) for v in obj]
+    return obj
+
+
 def package_versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for name in TRACKED_PACKAGES:
@@ -72,6 +85,6 @@ class RunDir:
         manifest["row_counts"] = self.row_counts()
         timings = manifest.setdefault("timings", {})
         timings["wall_s"] = round(time.time() - self.started, 3)
-        text = json.dumps(scrub(manifest), indent=2, ensure_ascii=False, default=str)
+        text = json.dumps(_nan_as_null(scrub(manifest)), indent=2, ensure_ascii=False, default=str)
         atomic_write_bytes(self.manifest_path, text.encode("utf-8"))
         return manifest

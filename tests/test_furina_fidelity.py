@@ -296,6 +296,18 @@ def test_clustered_intervals_are_wider_than_item_intervals_on_clustered_data():
     assert single[1] - single[0] == pytest.approx(hi - lo, rel=0.2)
 
 
+def test_an_interval_over_one_unit_is_undefined_and_equal_values_have_zero_width():
+    from rpbench.tasks.stats import stratified_bootstrap_ci
+
+    assert all(math.isnan(x) for x in bootstrap_ci([3.0], 3.0))
+    assert all(math.isnan(x) for x in cluster_bootstrap_ci([1.0, 2.0, 4.0], ["d1"] * 3, 7 / 3))  # one dialogue
+    assert all(math.isnan(x) for x in stratified_bootstrap_ci([1.0, 5.0], ["a", "b"], 3.0))  # a value per stratum
+    assert bootstrap_ci([2.0, 2.0], 2.0) == (2.0, 2.0)
+    assert cluster_bootstrap_ci([2.0, 2.0, 2.0], ["d1", "d1", "d2"], 2.0) == (2.0, 2.0)
+    low, high = stratified_bootstrap_ci([1.0, 5.0, 2.0], ["a", "b", "a"], 3.25, resamples=200)
+    assert low < 3.25 < high  # one stratum of two values still varies
+
+
 def test_the_report_says_its_intervals_resample_dialogues():
     assert "resamples whole dialogues" in build_report(REPORT, "", _scores("m"), [], 20, 0).markdown
 

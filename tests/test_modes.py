@@ -71,6 +71,32 @@ def test_a_toy_mode_gets_a_leaderboard_and_a_report_without_touching_shared_code
     assert [r["model"] for r in leaderboard] == ["sharp", "dull"] and not math.isnan(leaderboard[0]["seconds"])
 
 
+def test_a_model_scored_on_one_item_has_no_interval_rather_than_a_zero_width_one(toy, tmp_path):
+    """One item says nothing of a score's spread: its interval is undefined (nan in the tables, a dash in the
+    report, null in the manifest), where [x, x] would claim certainty. Equal values on two items keep [x, x]."""
+    from rpbench.storage.runs import RunDir
+
+    lone = QuizAnswer(item_id="q0", model="lone", language="en", correct=1.0, seconds=2.0)
+    pair = [QuizAnswer(item_id=f"q{i}", model="pair", language="en", correct=1.0, seconds=2.0) for i in (0, 1)]
+    write_records(tmp_path / "answers.parquet", [*_rows(), lone, *pair], TOY.item_table)
+    items = [str(tmp_path / "answers.parquet")]
+    result = asyncio.run(report_of("toy-quiz").fn(mode="toy-quiz", inputs=items, options={"items": items,
+                                                  "failures": [], "n_items": 60}, resamples=200, seed=0,
+                                                  out=str(tmp_path / "out")))
+    publish_outputs(tmp_path / "out")
+    board = {r["model"]: r for r in result.summary["leaderboard"]}
+    assert math.isnan(board["lone"]["ci_low"]) and math.isnan(board["lone"]["ci_high"]) and board["lone"]["n"] == 1
+    assert board["pair"]["ci_low"] == board["pair"]["ci_high"] == board["pair"]["accuracy"] == 100.0
+    assert board["sharp"]["ci_low"] < board["sharp"]["accuracy"] < board["sharp"]["ci_high"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "| lone | 100.0 | - | 1 |" in report and "| pair | 100.0 | 100.0-100.0 | 2 |" in report
+    run = RunDir(tmp_path / "out")
+    run.write_manifest(evaluation={"leaderboard": result.summary["leaderboard"]})
+    written = json.loads(run.manifest_path.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in manifest"))
+    lone_row = next(r for r in written["evaluation"]["leaderboard"] if r["model"] == "lone")
+    assert lone_row["ci_low"] is None and lone_row["ci_high"] is None and lone_row["accuracy"] == 100.0
+
+
 QUIZ = [{"id": "q1", "question": "What colour is the sky on a clear day?", "answer": "blue"},
         {"id": "q2", "question": "What do bees make?", "answer": "honey"},
         {"id": "q3", "question": "Which way does the sun rise?", "answer": "east", "language": "zh"}]

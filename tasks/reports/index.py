@@ -15,7 +15,7 @@ from jinja2 import Environment, StrictUndefined
 
 from rpbench.storage.tables import atomic_write_bytes
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.reports.render import fmt
+from rpbench.tasks.reports.render import fmt, fmt_interval
 from rpbench.tasks.reports.viewer import VIEWER_FILE, Part, Sample, read_viewer, write_viewer
 
 INDEX_FILE = "index.html"
@@ -152,7 +152,7 @@ def write_index(folders: Sequence[str | Path], out: str | Path) -> dict[str, Pat
         links = [(name, _relative(r.folder / name, out)) for name in ("report.html", VIEWER_FILE)
                  if (r.folder / name).is_file()]
         board = [{"model": row["model"], "n": row.get("n", ""),
-                  "ci": f"{fmt(row.get('ci_low'))} to {fmt(row.get('ci_high'))}" if r.columns else "",
+                  "ci": fmt_interval(row.get('ci_low'), row.get('ci_high'), between=" to ") if r.columns else "",
                   "cells": {c: fmt(row.get(c)) for c in r.columns}} for row in r.board]
         shown.append({"label": r.label, "anchor": f"run-{n}", "folder": str(r.folder), "flow": r.flow,
                       "status": r.status, "reasons": r.reasons, "links": links, "columns": r.columns,

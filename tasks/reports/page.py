@@ -13,7 +13,7 @@ from typing import Any
 from jinja2 import Environment, StrictUndefined
 from markdown_it import MarkdownIt
 
-from rpbench.tasks.reports.render import fmt
+from rpbench.tasks.reports.render import fmt, fmt_interval
 from rpbench.tasks.reports.spec import Chart, Column, Section
 
 
@@ -116,7 +116,7 @@ def leaderboard_html(board: Sequence[Mapping[str, Any]], columns: Sequence[Colum
         cells = [{"v": _sort_value(r.get(head.key)), "text": fmt(r.get(head.key), head.digits, head.missing),
                   "more": False},
                  {"v": _sort_value(r.get("ci_low")),
-                  "text": f"{fmt(r.get('ci_low'), head.digits)}-{fmt(r.get('ci_high'), head.digits)}", "more": False},
+                  "text": fmt_interval(r.get('ci_low'), r.get('ci_high'), head.digits), "more": False},
                  {"v": _sort_value(r.get("n")), "text": str(r.get("n", "-")), "more": False}]
         for k, c in enumerate(others):
             value = c.shown(r.get(c.key))

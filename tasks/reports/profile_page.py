@@ -11,7 +11,7 @@ from rpbench.tasks.reports.colours import model_colours
 from rpbench.tasks.reports.judges import judge_agreement_lines
 from rpbench.tasks.reports.page import Block, html_page, markdown_html
 from rpbench.tasks.reports.profile import AgreementResult, Combined, ProfileRow, SubScore
-from rpbench.tasks.reports.render import fmt, png
+from rpbench.tasks.reports.render import fmt, fmt_interval, png
 from rpbench.tasks.reports.spec import Chart
 
 CAVEATS = """\
@@ -83,8 +83,8 @@ def _agreement_lines(result: AgreementResult) -> list[str]:
     if not result.pairs:
         return [result.note]
     lines = ["| benchmarks | models | Kendall's tau | 95% CI | resamples |", "|---|---|---|---|---|"]
-    lines += [f"| {a.first} / {a.second} | {a.models} | {fmt(a.tau, 2)} | {fmt(a.ci_low, 2)} to "
-              f"{fmt(a.ci_high, 2)} | {a.resamples} |" for a in result.pairs]
+    lines += [f"| {a.first} / {a.second} | {a.models} | {fmt(a.tau, 2)} | "
+              f"{fmt_interval(a.ci_low, a.ci_high, 2, ' to ')} | {a.resamples} |" for a in result.pairs]
     lines += ["", result.note]
     if result.least is not None:
         lines.append(f"Least in agreement with the others: **{result.least[0]}** (mean tau {result.least[1]:.2f}).")

@@ -27,6 +27,13 @@ def fmt(value: Any, digits: int = 1, missing: str = "-") -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
+def fmt_interval(low: Any, high: Any, digits: int = 1, between: str = "-") -> str:
+    """An interval as a report shows it, or one dash when it is undefined (one item, one cluster)."""
+    if fmt(low) == "-" or fmt(high) == "-":
+        return "-"
+    return f"{fmt(low, digits)}{between}{fmt(high, digits)}"
+
+
 def leaderboard_columns(scoring: Scoring, scores: Sequence[Mapping[str, Any]], extra: Sequence[Column] = ()
                         ) -> list[Column]:
     """The headline, its breakdowns, the other metrics, the mode's own columns, then failures."""
@@ -45,7 +52,7 @@ def leaderboard_markdown(board: Sequence[Mapping[str, Any]], columns: Sequence[C
     lines = ["| model | " + head.heading + " | 95% CI | n | " + " | ".join(c.heading for c in rest) + " |",
              "|" + "---|" * (4 + len(rest))]
     for r in board:
-        interval = f"{fmt(r['ci_low'], head.digits)}-{fmt(r['ci_high'], head.digits)}"
+        interval = fmt_interval(r['ci_low'], r['ci_high'], head.digits)
         cells = [fmt(c.shown(r.get(c.key)), c.digits, c.missing) for c in rest]
         lines.append(f"| {r['model']} | {fmt(r[head.key], head.digits)} | {interval} | {r['n']} | "
                      + " | ".join(cells) + " |")

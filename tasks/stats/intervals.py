@@ -1,7 +1,13 @@
-"""Bootstrap confidence intervals (scipy.stats.bootstrap), seeded so the same data gives the same interval."""
+"""Bootstrap confidence intervals (scipy.stats.bootstrap), seeded so the same data gives the same interval.
+
+An interval needs at least two independent units (values, clusters, or a stratum of two values): from one,
+every resample is that same unit, and a zero-width interval would claim a certainty one observation cannot
+give. Those intervals are undefined (nan both ends), which every report shows as a dash. Two or more values
+that are all equal do have zero spread, and keep the point as both ends."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -10,15 +16,21 @@ import numpy as np
 Statistic = Callable[[np.ndarray, int], np.ndarray]
 
 
+UNDEFINED = (math.nan, math.nan)
+
+
 def mean_statistic(sample: np.ndarray, axis: int) -> np.ndarray:
     return np.mean(sample, axis=axis)
 
 
 def bootstrap_ci(values: Sequence[float], point: float, statistic: Statistic = mean_statistic,
                  resamples: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic``; a sample with no spread has the point estimate as both ends."""
+    """Percentile bootstrap interval of ``statistic``; a sample with no spread has the point estimate as both ends,
+    a single value none (nan, nan)."""
     data = np.asarray(values, dtype=float)
-    if len(data) < 2 or np.all(data == data[0]):
+    if len(data) < 2:
+        return UNDEFINED
+    if np.all(data == data[0]):
         return point, point
     from scipy import stats  # imported on first use: the command line should start fast
 
@@ -34,14 +46,14 @@ def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence[object], po
     single values: values within a cluster are correlated, and treating them as independent understates the
     uncertainty. With one value per cluster it is the ordinary bootstrap."""
     data = np.asarray(values, dtype=float)
-    if len(data) < 2 or np.all(data == data[0]):
-        return point, point
     groups: dict[object, list[int]] = {}
     for i, c in enumerate(clusters):
         groups.setdefault(c, []).append(i)
     members = [np.asarray(ix) for ix in groups.values()]
     if len(members) < 2:
-        return point, point  # one cluster: there is nothing to resample between
+        return UNDEFINED  # one cluster: there is nothing to resample between
+    if np.all(data == data[0]):
+        return point, point
     from scipy import stats
 
     def resampled(picked: np.ndarray) -> float:
@@ -69,7 +81,9 @@ def stratified_bootstrap_ci(values: Sequence[float], strata: Sequence[object], p
     for v, s in zip(values, strata, strict=True):
         groups.setdefault(s, []).append(float(v))
     data = [np.asarray(g) for g in groups.values()]
-    if all(len(g) < 2 or np.all(g == g[0]) for g in data):
+    if all(len(g) < 2 for g in data):
+        return UNDEFINED  # every stratum a single value: no resample differs from the data
+    if all(np.all(g == g[0]) for g in data):
         return point, point
     rng = np.random.default_rng(seed)
     means = np.mean([g[rng.integers(0, len(g), size=(resamples, len(g)))].mean(axis=1) for g in data], axis=0)

@@ -93,7 +93,7 @@ def style_controlled(comparisons: Sequence[Comparison], resamples: int = 200, se
     for i, c in enumerate(comparisons):
         clusters.setdefault(c.cluster, []).append(i)
     members = [np.asarray(v) for v in clusters.values()]
-    low, high = point.copy(), point.copy()
+    low, high = np.full_like(point, np.nan), np.full_like(point, np.nan)  # one cluster: no interval (intervals.py)
     if len(members) > 1:
         def refit(picked: np.ndarray) -> np.ndarray:
             rows = np.concatenate([members[int(k)] for k in picked])

@@ -130,7 +130,9 @@ def export(
 
 # -- evaluation -------------------------------------------------------------------------------------
 def eval_lines(e: dict[str, Any]) -> Iterator[str]:
-    yield from (f"{r['model']}: {r['score']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] n={r['n']} "
+    from rpbench.tasks.reports.render import fmt
+
+    yield from (f"{r['model']}: {fmt(r['score'])} [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}] n={r['n']} "
                 f"failed={r['failed']}" for r in e.get("leaderboard", []))
 
 
@@ -163,6 +165,7 @@ def demo(s: DemoSettings) -> None:
     """The whole pipeline on the embedded local model (no keys, no network): pool, benchmark, evaluation."""
     from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.modes.furina.demo import demo as demo_flow
+    from rpbench.tasks.reports.render import fmt
     from rpbench.tasks.reports.summary import run_summary_markdown
 
     manifest = run_flow(demo_flow, settings=s)
@@ -170,7 +173,7 @@ def demo(s: DemoSettings) -> None:
     typer.echo("")
     typer.echo(run_summary_markdown(manifest, str(out / "eval")))
     for r in manifest.get("evaluation", {}).get("leaderboard", []):
-        typer.echo(f"{r['model']}: score {r['score']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] on {r['n']} items")
+        typer.echo(f"{r['model']}: score {fmt(r['score'])} [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}] on {r['n']} items")
     for part, this in manifest.get("demo", {}).items():
         typer.echo(f"{part}: {this['stages']} stages, {this['cached']} cached, {this['calls_sent']} calls sent, "
                    f"{this.get('seconds', 0):.0f} s")

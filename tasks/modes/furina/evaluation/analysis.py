@@ -20,7 +20,7 @@ from rpbench.tasks.modes.furina.evaluation.scoring import (
     win_share,
 )
 from rpbench.tasks.modes.furina.records import ItemScore
-from rpbench.tasks.reports.render import fmt
+from rpbench.tasks.reports.render import fmt, fmt_interval
 from rpbench.tasks.reports.spec import (
     Analysis,
     AnalysisInput,
@@ -112,7 +112,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _ci(s: dict[str, Any] | None) -> str:
-    return f"{fmt(s['ci_low'])}-{fmt(s['ci_high'])}" if s else "-"
+    return fmt_interval(s['ci_low'], s['ci_high']) if s else "-"
 
 
 def language_tables(inp: AnalysisInput, languages: list[str]) -> str:
@@ -238,7 +238,7 @@ def analyze(inp: AnalysisInput) -> Analysis:
                 f"95% intervals from {min(inp.resamples, STYLE_RESAMPLES)} dialogue-clustered bootstrap refits.\n\n"
                 + _md_table(["model", "items", "raw win %", "style-controlled win %", "95% CI"],
                             [[m, str(s.n), fmt(s.raw_win_rate), fmt(s.controlled_win_rate),
-                              f"{fmt(s.ci_low)}-{fmt(s.ci_high)}"] for m, s in sorted(styled.items())])),
+                              fmt_interval(s.ci_low, s.ci_high)] for m, s in sorted(styled.items())])),
     ]
     return Analysis(sections, {"pareto": pareto, "pareto_by_slice": fronts, "separability_index": si})
 
