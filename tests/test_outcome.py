@@ -89,6 +89,11 @@ def test_a_model_that_never_answers_makes_the_run_failed_with_exit_3(harness, lo
                for line in lines), lines
     assert any(line.startswith("run failed: stage roleinteract-answers[down]: every one of its") for line in lines), lines
     assert not any("model steady" in line for line in lines)
+    # What it did measure is printed as a run that passed prints it: the healthy model's score, the report.
+    printed = ran.stdout.splitlines()
+    assert any(line.startswith("steady: Avg ") and "n=21" in line for line in printed), ran.stdout
+    assert any(line.startswith("down: mean of 0 columns - [-, -]  n=0") for line in printed), ran.stdout
+    assert f"report: {out}/report.html" in ran.stdout
     # Everything was written: the tables, the report, the manifest saying why the run failed.
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["outcome"]["status"] == "failed" and manifest["outcome"]["max_failure_share"] == 0.1

@@ -203,8 +203,19 @@ def test_a_mode_that_fails_leaves_the_others_profiled_and_the_suite_failed(tmp_p
     assert manifest["suite"]["modes"]["dmt"]["status"] == "failed"
     assert manifest["suite"]["modes"]["roleinteract"]["status"] == "ok"
     # DMT wrote its tables (every label failed), so it stands in the profile, marked failed in the report.
-    assert {p["benchmark"] for p in pq.read_table(out / "profile.parquet").to_pylist()} >= {"roleinteract"}
+    profiled = pq.read_table(out / "profile.parquet").to_pylist()
+    assert {p["benchmark"] for p in profiled} >= {"roleinteract"}
     assert "- dmt: failed" in (out / "report.md").read_text(encoding="utf-8")
+    # What was measured is printed before why the suite failed, as a mode's own command does.
+    assert "roleinteract: ok" in ran.stdout and "report: " in ran.stdout
+    assert any(line.startswith(f"{MODELS[0]} roleinteract: ") for line in ran.stdout.splitlines())
+    # The same command again finds every stage cached: DMT fails the same way, and its leaderboard (kept from
+    # its cached report stage) is this run's, not an earlier run's to leave out.
+    again = _suite(tmp_path, scripted, "--mode", "dmt", "--mode", "roleinteract")
+    assert again.returncode == 3, again.stderr[-2000:]
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert not any("earlier run" in r for r in manifest["suite"]["modes"]["dmt"]["reasons"])
+    assert pq.read_table(out / "profile.parquet").to_pylist() == profiled
 
 
 def _write(tmp_path: Path, text: str) -> Path:

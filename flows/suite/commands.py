@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
 
 from rpbench.flows.kit.front.commands import settings_command
 from rpbench.flows.suite.settings import SuiteSettings
+from rpbench.tasks.core.errors import RunFailed
 from rpbench.tasks.reports.render import fmt
 
 
@@ -20,18 +24,26 @@ def run(s: SuiteSettings) -> None:
     from rpbench.flows.suite.plan import check_suite
 
     check_suite(s)  # a typo in the suite file is one line here, before Prefect starts
-    import pyarrow.parquet as pq
-
     from rpbench.flows.kit.running.run import run_flow
     from rpbench.flows.suite.flow import suite
 
-    manifest = run_flow(suite, settings=s)
+    try:
+        manifest = run_flow(suite, settings=s)
+    except RunFailed as failed:  # a mode failed: the others' results and the profile are written, and shown
+        from rpbench.storage.runs import RunDir
+
+        _echo_suite(RunDir(Path(failed.out)).read_manifest(), s)
+        raise
+    _echo_suite(manifest, s)
+
+
+def _echo_suite(manifest: dict[str, Any], s: SuiteSettings) -> None:
+    import pyarrow.parquet as pq
+
     r = manifest.get("suite", {})
     for mode, m in r.get("modes", {}).items():
         typer.echo(f"{mode}: {m['status']}" + (f" ({'; '.join(m['reasons'])})" if m["reasons"] else "")
                    + f", {m['calls_sent']} calls sent, {m['folder']}")
-    from pathlib import Path
-
     profile = Path(s.out) / "profile.parquet"
     if profile.is_file():
         for row in pq.read_table(profile).to_pylist():
@@ -50,7 +62,6 @@ def show(suite: str = typer.Argument(None, help="Suite file (TOML). Default: the
     one is printed with its samples' paths made absolute, so a copy saved anywhere runs as it is."""
     import json
     import re
-    from pathlib import Path
 
     from rpbench.flows.suite.plan import read_suite_file
     from rpbench.flows.suite.settings import DEFAULT_SUITE

@@ -129,9 +129,18 @@ STALE = "its tables are from an earlier run, so the profile leaves it out"
 
 
 def _written_since(folder: str, since: float) -> bool:
-    """Whether a mode's leaderboard was written after ``since`` (a failed mode may have left an older one)."""
-    board = Path(folder) / "leaderboard.parquet"
-    return board.is_file() and board.stat().st_mtime >= since
+    """Whether a failed mode's leaderboard is this run's (a mode that stopped early may have left an older
+    one): written after ``since``, or kept from a cached report stage by a run that reached its end (its
+    manifest written since, and not by a stop), whose tables are the ones its inputs give."""
+    board, manifest = Path(folder) / "leaderboard.parquet", Path(folder) / "manifest.json"
+    if not board.is_file():
+        return False
+    if board.stat().st_mtime >= since:
+        return True
+    if not manifest.is_file() or manifest.stat().st_mtime < since:
+        return False
+    outcome = json.loads(manifest.read_text(encoding="utf-8")).get("outcome") or {}
+    return outcome.get("status") == "failed"
 
 
 def _sent(p: PlannedMode) -> int:

@@ -18,7 +18,7 @@ from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings, ou
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.storage.folder_lock import folder_lock
-from rpbench.tasks.core.errors import InputError, close_match, first_error
+from rpbench.tasks.core.errors import InputError, RunFailed, close_match, first_error
 from rpbench.tasks.llm import ModelsConfig
 
 S = TypeVar("S", bound=BaseModel)
@@ -274,11 +274,28 @@ def run_evaluation(settings: BaseModel, check: str | None, flow: str, section: s
         checked(load_ref(check), settings)
     from rpbench.flows.kit.running.run import run_flow
 
-    manifest = run_flow(load_ref(flow), settings=settings)
+    try:
+        manifest = run_flow(load_ref(flow), settings=settings)
+    except RunFailed as failed:
+        # Failed by the failure rule, after writing everything: what it did measure (the other models'
+        # scores, the report) is printed first, and why it failed after it.
+        from rpbench.storage.runs import RunDir
+
+        written = RunDir(Path(failed.out)).read_manifest()
+        echo_run(written, section, lines if section in written else lambda _r: ())
+        raise
+    return echo_run(manifest, section, lines)
+
+
+def echo_run(manifest: dict[str, Any], section: str, lines: Callable[[dict[str, Any]], Iterable[str]]
+                  ) -> dict[str, Any]:
+    """Print the mode's lines about its section of ``manifest``, what the run did, and where its report is;
+    returns the section."""
     found = manifest.get(section, {})
     for line in lines(found):
         typer.echo(line)
-    typer.echo(stages_line(manifest))
+    if manifest:
+        typer.echo(stages_line(manifest))
     if found.get("report"):  # an evaluation's; a flow that makes data has none
         typer.echo(f"report: {found['report']}")
     return dict(found)

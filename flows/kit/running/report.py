@@ -29,7 +29,7 @@ async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Seque
     """Score ``rows`` (records of mode ``name``'s item table), write the report files and the sample viewer
     (``samples``: what every model said, as the mode shows it; they may be made as they are read), publish them
     in the UI."""
-    intro = "".join(f"**Warning:** {line}.\n\n" for line in notes or ()) + f"{n_items} {spec.unit}."
+    intro = "".join(f"**Warning:** {line}.\n\n" for line in notes or ()) + f"{spec.unit.capitalize()}: {n_items}."
     remaining = iter(samples)
     first = next(remaining, None)
     if first is not None:
