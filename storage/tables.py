@@ -64,11 +64,13 @@ def to_arrow(rows: Iterable[Mapping[str, Any]] | pa.Table, spec: TableSpec[Any])
     return pa.Table.from_pydict(columns, schema=spec.schema)
 
 
-def write_table(path: str | Path, rows: Iterable[Mapping[str, Any]] | pa.Table, spec: TableSpec[Any]) -> Path:
-    """Validate rows against ``spec`` and write them atomically as Parquet."""
+def write_table(path: str | Path, rows: Iterable[Mapping[str, Any]] | pa.Table, spec: TableSpec[Any],
+                metadata: Mapping[bytes, bytes] | None = None) -> Path:
+    """Validate rows against ``spec`` and write them atomically as Parquet (``metadata``: more of the file's
+    key-value metadata)."""
     path = Path(path)
     table = to_arrow(rows, spec)
-    meta = dict(table.schema.metadata or {})
+    meta = {**(table.schema.metadata or {}), **(metadata or {})}
     meta[META_NAME] = spec.name.encode()
     meta[META_VERSION] = str(spec.version).encode()
     table = table.replace_schema_metadata(meta)

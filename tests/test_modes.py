@@ -97,6 +97,28 @@ def test_a_model_scored_on_one_item_has_no_interval_rather_than_a_zero_width_one
     assert lone_row["ci_low"] is None and lone_row["ci_high"] is None and lone_row["accuracy"] == 100.0
 
 
+def test_a_page_over_run_folders_shows_each_number_as_the_runs_report_does(toy, tmp_path):
+    """`rpbench report` knows no mode: the leaderboard keeps how its report showed each column (digits, unit),
+    so the index shows 2.00 seconds where the report does, not 2.0; a leaderboard without it gets one decimal."""
+    from rpbench.storage.runs import RunDir
+    from rpbench.tasks.reports.index import write_index
+
+    rows = [QuizAnswer(item_id=f"q{i}", model="pair", language="en", correct=1.0, seconds=2.0) for i in (0, 1)]
+    write_records(tmp_path / "answers.parquet", rows, TOY.item_table)
+    items = [str(tmp_path / "answers.parquet")]
+    asyncio.run(report_of("toy-quiz").fn(mode="toy-quiz", inputs=items, options={"items": items, "failures": [],
+                                         "n_items": 2}, resamples=50, seed=0, out=str(tmp_path / "run")))
+    publish_outputs(tmp_path / "run")
+    RunDir(tmp_path / "run").write_manifest(flow="toy-quiz", outcome={"status": "ok", "reasons": []})
+    assert "| pair | 100.0 | 100.0-100.0 | 2 | 100.0 | 2.00 |" in (tmp_path / "run" / "report.md").read_text()
+    html = write_index([tmp_path / "run"], tmp_path / "index")["index"].read_text()
+    assert '<td class="num">2.00</td>' in html and "<th>seconds</th>" in html
+    board = pq.read_table(tmp_path / "run" / "leaderboard.parquet")
+    pq.write_table(board.replace_schema_metadata({}), tmp_path / "run" / "leaderboard.parquet")  # an older run's
+    html = write_index([tmp_path / "run"], tmp_path / "index2")["index"].read_text()
+    assert '<td class="num">2.0</td>' in html and '<td class="num">2.00</td>' not in html
+
+
 QUIZ = [{"id": "q1", "question": "What colour is the sky on a clear day?", "answer": "blue"},
         {"id": "q2", "question": "What do bees make?", "answer": "honey"},
         {"id": "q3", "question": "Which way does the sun rise?", "answer": "east", "language": "zh"}]

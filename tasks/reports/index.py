@@ -16,6 +16,8 @@ from jinja2 import Environment, StrictUndefined
 from rpbench.storage.tables import atomic_write_bytes
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.reports.render import fmt, fmt_interval
+from rpbench.tasks.reports.spec import Column
+from rpbench.tasks.reports.tables import columns_shown
 from rpbench.tasks.reports.viewer import VIEWER_FILE, Part, Sample, read_viewer, write_viewer
 
 INDEX_FILE = "index.html"
@@ -32,8 +34,10 @@ class RunEntry:
     flow: str
     status: str
     reasons: list[str]
-    # The leaderboard's metric columns, the headline first.
+    # The leaderboard's metric columns, the headline first, and how the run's report showed them (digits,
+    # scale, unit; none in a folder written before the leaderboard kept them).
     columns: list[str] = field(default_factory=list)
+    shown: dict[str, Column] = field(default_factory=dict)
     board: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
     benchmark: str = ""
@@ -67,6 +71,7 @@ def read_run(folder: Path, label: str) -> RunEntry:
 
         table = pq.read_table(board)
         entry.columns = [c for c in table.column_names if c not in _FIXED]
+        entry.shown = {c.key: c for c in columns_shown(table) or ()}
         entry.board = table.to_pylist()
     viewer = folder / VIEWER_FILE
     if viewer.is_file():
@@ -111,9 +116,9 @@ side by side: <a href="{{ samples_file }}">{{ samples_file }}</a> ({{ samples }}
 <td>{% for name, href in r.links %}<a href="{{ href }}">{{ name }}</a> {% endfor %}</td></tr>
 {% endfor %}</table>
 {% for r in runs %}<h2 id="{{ r.anchor }}">{{ r.label }} <span class="muted">({{ r.folder }})</span></h2>
-{% if r.board %}<table><tr><th>model</th>{% for c in r.columns %}<th>{{ c }}</th>{% endfor %}<th>95% CI</th>
+{% if r.board %}<table><tr><th>model</th>{% for h in r.headings %}<th>{{ h }}</th>{% endfor %}<th>95% CI</th>
 <th>n</th></tr>
-{% for row in r.board %}<tr><td>{{ row.model }}</td>{% for c in r.columns %}<td class="num">{{ row.cells[c] }}</td>
+{% for row in r.board %}<tr><td>{{ row.model }}</td>{% for cell in row.cells %}<td class="num">{{ cell }}</td>
 {% endfor %}<td class="num">{{ row.ci }}</td><td class="num">{{ row.n }}</td></tr>
 {% endfor %}</table>{% else %}<p class="muted">No leaderboard in this folder.</p>{% endif %}
 {% endfor %}</body></html>
@@ -141,6 +146,11 @@ def _relative(target: Path, start: Path) -> str:
     return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
 
 
+def _cell(value: Any, column: Column | None) -> str:
+    """A leaderboard value as the run's own report shows it (its digits and scale), or to one decimal."""
+    return fmt(value) if column is None else fmt(column.shown(value), column.digits, column.missing)
+
+
 def write_index(folders: Sequence[str | Path], out: str | Path) -> dict[str, Path]:
     """``index.html`` and, when the runs have samples, ``samples.html`` under ``out``; returns their paths."""
     out = Path(out)
@@ -151,11 +161,14 @@ def write_index(folders: Sequence[str | Path], out: str | Path) -> dict[str, Pat
     for n, r in enumerate(runs):
         links = [(name, _relative(r.folder / name, out)) for name in ("report.html", VIEWER_FILE)
                  if (r.folder / name).is_file()]
+        head = r.shown.get(r.columns[0]) if r.columns else None
         board = [{"model": row["model"], "n": row.get("n", ""),
-                  "ci": fmt_interval(row.get('ci_low'), row.get('ci_high'), between=" to ") if r.columns else "",
-                  "cells": {c: fmt(row.get(c)) for c in r.columns}} for row in r.board]
+                  "ci": fmt_interval(row.get("ci_low"), row.get("ci_high"), head.digits if head else 1, " to ")
+                  if r.columns else "",
+                  "cells": [_cell(row.get(c), r.shown.get(c)) for c in r.columns]} for row in r.board]
+        headings = [r.shown[c].heading if c in r.shown else c for c in r.columns]
         shown.append({"label": r.label, "anchor": f"run-{n}", "folder": str(r.folder), "flow": r.flow,
-                      "status": r.status, "reasons": r.reasons, "links": links, "columns": r.columns,
+                      "status": r.status, "reasons": r.reasons, "links": links, "headings": headings,
                       "board": board})
     written: dict[str, Path] = {}
     samples = merged_samples(runs)

@@ -21,7 +21,7 @@ from rpbench.tasks.reports.render import (
 )
 from rpbench.tasks.reports.scores import leaderboard, model_scores
 from rpbench.tasks.reports.spec import Analysis, AnalysisInput, ReportSpec
-from rpbench.tasks.reports.tables import leaderboard_table, model_scores_table
+from rpbench.tasks.reports.tables import columns_metadata, leaderboard_table, model_scores_table
 
 
 @dataclass
@@ -71,11 +71,11 @@ def write_report(report: Report, out: str | Path, spec: ReportSpec) -> Report:
     scoring = spec.scoring
     columns = leaderboard_columns(scoring, report.scores, spec.extra_columns)
     keep = {"model", "ci_low", "ci_high", "n", *(c.key for c in columns)}
+    board = [{k: v for k, v in r.items() if k in keep} for r in report.board]
     report.files = {
         "model_scores": str(write_table(out / "model_scores.parquet", report.scores, model_scores_table(scoring))),
-        "leaderboard": str(write_table(out / "leaderboard.parquet",
-                                       [{k: v for k, v in r.items() if k in keep} for r in report.board],
-                                       leaderboard_table(columns))),
+        "leaderboard": str(write_table(out / "leaderboard.parquet", board, leaderboard_table(columns),
+                                       columns_metadata(columns))),
     }
     atomic_write_bytes(out / "report.md", report.markdown.encode("utf-8"))
     atomic_write_bytes(out / "report.html", report.html.encode("utf-8"))

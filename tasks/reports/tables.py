@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
 from pydantic import create_model
 
 from rpbench.storage.schemas import TableSpec
@@ -30,3 +33,18 @@ def leaderboard_table(columns: Sequence[Column]) -> TableSpec[Any]:
     for c in rest:
         fields.setdefault(c.key, (int, ...) if c.key == "failed" else (float | None, None))
     return TableSpec("leaderboard", 1, create_model("LeaderboardRow", __base__=Record, **fields))
+
+
+# How a leaderboard's columns are shown (label, unit, digits, scale), kept in its Parquet metadata, so a page
+# over run folders (``rpbench report``) shows each number as the run's own report does without its mode.
+COLUMNS_SHOWN = b"rpbench.columns"
+
+
+def columns_metadata(columns: Sequence[Column]) -> dict[bytes, bytes]:
+    return {COLUMNS_SHOWN: json.dumps([dataclasses.asdict(c) for c in columns]).encode()}
+
+
+def columns_shown(table: pa.Table) -> list[Column] | None:
+    """The columns as the run's report showed them, or None for a leaderboard written before they were kept."""
+    raw = (table.schema.metadata or {}).get(COLUMNS_SHOWN)
+    return [Column(**c) for c in json.loads(raw)] if raw else None
