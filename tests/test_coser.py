@@ -15,6 +15,7 @@ import pytest
 from rpbench.flows.modes.coser.settings import CoserSettings
 from rpbench.samples import sample_path
 from rpbench.storage.tables import read_records
+from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.coser.acting import decide, named_next
 from rpbench.tasks.modes.coser.loader import load_circumstances, read_simulations
 from rpbench.tasks.modes.coser.records import COLUMNS, DIMENSIONS, Flaw
@@ -241,6 +242,16 @@ def test_bad_input_is_one_line_naming_the_record_and_field(tmp_path):
     ran = rpbench("coser", "run", "--data", str(path), "--model", "coser-actor", "--out", str(tmp_path / "o"))
     assert ran.returncode == 2 and "bad.json: record 1: field 'dialogues': missing" in ran.stderr
     assert "Traceback" not in ran.stderr
+    # What becomes an actor's profile must be text, never a number or an object rendered by Python.
+    for change, field in ((lambda r: r["character_profiles"].update(Mara={"age": 30}), "character_profiles.Mara"),
+                          (lambda r: r["plot"]["key_characters"].__setitem__(1, None), "plot.key_characters.1"),
+                          (lambda r: r["plot"]["key_characters"][0].update(description=3.5),
+                           "plot.key_characters.0.description")):
+        records = json.loads(sample_path("coser", "example.json").read_text())
+        change(records[0])
+        path.write_text(json.dumps(records))
+        with pytest.raises(InputError, match=f"bad.json: record 0: field '{re.escape(field)}': expected"):
+            load_circumstances([str(path)])
     wrong = rpbench("coser", "run", "--data", str(sample_path("coser", "example.json")), "--model", "coser-acter",
                     "--out", str(tmp_path / "o"))
     assert wrong.returncode == 2 and "unknown model 'coser-acter'" in wrong.stderr

@@ -192,6 +192,8 @@ def test_crlf_windows_1252_bytes_and_other_models_answers_are_read_without_loss(
     (lambda r: r.update(label=["E"]), "item 0: field 'label': 'E' is not one of the options"),
     (lambda r: r["meta"].pop("name"), "item 0: field 'meta.name': missing"),
     (lambda r: r.update(dialogue=[{"from": "a", "text": "b"}]), "item 0: field 'dialogue.0'"),
+    (lambda r: r["dialogue"][0].pop("value"), "item 0: field 'dialogue.0.value': missing"),  # not a speaker "from"
+    (lambda r: r["dialogue"][0].pop("from"), "item 0: field 'dialogue.0.from': missing"),
     (lambda r: r.pop("choices"), "item 0: field 'choices': missing"),
     (lambda r: r["meta"].update(member_preferences={"x": "friendly"}), "field 'meta.member_preferences'"),
     (lambda r: r.update(dialogue=[], instruction=" "), "item 0: field 'dialogue': empty, and so is 'instruction'"),

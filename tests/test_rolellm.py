@@ -279,6 +279,7 @@ def test_rolebench_files_are_read_as_published():
     ('{"role": "R", "question": "q", "generated": []}', "field 'generated': expected a non-empty list"),
     ('{"role": "R", "question": "q", "generated": ["a"], "extra": 1}', "line 1: unknown field 'extra'"),
     ('{"role": "", "question": "q", "generated": ["a"]}', "field 'role'"),
+    ('{"role": "R", "question": "q", "generated": ["a"], "type": {}}', "field 'type': expected text or a list"),
     ("not json", "line 1: not JSON"),
     ('{"role": "R", "question": "q", "generated": ["a"]}', "cannot tell whether this is a general"),
 ])

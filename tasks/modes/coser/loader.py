@@ -130,6 +130,16 @@ def parse_circumstance(raw: Any, path: Path, index: int) -> Circumstance:
     plot_characters = plot.get("key_characters") or []
     if not isinstance(plot_characters, list):
         raise _fail(path, index, "plot.key_characters", "expected a list")
+    # What becomes an actor's profile must be text: a number or an object would reach the prompt as Python's
+    # rendering of it (every released record holds text here).
+    for n, c in enumerate(plot_characters):
+        if not isinstance(c, Mapping) or not isinstance(c.get("name"), str):
+            raise _fail(path, index, f"plot.key_characters.{n}", "expected {\"name\": ..., \"description\": ...}")
+        if not isinstance(c.get("description"), str | None):
+            raise _fail(path, index, f"plot.key_characters.{n}.description", "expected text")
+    for name in speaking:
+        if not isinstance(profiles.get(name), str | None):
+            raise _fail(path, index, f"character_profiles.{name}", "expected text (the character's profile)")
     summary = plot.get("summary", "")
     sample = str(raw["scenario"]) + "".join(t.text for t in original)
     chinese = len(_CHINESE.findall(sample))

@@ -123,6 +123,10 @@ def _dialogue(raw: Any, path: Path, index: int, pieces: Pieces) -> list[Utteranc
         if isinstance(u, Mapping) and set(u) == {"from", "value"}:
             out.append(pieces.get(Utterance, speaker=_text(u["from"], path, index, f"{where}.from"),
                                   text=_text(u["value"], path, index, f"{where}.value")))
+        elif isinstance(u, Mapping) and len(u) == 1 and set(u) & {"from", "value"}:
+            # Half of the {"from", "value"} layout, not a speaker called "from" saying a name.
+            lacking = ({"from", "value"} - set(u)).pop()
+            raise _fail(path, index, f"{where}.{lacking}", "missing")
         elif isinstance(u, Mapping) and len(u) == 1:
             (speaker, text), = u.items()
             out.append(pieces.get(Utterance, speaker=str(speaker), text=_text(text, path, index, where)))

@@ -61,8 +61,8 @@ def _row(line: str, path: Path, n: int, split: str, kind: Kind | None, part: str
     generated = [generated] if isinstance(generated, str) else generated
     if not isinstance(generated, list) or not generated or not all(isinstance(g, str) for g in generated):
         raise InputError(f"{path}: line {n}: field 'generated': expected a non-empty list of reference answers")
-    types = raw.get("type") or []
-    types = [types] if isinstance(types, str) else types
+    types = raw.get("type")
+    types = [] if types is None else [types] if isinstance(types, str) else types
     if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
         raise InputError(f"{path}: line {n}: field 'type': expected text or a list of text")
     row_kind = kind or ("role_specific" if types else None)
