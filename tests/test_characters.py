@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import yaml
 
 from rpbench import prompts
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.modes.furina.character_files import load_characters
+from rpbench.tasks.modes.furina.character_files import from_short_form, load_characters
 from rpbench.tasks.modes.furina.characters.profile import full_profile, public_profile, public_profiles
 from rpbench.tasks.modes.furina.domain import Character
 from tests.helpers import rpbench
@@ -82,6 +83,27 @@ def test_short_form_private_key_must_exist(tmp_path):
     path.write_text(yaml.safe_dump({**SHORT, "private": ["hobbies"]}))
     with pytest.raises(InputError, match="character Zero: 'private' names a key that is not in the profile: 'hobbies'"):
         load_characters(path)
+
+
+@pytest.mark.parametrize(("private", "profile", "message"), [
+    ([{"persona": 1}], {}, "'private' must be a list of the profile's keys"),  # was a TypeError traceback
+    ("persona", {}, "'private' must be a list of the profile's keys"),
+    ([], {"persona": [["calm"]]}, "profile 'persona': expected text, a list of text or a mapping of text"),
+])
+def test_a_malformed_short_form_is_an_error_naming_the_character(tmp_path, private, profile, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({**SHORT, "profile": {**SHORT["profile"], **profile}, "private": private}))
+    with pytest.raises(InputError, match=f"bad.yaml: character Zero: {re.escape(message)}"):
+        load_characters(path)
+
+
+def test_yaml_lists_and_mappings_in_a_profile_read_as_text_not_as_python():
+    path_text = yaml.safe_dump({**SHORT, "profile": {"hobbies": ["fishing", "chess"], "age": 40,
+                                                     "relationships": {"Mina": "wife", "Van Helsing": "enemy"}},
+                                "private": []})
+    character = Character.model_validate(from_short_form(yaml.safe_load(path_text)))
+    values = {a.key: a.value for a in character.attributes}
+    assert values == {"hobbies": "fishing, chess", "age": "40", "relationships": "Mina: wife; Van Helsing: enemy"}
 
 
 def test_public_profile_hides_private_values_in_a_stable_order():

@@ -27,14 +27,34 @@ def from_short_form(record: dict[str, Any]) -> dict[str, Any]:
     private = record.pop("private", []) or []
     if not isinstance(profile, dict):
         raise ValueError("'profile' must be a mapping of key to value")
+    if not isinstance(private, list) or not all(isinstance(k, str) for k in private):
+        raise ValueError("'private' must be a list of the profile's keys")
     unknown = [k for k in private if k not in profile]
     if unknown:
         raise ValueError(f"'private' names a key that is not in the profile: '{unknown[0]}'")
     record["attributes"] = [
-        {"key": str(k), "value": "" if v is None else str(v), "visibility": "private" if k in private else "public"}
+        {"key": str(k), "value": _attribute_text(str(k), v), "visibility": "private" if k in private else "public"}
         for k, v in profile.items()
     ]
     return record
+
+
+def _attribute_text(key: str, value: Any) -> str:
+    """A profile value as the prompts show it: text as it is, a YAML list as 'a, b', a mapping as 'k: v; k: v'
+    (never Python's rendering of a list or a dict); anything nested deeper is an error naming the key."""
+    def scalar(v: Any) -> bool:
+        return v is None or isinstance(v, str | int | float)
+
+    if value is None:
+        return ""
+    if scalar(value):
+        return str(value)
+    if isinstance(value, list) and all(scalar(v) for v in value):
+        return ", ".join("" if v is None else str(v) for v in value)
+    if isinstance(value, dict) and all(scalar(v) for v in value.values()):
+        return "; ".join(f"{k}: {'' if v is None else v}" for k, v in value.items())
+    raise ValueError(f"profile '{key}': expected text, a list of text or a mapping of text, found a nested "
+                     f"{type(value).__name__}")
 
 
 def load_characters(path: str | Path) -> list[Character]:
