@@ -259,6 +259,31 @@ def test_a_misspelled_role_section_is_refused_with_a_suggestion(tmp_path):
         assert ran.returncode == 2 and "none.json: no such file" in ran.stderr, ran.stderr
 
 
+
+def test_an_environment_override_that_cannot_apply_names_the_variable_not_the_file(tmp_path, monkeypatch):
+    """A misspelt [default] override would be ignored without a word; a bad value or a misspelt role set by a
+    variable is the variable's error, not the models file's."""
+    models = tmp_path / "models.toml"
+    models.write_text('[roles.warm]\ntemperature = 0.9\n')
+    data = ["roleinteract", "run", "--data", str(tmp_path / "none.json"), "--model", "warm", "--out",
+            str(tmp_path / "o"), "--models-file", str(models)]
+    cases = {"RPBENCH_DEFAULT_TEMPERATUR": ("0.3", "error: environment variable RPBENCH_DEFAULT_TEMPERATUR: did you "
+                                                   "mean RPBENCH_DEFAULT_TEMPERATURE? not a setting of a role"),
+             "RPBENCH_DEFAULT_EXTRA": ("{}", "error: environment variable RPBENCH_DEFAULT_EXTRA: extra is set in the "
+                                                 "models file only"),
+             "RPBENCH_JUDGE_BATCH": ("yes", "error: environment variable RPBENCH_JUDGE_BATCH: field "
+                                            "'roles.judge.batch': Input should be a valid boolean"),
+             "RPBENCH_JUDGEE_MODEL": ("openai/x", "error: environment variable RPBENCH_JUDGEE_MODEL: role 'judgee' is "
+                                                  "no role of any mode: did you mean role 'judge' (RPBENCH_JUDGE_MODEL)?")}
+    for variable, (value, message) in cases.items():
+        monkeypatch.setenv(variable, value)
+        ran = rpbench(*data)
+        monkeypatch.delenv(variable)
+        assert ran.returncode == 2 and ran.stderr.strip().startswith(message), (variable, ran.stderr)
+    ran = rpbench(*data)  # with none of them set, the run gets as far as the data
+    assert ran.returncode == 2 and "none.json: no such file" in ran.stderr, ran.stderr
+
+
 def test_a_dask_address_is_checked_before_any_flow(tmp_path, monkeypatch):
     import socket
 

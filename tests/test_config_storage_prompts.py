@@ -67,6 +67,16 @@ def test_bad_config_names_the_file_and_field(tmp_path):
         load_models_config(bad, environ={})
     with pytest.raises(InputError, match="not found"):
         load_models_config(tmp_path / "missing.toml", environ={})
+    # A model that is not text is the field's error (it was a TypeError traceback); a price is never negative.
+    bad.write_text("[default]\nmodel = -1\n")
+    with pytest.raises(InputError, match=r"models.toml: field 'default.model': Input should be a valid string"):
+        load_models_config(bad, environ={})
+    bad.write_text('[roles.judge]\nmodel = []\n')
+    with pytest.raises(InputError, match=r"field 'roles.judge.model': Input should be a valid string"):
+        load_models_config(bad, environ={})
+    bad.write_text('[roles.judge]\nmodel = "openai/x"\noutput_cost_per_token = -1e-6\n')
+    with pytest.raises(InputError, match=r"field 'roles.judge.output_cost_per_token': Input should be greater"):
+        load_models_config(bad, environ={})
 
 
 def test_request_key_changes_with_every_part_of_the_identity():

@@ -87,13 +87,13 @@ class ModelSpec(BaseModel):
         "needs a short one to close its JSON within max_tokens.")
     max_cost: float | None = Field(default=None, gt=0, description="USD this role may spend in one run; the run "
                                    "stops (exit 3) before a request could take it past. None: no limit of its own.")
-    input_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
-    output_cost_per_token: float | None = Field(default=None, description="USD; overrides litellm's price map.")
+    input_cost_per_token: float | None = Field(default=None, ge=0, description="USD; overrides litellm's price map.")
+    output_cost_per_token: float | None = Field(default=None, ge=0, description="USD; overrides litellm's price map.")
     cached_input_cost_per_token: float | None = Field(
-        default=None, description="USD for a prompt token the provider read from its prompt cache; default: "
+        default=None, ge=0, description="USD for a prompt token the provider read from its prompt cache; default: "
         "litellm's price, else the input price.")
     cache_write_cost_per_token: float | None = Field(
-        default=None, description="USD for a prompt token written to the provider's prompt cache (Anthropic); "
+        default=None, ge=0, description="USD for a prompt token written to the provider's prompt cache (Anthropic); "
         "default: litellm's price, else the input price.")
     batch: bool = Field(default=False, strict=True, description="Send this role's independent calls (judging, "
                         "checking, answering a fixed question; not a dialogue's turns) through the provider's batch "
@@ -101,9 +101,9 @@ class ModelSpec(BaseModel):
                         "(24 h) instead of seconds.")
     batch_poll_s: float = Field(default=30.0, gt=0, description="Seconds between two looks at a batch in flight.")
     batch_input_cost_per_token: float | None = Field(
-        default=None, description="USD for a batch's prompt token; default: litellm's batch price, else the "
+        default=None, ge=0, description="USD for a batch's prompt token; default: litellm's batch price, else the "
         "interactive price (never less than what is paid).")
-    batch_output_cost_per_token: float | None = Field(default=None, description="USD for a batch's reply token.")
+    batch_output_cost_per_token: float | None = Field(default=None, ge=0, description="USD for a batch's reply token.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Passed to litellm as-is.")
 
     @field_validator("temperature", mode="before")
@@ -234,7 +234,7 @@ class RoleLayers:
         layers: list[Layer] = []
         if declared is not None:
             layers.append(_layer(declared.settings, f"mode {mode}"))
-        if is_embedded(chosen[0]):
+        if isinstance(chosen[0], str) and is_embedded(chosen[0]):  # a model that is not text fails validation
             layers.append(_layer(EMBEDDED_TUNING, "embedded model tuning"))
             if declared is not None:
                 layers.append(_layer(declared.embedded, f"embedded model tuning of mode {mode}"))
@@ -271,6 +271,13 @@ class ModelsConfig(BaseModel):
             if name is not None and name not in known:
                 raise ValueError(f"{where}: unknown local model '{name}' (known: {', '.join(sorted(known))})")
         return self
+
+    def environment_only(self, role: str) -> list[str]:
+        """The variables that bind ``role`` when only the environment does (none when the file names it)."""
+        layers = self._layers
+        if layers is None or role in layers.file_roles:
+            return []
+        return sorted(source.removeprefix("environment ") for _v, source in layers.env_roles.get(role, {}).values())
 
     def for_role(self, role: str) -> ModelSpec:
         """A role's settings.
@@ -351,6 +358,14 @@ def _env_layers(known_roles: set[str], environ: Mapping[str, str]) -> tuple[Laye
         if not key.startswith(ENV_PREFIX):
             continue
         rest = key[len(ENV_PREFIX):].lower()
+        if rest.startswith("default_") and rest.removeprefix("default_") not in fields:
+            # A misspelt override would be ignored without a word (other RPBENCH_ variables, and key variables
+            # named after a role, cannot be told from a misspelt role's; [default]'s can).
+            asked = rest.removeprefix("default_")
+            near = close_match(asked, fields)
+            hint = (f"did you mean {ENV_PREFIX}DEFAULT_{near.upper()}? " if near else "") + (
+                "extra is set in the models file only" if asked == "extra" else "not a setting of a role")
+            raise InputError(f"environment variable {key}: {hint} (see `rpbench models --help`)")
         for name in sorted(fields, key=len, reverse=True):
             suffix = "_" + name
             if rest.endswith(suffix) and len(rest) > len(suffix):
@@ -451,6 +466,11 @@ def load_models_config(path: str | Path | None = None, environ: Mapping[str, str
                         f"in [{section}.extra]: {field_name} = ...")
             else:
                 msg += f"not a section of a models file (the sections: {', '.join(known)})"
+        role = "default" if section == "default" else section.removeprefix("roles.")
+        source = merged.get(role, {}).get(field_name, (None, ""))[1]
+        if source.startswith("environment "):  # the value came from a variable, not from the file
+            raise InputError(f"{source.replace('environment', 'environment variable', 1)}: field '{where}': "
+                             f"{msg}") from None
         raise InputError(f"{path}: field '{where}': {msg}" if where != "record" else f"{path}: {msg}") from None
     config._layers = layers
     # Whatever a models file names as holding a key is a secret, whatever the variable is called.

@@ -234,6 +234,11 @@ def check_role_sections(config: ModelsConfig, models_file: str | None,
             continue  # the user's own role, and the name given for it the typo: resolving that name says so
         close = close_match(name, known, cutoff=0.8)
         if close:
+            variables = config.environment_only(name)
+            if variables:  # bound by a variable, not by the file: name the variable, and the one meant
+                meant = variables[0].replace(name.upper().replace("-", "_"), close.upper().replace("-", "_"), 1)
+                raise InputError(f"environment variable {variables[0]}: role '{name}' is no role of any mode: did "
+                                 f"you mean role '{close}' ({meant})?")
             where = models_file or "the models file"
             raise InputError(f"{where}: [roles.{name}] names no role of any mode: did you mean [roles.{close}]? "
                              "(a role of your own, for --model, needs a name further from the modes' roles: "
