@@ -53,6 +53,27 @@ def test_a_check_runs_once_for_the_same_settings_and_again_when_its_file_changes
     assert checked(check, s.model_copy(update={"max_cost": 5.0})) == 3  # other settings: checked again
 
 
+class _EvalSettings(_Settings):
+    answers: list[str] = Field(default_factory=list)
+
+
+def test_an_answers_file_given_as_name_equals_file_is_checked_again_when_it_changes(tmp_path):
+    """A served process checks every triggered run: an answers file edited since (named NAME=FILE, which no
+    path field marks) must be read again, not taken as the earlier run's."""
+    answers = tmp_path / "mine.jsonl"
+    answers.write_text('{"id": "1", "answer": "a"}\n')
+    seen: list[int] = []
+
+    def check(s: _EvalSettings) -> int:
+        seen.append(1)
+        return len(seen)
+
+    s = _EvalSettings(answers=[f"mine={answers}"])
+    assert checked(check, s) == checked(check, s) == 1
+    answers.write_text('{"id": "1", "answer": "a longer answer"}\n')
+    assert checked(check, s) == 2
+
+
 def test_a_command_and_its_flow_read_the_input_once(harness, loopback, tmp_path, monkeypatch):
     """The command checks before any flow starts; the flow, called from it, gets the same result without
     reading the data and the answers again."""

@@ -2,8 +2,9 @@
 no command ran it (a deployment, a trigger, a flow called from code).
 
 ``checked(check, settings)`` remembers what ``check`` returned for these settings while the files they name are
-unchanged (size and modification time), so the flow's own call returns the command's result instead of reading
-every input again. Prefect-free, like the checks themselves.
+unchanged (size and modification time; any field's text that names a file counts, a path or NAME=FILE), so the
+flow's own call returns the command's result instead of reading every input again. Prefect-free, like the
+checks themselves.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from rpbench.flows.kit.front.settings import path_fields
-
 S = TypeVar("S", bound=BaseModel)
 T = TypeVar("T")
 
@@ -27,21 +26,24 @@ _lock = threading.Lock()
 
 
 def _stamp(value: Any) -> tuple[Any, ...]:
+    """Size and modification time of every file ``value`` may name: a path, or the FILE of ``NAME=FILE`` (how
+    --answers names a system's file, which no path field marks)."""
     paths = value if isinstance(value, list | tuple) else [value]
     out: list[Any] = []
     for p in paths:
         if not isinstance(p, str) or not p:
             continue
-        try:
-            st = Path(p).stat()
-            out.append((p, st.st_size, st.st_mtime_ns))
-        except OSError:
-            out.append((p, None))  # checking it says what is wrong
+        for candidate in (p, p.partition("=")[2]) if "=" in p else (p,):
+            try:
+                st = Path(candidate).stat()
+                out.append((candidate, st.st_size, st.st_mtime_ns))
+            except OSError:
+                out.append((candidate, None))  # checking it says what is wrong
     return tuple(out)
 
 
 def _key(check: Callable[..., Any], settings: BaseModel) -> tuple[Any, ...]:
-    files = tuple(_stamp(getattr(settings, name)) for name in path_fields(type(settings)))
+    files = tuple(_stamp(getattr(settings, name)) for name in type(settings).model_fields)
     return (check.__module__, check.__qualname__, type(settings).__qualname__, settings.model_dump_json(), files)
 
 
