@@ -233,6 +233,8 @@ def _write(tmp_path: Path, text: str) -> Path:
     ("[roleinteract]\ndata = ['x.json']\n[weights]\nroleinteract = 'high'\n", "[weights] 'roleinteract': a weight"),
     ("[roleinteract\n", "not a TOML file"),
     ("[furina]\nbench = 'b'\n[furina.build]\ncharacters = 'c.yaml'\n", "[furina] give 'bench'"),
+    ("[furina]\nbench = 'b'\neval = true\n", "[furina] 'eval' must be a table ([furina.eval]) of its settings"),
+    ("[furina]\nbench = 3\n", "[furina] 'bench' must be a benchmark folder's path"),
     ("[roleinteract]\ndata = ['missing.json']\n", "missing.json"),
 ])
 def test_a_bad_suite_file_is_one_line_naming_the_file_and_the_table(tmp_path, text, message):

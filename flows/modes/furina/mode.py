@@ -45,6 +45,11 @@ def _suite(section: Mapping[str, Any], models: Sequence[str], folder: Path) -> l
     evaluation = rest.pop("eval", {})
     if rest:
         raise ValueError(f"unknown key '{sorted(rest)[0]}' (use bench, or build with pool; and eval)")
+    for key, value in (("pool", pool), ("build", build), ("eval", evaluation)):
+        if value is not None and not isinstance(value, Mapping):
+            raise ValueError(f"'{key}' must be a table ([furina.{key}]) of its settings")
+    if bench is not None and not isinstance(bench, str):
+        raise ValueError("'bench' must be a benchmark folder's path")
     if (bench is None) == (build is None):
         raise ValueError("give 'bench' (a benchmark folder built already) or a [build] table, one of the two")
     if pool is not None and build is None:
