@@ -4,6 +4,7 @@ again."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -55,6 +56,10 @@ def test_a_run_stops_at_its_budget_and_a_larger_one_continues(harness, loopback,
     calls = pq.read_table(tmp_path / "run" / "calls.parquet").to_pylist()
     # Every call paid once: the stopped run's 12 (journaled) and the 9 the rerun sent; its 12 cached ones are free.
     assert sum(c["cost_usd"] or 0 for c in calls if not c["cached"]) == pytest.approx(ITEMS * 2 * PRICE)
+    # What this run did itself leaves the stopped run's calls out (they are in the totals above, not sent again).
+    this_run = json.loads((tmp_path / "run" / "manifest.json").read_text())["this_run"]
+    assert this_run["calls_sent"] == ITEMS - 12 and this_run["cost_usd"] == pytest.approx((ITEMS - 12) * 2 * PRICE)
+    assert f"calls sent by this run: {ITEMS - 12}," in more.stdout
 
 
 def test_a_model_with_no_known_price_cannot_run_under_a_budget(harness, loopback, tmp_path):

@@ -90,11 +90,12 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
         if result.calls:
             # A stage's calls in the order of what was asked, not of when each reply came (which concurrency
             # decides): the same run twice writes the same table.
-            records = sorted(read_records(result.calls, CALLS), key=lambda r: (r.tag or "", r.cache_key, r.attempt))
+            written = read_records(result.calls, CALLS)
+            if not cached:
+                fresh += written[result.carried:]  # not the calls a stopped earlier attempt sent
+            records = sorted(written, key=lambda r: (r.tag or "", r.cache_key, r.attempt))
             known = {c.call_id for c in calls}  # a cached stage's calls may be among the inherited ones
             calls += [r for r in records if r.call_id not in known]
-            if not cached:
-                fresh += records
     write_records(run.root / CALLS.filename, calls, CALLS)
     totals = summarize_calls(calls)
     templates = {k: v for r in stages.results for k, v in r.templates.items()}

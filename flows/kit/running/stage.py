@@ -66,6 +66,9 @@ class StageResult(BaseModel):
     # again, and the journal is then all that remembers which of its calls were really sent.
     journal: str | None = None
     unanswered: int = 0  # calls that got no usable reply: a rerun runs the stage again to retry them
+    # The first ``carried`` rows of the calls table are an earlier, stopped attempt's (from its journal): they
+    # count in the run's totals, not in what this run sent.
+    carried: int = 0
 
     def path(self, table: str) -> str:
         return self.tables[table]
@@ -284,7 +287,8 @@ class StageRun:
         return StageResult(stage=self.spec.name, shard=self.shard, tables=dict(self.tables), summary=summary,
                            templates=dict(sorted(self.templates.items())), calls=calls,
                            journal=str(self.journal) if calls else None,
-                           unanswered=sum(g.ledger.unanswered for g in self._gateways))
+                           unanswered=sum(g.ledger.unanswered for g in self._gateways),
+                           carried=len(self.earlier_calls))
 
 
 async def _publish(run: StageRun, result: StageResult) -> None:
