@@ -285,6 +285,19 @@ def test_the_agreement_command_writes_the_table_every_benchmark_reports(tmp_path
     assert rows["Flu"]["exact"] == pytest.approx(consistency) == pytest.approx(0.7)
     as_numbers = [[float(x == "good") for x in side] for side in (people, judge)]
     assert rows["Flu"]["pearson"] == pytest.approx(pearsonr(*as_numbers)[0])
+    # Labels of rounds this run did not judge are left out, and said so (not dropped without a word); a metric
+    # that is not text is the record's error (it was a TypeError traceback).
+    with (tmp_path / "labels.jsonl").open("a") as f:
+        f.write("\n" + json.dumps({"model": "m", "dialogue_id": "d99", "round": 1, "metric": "Flu", "label": "bad"}))
+    ran = rpbench("dmt", "agreement", "--labels", str(tmp_path / "labels.jsonl"), "--run", str(run))
+    assert ran.returncode == 0 and "note: 1 of 11 labelled rounds were not judged in this run" in ran.stderr
+    assert "left out: 1 (first: model m, dialogue d99, round 1, metric Flu)" in (run / "agreement.md").read_text()
+    assert json.loads((run / "agreement.json").read_text())["left_out"] == 1
+    assert pq.read_table(run / "agreement.parquet").to_pylist()[0]["n"] == 10
+    (tmp_path / "bad.jsonl").write_text(json.dumps({"model": "m", "dialogue_id": "d1", "round": 1,
+                                                    "metric": {"Flu": 1}, "label": "bad"}))
+    ran = rpbench("dmt", "agreement", "--labels", str(tmp_path / "bad.jsonl"), "--run", str(run))
+    assert ran.returncode == 2 and "bad.jsonl: record 0: field 'metric': unknown metric" in ran.stderr
 
 
 def test_human_labels_take_whole_rounds_and_keep_each_round_s_majority(tmp_path):

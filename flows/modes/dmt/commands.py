@@ -19,7 +19,13 @@ def agreement(
     from rpbench.flows.kit.front.agreement import publish_agreement, recorded_model, run_table
     from rpbench.storage.tables import read_records
     from rpbench.tasks.modes.dmt.agreement import agreement as compute
-    from rpbench.tasks.modes.dmt.agreement import agreement_markdown, judge_rows, load_human_labels
+    from rpbench.tasks.modes.dmt.agreement import (
+        agreement_markdown,
+        describe,
+        judge_rows,
+        load_human_labels,
+        unjudged,
+    )
     from rpbench.tasks.modes.dmt.tables import DIALOGUE_SCORES, LABELS
 
     human, ties = load_human_labels(labels_file)
@@ -28,4 +34,9 @@ def agreement(
     scores = run_dir / DIALOGUE_SCORES.filename
     languages = {d.dialogue_id: d.language for d in read_records(scores, DIALOGUE_SCORES)} if scores.is_file() else {}
     rows = judge_rows(human, labels, recorded_model(run_dir, "dmt-judge"), languages)
-    publish_agreement(run_dir, "agreement", agreement_markdown(result, ties), {"metrics": result, "ties": ties}, rows)
+    left_out = unjudged(human, labels)
+    if left_out:
+        typer.echo(f"note: {len(left_out)} of {len(human)} labelled rounds were not judged in this run and are left "
+                   f"out (first: {describe(left_out[0])})", err=True)
+    publish_agreement(run_dir, "agreement", agreement_markdown(result, ties, left_out),
+                      {"metrics": result, "ties": ties, "left_out": len(left_out)}, rows)

@@ -31,7 +31,7 @@ def load_human_labels(path: str | Path) -> tuple[dict[Key, str], int]:
         for field in ("model", "dialogue_id", "round", "metric", "label"):
             if str(row.get(field) or "").strip() == "":
                 raise InputError(f"{path}: record {i}: field '{field}': missing")
-        if row["metric"] not in METRICS:
+        if not isinstance(row["metric"], str) or row["metric"] not in METRICS:
             raise InputError(f"{path}: record {i}: field 'metric': unknown metric '{row['metric']}' "
                              f"(known: {', '.join(METRICS)})")
         if row["label"] not in ("good", "bad"):
@@ -55,6 +55,13 @@ def _judged(labels: Sequence[Label]) -> dict[Key, str]:
     """The judge's label of each (model, dialogue, round, metric) it labelled."""
     return {(lb.model, lb.dialogue_id, lb.round, lb.metric): lb.label for lb in labels
             if lb.source == "judge" and lb.label is not None}
+
+
+def unjudged(human: dict[Key, str], labels: Sequence[Label]) -> list[Key]:
+    """The labelled rounds this run's judge did not label (another run's, a typo in an id): left out of every
+    figure, and counted in the report rather than dropped without a word."""
+    judged = _judged(labels)
+    return [key for key in human if key not in judged]
 
 
 def agreement(human: dict[Key, str], labels: Sequence[Label], path: str | Path) -> list[dict[str, Any]]:
@@ -87,9 +94,17 @@ def judge_rows(human: dict[Key, str], labels: Sequence[Label], judge: str, langu
     return agreement_rows("dmt", pairs, resamples, seed)
 
 
-def agreement_markdown(result: Sequence[dict[str, Any]], ties: int) -> str:
+def agreement_markdown(result: Sequence[dict[str, Any]], ties: int, left_out: Sequence[Key] = ()) -> str:
     lines = ["# DMT-RoleBench: the judge against people", "", "| metric | n | consistency | good recall | "
              "bad recall |", "|---|---|---|---|---|"]
     lines += [f"| {r['metric']} | {r['n']} | {fmt(r['consistency'], 3)} | {fmt(r['good_recall'], 3)} | "
               f"{fmt(r['bad_recall'], 3)} |" for r in result]
-    return "\n".join(lines) + f"\n\nRounds left out because annotators tied: {ties}.\n"
+    text = "\n".join(lines) + f"\n\nRounds left out because annotators tied: {ties}.\n"
+    if left_out:
+        text += f"Labelled rounds this run did not judge, left out: {len(left_out)} (first: {describe(left_out[0])}).\n"
+    return text
+
+
+def describe(key: Key) -> str:
+    model, dialogue, round_, metric = key
+    return f"model {model}, dialogue {dialogue}, round {round_}, metric {metric}"
