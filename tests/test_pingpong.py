@@ -423,6 +423,15 @@ def test_the_agreement_command_writes_the_table_every_benchmark_reports(tmp_path
     assert row["kendall"] == pytest.approx(kendalltau(human, judge)[0])
     assert row["exact"] == pytest.approx(sum(h == j for h, j in pairs) / len(pairs))
     assert row["pearson_low"] <= row["pearson"] <= row["pearson_high"]
+    # A rated conversation the run has no judgment of is left out and said so, not dropped without a word.
+    (tmp_path / "ratings.jsonl").write_text("\n".join([*lines, json.dumps(
+        {"model": "m", "conversation_id": "en/Abe/s99", "annotator": "p1", "in_character": 3, "entertaining": 3,
+         "fluency": 3})]))
+    ran = rpbench("pingpong", "agreement", "--annotations", str(tmp_path / "ratings.jsonl"), "--run", str(run))
+    assert ran.returncode == 0 and "note: 1 of 11 annotated conversations are not in this run" in ran.stderr
+    assert "left out: 1 (first: model m, conversation en/Abe/s99)" in (run / "agreement.md").read_text()
+    again = {(r["judge"], r["group"], r["language"]): r for r in pq.read_table(run / "agreement.parquet").to_pylist()}
+    assert again[("a", "final", "en")]["n"] == 6  # the figures stand on the same conversations as before
 
 
 @pytest.mark.local_model

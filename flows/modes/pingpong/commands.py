@@ -42,4 +42,8 @@ def agreement(
     ratings = load_ratings(annotations)
     judgments = read_records(run_table(run_dir, TURN_JUDGMENTS, "rpbench pingpong run"), TURN_JUDGMENTS)
     result = compute(ratings, judgments, annotations)
+    if result["left_out"]:
+        model, conversation = result["first_left_out"]
+        typer.echo(f"note: {result['left_out']} of {result['conversations']} annotated conversations are not in this "
+                   f"run and are left out (first: model {model}, conversation {conversation})", err=True)
     publish_agreement(run_dir, "agreement", agreement_markdown(result), result, judge_rows(ratings, judgments))

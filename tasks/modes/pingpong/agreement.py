@@ -109,9 +109,15 @@ def agreement(ratings: dict[str, dict[str, dict[Unit, float]]], judgments: Seque
         x, y = paired_values(finals[a], means(finals, exclude=[a]))
         vs_rest.append({"annotator": a, "spearman": spearman(x, y)[0], "n": len(x)})
     alpha = {c: krippendorff_alpha(ratings[c]) for c in (*CRITERIA, FINAL)}
+    # Annotated conversations the run has no judgment of (another run's, a typo in an id): in no figure above,
+    # and counted rather than dropped without a word.
+    judged = {u for by_judge in auto.values() for v in by_judge.values() for u in v}
+    annotated = {u for by in ratings.values() for r in by.values() for u in r}
+    left_out = sorted(annotated - judged)
     return {"correlations": correlations, "alpha": alpha, "annotator_pairs": pairs, "annotator_vs_rest": vs_rest,
             "annotators": len({a for by in ratings.values() for a in by}),
-            "conversations": len({u for by in ratings.values() for r in by.values() for u in r})}
+            "conversations": len(annotated), "left_out": len(left_out),
+            "first_left_out": list(left_out[0]) if left_out else None}
 
 
 def judge_rows(ratings: dict[str, dict[str, dict[Unit, float]]], judgments: Sequence[TurnJudgment],
@@ -129,8 +135,13 @@ def agreement_markdown(result: dict[str, Any]) -> str:
     def num(v: float | None, digits: int = 3) -> str:
         return "-" if v is None else f"{v:.{digits}f}"
 
+    left = ""
+    if result["left_out"]:
+        model, conversation = result["first_left_out"]
+        left = (f" Annotated conversations the run did not judge, left out: {result['left_out']} (first: model "
+                f"{model}, conversation {conversation}).")
     lines = [f"# PingPong: judges against people\n\n{result['conversations']} conversations, "
-             f"{result['annotators']} annotators.\n", "## Spearman with the mean human rating\n",
+             f"{result['annotators']} annotators.{left}\n", "## Spearman with the mean human rating\n",
              "| judge | criterion | rho | p | n |", "|---|---|---|---|---|"]
     lines += [f"| {r['judge']} | {r['criterion']} | {num(r['spearman'])} | {num(r['p_value'], 4)} | {r['n']} |"
               for r in result["correlations"]]
