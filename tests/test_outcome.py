@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from rpbench.flows.kit.running.outcome import model_reasons, stage_reasons
@@ -209,3 +210,36 @@ def _table(path: Path) -> list[dict]:
     import pyarrow.parquet as pq
 
     return pq.read_table(path).to_pylist()
+
+
+MODES_ON_SAMPLES = {
+    "coser": ["coser", "run", "--data", str(sample_path("coser", "example.json")), "--limit", "1", "--max-rounds", "4"],
+    "dmt": ["dmt", "run", "--seeds", str(sample_path("dmt", "seeds.yaml")), "--seed-id", "harbour-pilot-knowledge",
+            "--max-rounds", "2"],
+    "pingpong": ["pingpong", "run", "--settings", str(sample_path("pingpong", "settings.yaml")), "--character",
+                 "Captain Mirela Voss", "--max-turns", "2"],
+    "rolellm": ["rolellm", "eval", "--data", str(sample_path("rolellm", "rolebench")), "--limit", "2"],
+    "characterbench": ["characterbench", "run", "--data", str(sample_path("characterbench", "engagement_test.json")),
+                       "--limit", "2"],
+}
+
+
+@pytest.mark.parametrize("mode", list(MODES_ON_SAMPLES))
+def test_a_model_whose_every_call_failed_stays_on_the_leaderboard(mode, harness, loopback, tmp_path, monkeypatch):
+    """A model that scored nothing is on the board with no score and its failures counted, beside the others,
+    in every mode (CoSER, DMT, PingPong and RoleLLM left it off: only the failures section named it)."""
+    from tests.helpers import any_mode_responder
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = any_mode_responder
+    loopback.model_faults["down"] = "500"
+    models = _models(tmp_path, loopback)
+    # Replies as the stand-in server gives them: each mode's JSON schema sent (vLLM's rules), no prompt-only JSON.
+    Path(models).write_text(Path(models).read_text().replace("timeout = 5\n", 'timeout = 5\nstructured = "json_schema"\n'))
+    out = tmp_path / "run"
+    ran = rpbench(*MODES_ON_SAMPLES[mode], "--model", "steady", "--model", "down", "--out", str(out), "--models-file",
+                  models, "--cache", str(tmp_path / "c.sqlite"), "--resamples", "50")
+    assert ran.returncode == 3, ran.stderr[-2000:]  # failed by the rule, after writing everything
+    board = {r["model"]: r for r in pq.read_table(out / "leaderboard.parquet").to_pylist()}
+    assert board["down"]["n"] == 0 and board["down"]["failed"] > 0 and board["steady"]["n"] > 0
+    assert any(line.startswith("down: ") and " - [-, -]" in line for line in ran.stdout.splitlines()), ran.stdout

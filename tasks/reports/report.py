@@ -43,14 +43,18 @@ def failure_counts(failures: Sequence[Failure]) -> dict[str, dict[str, int]]:
 
 
 def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures: Sequence[Failure],
-                 resamples: int, seed: int, context: dict[str, Any] | None = None) -> Report:
-    """Model scores with intervals, the ranked leaderboard (with the mode's own columns), Markdown and HTML."""
+                 resamples: int, seed: int, context: dict[str, Any] | None = None,
+                 systems: Sequence[str] = ()) -> Report:
+    """Model scores with intervals, the ranked leaderboard (with the mode's own columns), Markdown and HTML.
+    ``systems``: every system the run scored, on the leaderboard even when none of its items has a score (a
+    model whose every call failed: no score, and its failures counted)."""
     rows = [r.model_dump() if hasattr(r, "model_dump") else dict(r) for r in records]
     scores = model_scores(rows, spec.scoring, resamples, seed)
     # A model's failed items: each counted once, however many of its steps failed, and not the items that
     # were scored despite a failed side step.
     failed_items = Counter(model for model, _ in {(f.model, f.item_id) for f in failures if not f.scored})
-    board = leaderboard(scores, spec.scoring, failed_items, sorted({str(r[spec.scoring.model_column]) for r in rows}))
+    board = leaderboard(scores, spec.scoring, failed_items,
+                        sorted({str(r[spec.scoring.model_column]) for r in rows} | set(systems)))
     colours = model_colours(str(r["model"]) for r in board)
     analysis = (spec.analyze(AnalysisInput(board, list(records), scores, resamples, seed, dict(context or {}),
                                            colours)) if spec.analyze is not None else Analysis())

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Sequence[Any],
                          failures: Sequence[Failure], n_items: int, resamples: int, seed: int,
                          context: dict[str, Any] | None = None, samples: Iterable[Sample] = (),
-                         notes: Sequence[str] | None = None) -> Report:
+                         notes: Sequence[str] | None = None, systems: Sequence[str] = ()) -> Report:
     """Score ``rows`` (records of mode ``name``'s item table), write the report files and the sample viewer
     (``samples``: what every model said, as the mode shows it; they may be made as they are read), publish them
     in the UI."""
@@ -35,7 +35,8 @@ async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Seque
     if first is not None:
         intro += (" Every sample, searchable, with what was asked and how it was judged: "
                   f"[{VIEWER_FILE}]({VIEWER_FILE}).")
-    report = write_report(build_report(spec, intro, rows, failures, resamples, seed, context), run.final_folder,
+    report = write_report(build_report(spec, intro, rows, failures, resamples, seed, context, systems),
+                          run.final_folder,
                           spec)
     run.tables.update(report.files)
     if first is not None:
@@ -53,6 +54,9 @@ def _scoring_modules(params: Mapping[str, Any]) -> list[str]:
     return [ref.partition(":")[0] for ref in (found.score, found.report, found.item_table) if isinstance(ref, str)]
 
 
+SYSTEMS = "systems"  # in a report stage's options: every system the run scores (Stages.score's ``systems``)
+
+
 async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: dict[str, Any], resamples: int,
                          seed: int, notes: list[str] | None = None) -> StageResult:
     """Any mode's report from its scoring hook: the mode's ``score`` turns ``options`` (its stage tables and
@@ -60,6 +64,8 @@ async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: d
     keys the cache) into a ``Scored``; the kit writes the item table, the failures and the mode's other tables
     final, scores, reports and publishes."""
     found = get_mode(mode)
+    options = dict(options)
+    systems = [str(name) for name in options.pop(SYSTEMS, [])]  # the kit's, not the hook's
     hook = load_ref(found.score)
     wanted = inspect.signature(hook).parameters  # a hook that bootstraps too gets the run's resamples and seed
     scored: Scored = hook(**options, **{k: v for k, v in (("resamples", resamples), ("seed", seed)) if k in wanted})
@@ -70,7 +76,7 @@ async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: d
     for spec, paths in scored.joined:  # shards' tables joined as Arrow columns, never held as rows
         run.write_table(spec, [read_table(p, spec) for p in paths], final=True)
     report = await publish_report(run, found.name, found.load_report(), scored.rows, scored.failures,
-                                  scored.n_items, resamples, seed, scored.context, scored.samples, notes)
+                                  scored.n_items, resamples, seed, scored.context, scored.samples, notes, systems)
     return run.result(leaderboard=report.board, **scored.summary, **report.analysis.summary)
 
 

@@ -92,15 +92,16 @@ class Stages:
         return self.map(stage, [params])[0]
 
     def score(self, mode: str, options: Mapping[str, Any], *, resamples: int | None = None,
-              seed: int | None = None) -> StageResult:
+              seed: int | None = None, systems: Sequence[str] = ()) -> StageResult:
         """Mode ``mode``'s scores and report: the kit's report stage, its scoring hook given ``options`` (the
         stage tables and settings it scores). Every file named in ``options`` keys the stage's cache (the hook
         reads only what it is given), and the bootstrap takes the run's ``resamples`` and ``seed`` unless
-        given."""
-        from rpbench.flows.kit.running.report import report_of
+        given. ``systems``: the run's systems, each on the leaderboard even if none of its items was scored."""
+        from rpbench.flows.kit.running.report import SYSTEMS, report_of
 
         files = sorted({v for v in _strings(options) if Path(v).is_file()})
-        return self.run(report_of(mode), mode=mode, inputs=files, options=dict(options),
+        options = {**options, SYSTEMS: list(systems)} if systems else dict(options)
+        return self.run(report_of(mode), mode=mode, inputs=files, options=options,
                         resamples=self.settings.resamples if resamples is None else resamples,
                         seed=self.settings.seed if seed is None else seed)
 

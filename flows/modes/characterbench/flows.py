@@ -65,7 +65,8 @@ def characterbench(s: CharacterBenchSettings, stages: Stages) -> dict:
                                      "output": s.judge_output, "name": x.name, "shard": x.shard}
                                     for m, x in zip(made, got.systems, strict=True)])
     tables = {"replies": [m.path("replies") for m in made], "judgments": [j.path("judgments") for j in judged]}
-    done = stages.score("characterbench", {**common, **tables, "judge": got.judge})
+    done = stages.score("characterbench", {**common, **tables, "judge": got.judge},
+                        systems=[x.name for x in got.systems if x.role or x.answers])
     return finish_run(s.out, stages, s, "characterbench", characterbench_settings=s.recorded(s.out), characterbench={
         "leaderboard": done.summary["leaderboard"], "agreement": done.summary.get("agreement", []), "items": got.items,
         "report": done.path("report_html")})

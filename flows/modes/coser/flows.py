@@ -77,7 +77,7 @@ def coser(s: CoserSettings, stages: Stages) -> dict:
                                     for a, x in zip(acted, got.systems, strict=True)])
     tables = {"messages": [a.path("messages") for a in acted], "ends": [a.path("scene_ends") for a in acted],
               "critiques": [j.path("critiques") for j in judged]}
-    done = stages.score("coser", {**common, **tables})
+    done = stages.score("coser", {**common, **tables}, systems=[x.name for x in got.systems])
     summary = {"leaderboard": done.summary["leaderboard"], "draws": done.summary.get("draws", {}),
                "circumstances": got.circumstances, "empty_thoughts": got.empty_thoughts,
                "report": done.path("report_html")}

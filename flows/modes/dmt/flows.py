@@ -97,7 +97,8 @@ def dmt(s: DmtSettings, stages: Stages) -> dict:
               "ends": [m.path("dialogue_ends") for m in made], "seeds": [m.path("seeds") for m in made],
               "labels": [lb.path("labels") for lb in labelled],
               "failures": [m.path("dialogue_failures") for m in made] + [lb.path("label_failures") for lb in labelled]}
-    done = stages.score("dmt", {**tables, "max_rounds": s.max_rounds, "policy": s.policy, "n_dialogues": n})
+    done = stages.score("dmt", {**tables, "max_rounds": s.max_rounds, "policy": s.policy, "n_dialogues": n},
+                        systems=[x.name for x in systems])
     summary = {"leaderboard": done.summary["leaderboard"], "table4": done.summary["table4"],
                "round_curve": done.summary["round_curve"], "policy": s.policy, "dialogues": n,
                "report": done.path("report_html")}

@@ -91,11 +91,12 @@ async def judgments(run: StageRun, conversations: str, cards: str, model: str, j
     return run.result(judged_turns=len(made), failed=len(failed))
 
 
-def _report(stages: Stages, s: Scoring, tables: dict[str, list[str]], judges: list[str], scale: str) -> StageResult:
+def _report(stages: Stages, s: Scoring, tables: dict[str, list[str]], judges: list[str], scale: str,
+            systems: Sequence[str]) -> StageResult:
     """The kit's report stage on the conversations, cards, judgments and failures in ``tables``."""
     return stages.score("pingpong", {**tables, "judges": judges, "judge_weights": s.judge_weight_map(),
                                      "criterion_weights": s.criterion_weight_map(), "scale": scale,
-                                     "exact_mean": s.exact_mean})
+                                     "exact_mean": s.exact_mean}, systems=systems)
 
 
 def _finish(s: Scoring, stages: Stages, out: str, flow_name: str, done: StageResult, judges: list[str],
@@ -137,7 +138,7 @@ def pingpong(s: PingPongSettings, stages: Stages) -> dict:
         "conversations": [m.path("conversations") for m in made], "cards": [m.path("cards") for m in made],
         "judgments": [m.path("judgments") for m in made] if v1 else [j.path("judgments") for j in judged],
         "failures": [m.path("failures") for m in made] + [j.path("failures") for j in judged]},
-        [TESTER] if v1 else list(judges), "1-10" if v1 else "1-5")
+        [TESTER] if v1 else list(judges), "1-10" if v1 else "1-5", [x.name for x in systems])
     unread = sorted({c for m in made for c in m.summary.get("unread_greetings", [])})
     return _finish(s, stages, s.out, "pingpong", done, [TESTER] if v1 else list(judges), unread_greetings=unread)
 
@@ -161,5 +162,5 @@ def rejudge(s: RejudgeSettings, stages: Stages) -> dict:
     done = _report(stages, s, {
         "conversations": [tables["conversations"]], "cards": [tables["cards"]],
         "judgments": [tables["judgments"], *(j.path("judgments") for j in judged)],
-        "failures": [tables["failures"], *(j.path("failures") for j in judged)]}, [*earlier, *judges], scale)
+        "failures": [tables["failures"], *(j.path("failures") for j in judged)]}, [*earlier, *judges], scale, models)
     return _finish(s, stages, out, "pingpong-rejudge", done, [*earlier, *judges], carried, rejudged_from=s.run)

@@ -50,7 +50,8 @@ def roleinteract(s: RoleInteractSettings, stages: Stages) -> dict:
     made = stages.map(answers, [{**common, "reask": s.reask, "with_instruction": s.with_instruction,
                                  **system.params()} for system in systems])
     answered = [m.path("answers") for m in made]
-    done = stages.score("roleinteract", {**common, "answers": answered, "policy": s.policy, "scoring": s.scoring})
+    done = stages.score("roleinteract", {**common, "answers": answered, "policy": s.policy, "scoring": s.scoring},
+                        systems=[x.name for x in systems])
     summary = {"leaderboard": done.summary["leaderboard"], "table": done.summary["table"], "policy": s.policy,
                "scoring": s.scoring, "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "roleinteract", roleinteract=summary,

@@ -173,7 +173,8 @@ def rolellm_eval(s: EvalSettings, stages: Stages) -> dict:
     tables = {"answers": [m.path("answers") for m in made], "rankings": [r.path("rankings") for r in ranked],
               "ranking_failures": [r.path("failures") for r in ranked]}
     done = stages.score("rolellm", {"data": got.data, "limit": s.limit, **tables, "raw": s.raw, "combine": s.combine,
-                                    "prompting": s.mode, "reference": s.reference, "zh_tokens": s.zh_tokens})
+                                    "prompting": s.mode, "reference": s.reference, "zh_tokens": s.zh_tokens},
+                        systems=[x.name for x in got.systems])
     summary = {"leaderboard": done.summary["leaderboard"], "by_split": done.summary["by_split"],
                "win_rates": done.summary["win_rates"], "report": done.path("report_html")}
     return finish_run(s.out, stages, s, "rolellm-eval", rolellm=summary,
