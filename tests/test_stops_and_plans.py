@@ -121,6 +121,25 @@ def test_a_folder_holding_another_benchmarks_run_is_refused(loopback, tmp_path, 
     assert not (ri.out / "dialogues.parquet").exists()
 
 
+def test_a_folder_holding_another_flows_run_of_the_same_benchmark_is_refused(tmp_path):
+    """A FURINA benchmark given as its evaluation's --out was accepted, and the evaluation's manifest replaced
+    the build's; a rerun of the same flow, and PingPong's rejudge in its run's folder, still write there."""
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "manifest.json").write_text(json.dumps({"flow": "build-benchmark"}))
+    ran = rpbench("furina", "eval", "--bench", str(bench), "--model", "test", "--out", str(bench))
+    assert ran.returncode == 2 and ran.stderr.strip() == (
+        f"error: --out {bench}: the folder holds a finished build-benchmark run of furina; give this evaluate run "
+        "a folder of its own (its manifest would replace that one's)")
+    assert json.loads((bench / "manifest.json").read_text()) == {"flow": "build-benchmark"}
+    (bench / "manifest.json").write_text(json.dumps({"flow": "evaluate"}))  # an evaluation's own folder: its rerun
+    ran = rpbench("furina", "eval", "--bench", str(bench), "--model", "test", "--out", str(bench))
+    assert ran.returncode == 2 and "no items.parquet" in ran.stderr  # past the folder check, to the bench's
+    (bench / "manifest.json").write_text(json.dumps({"flow": "pingpong"}))
+    ran = rpbench("pingpong", "rejudge", str(bench), "--judge", "judge", "--out", str(bench))
+    assert ran.returncode == 2 and "not a finished PingPong run (no conversations.parquet" in ran.stderr, ran.stderr
+
+
 @pytest.mark.parametrize(("setting", "message"), [
     ('batch = "yes"', "field 'roles.judge.batch': Input should be a valid boolean"),
     ("batch = true", "batch: hosted_vllm/qwen at http://127.0.0.1:9/v1 sends batches through an OpenAI-style "

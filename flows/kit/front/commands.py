@@ -197,8 +197,9 @@ def flow_of_run(folder: Path) -> str | None:
 
 
 def refuse_another_modes_folder(run: Callable[[Any], None], folder: str, flag: str) -> None:
-    """An output folder that holds another benchmark's finished run (its manifest says which flow made it) is
-    refused: writing this run's tables beside that one's would mix two runs in one folder."""
+    """An output folder that holds another benchmark's finished run, or another flow's of the same benchmark
+    (a FURINA benchmark given as an evaluation's --out), is refused: its manifest says which flow made it, and
+    this run's tables and manifest beside (or over) that one's would mix two runs in one folder."""
     from rpbench.flows.kit.front.registry import mode_of_flow, mode_of_module
 
     made_by = flow_of_run(Path(folder))
@@ -208,6 +209,10 @@ def refuse_another_modes_folder(run: Callable[[Any], None], folder: str, flag: s
     if mine is not None and theirs != mine:
         raise InputError(f"{flag} {folder}: the folder holds a finished {theirs or made_by} run ({made_by}); give "
                          f"this {mine} run a folder of its own")
+    flows = getattr(run, "rpbench_flows", None)
+    if flows and made_by not in flows:
+        raise InputError(f"{flag} {folder}: the folder holds a finished {made_by} run of {mine}; give this "
+                         f"{'/'.join(sorted(flows))} run a folder of its own (its manifest would replace that one's)")
 
 
 def _names_given(settings: BaseModel) -> set[str]:

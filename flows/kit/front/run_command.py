@@ -93,6 +93,9 @@ class Commands:
 
         run.__doc__ = model.__doc__
         run.rpbench_mode = self.mode  # type: ignore[attr-defined]  # which mode's folders are its own
+        # Which flows' folders it may write into: its own (a rerun continues there), and the flow whose manifest
+        # section it writes (PingPong's rejudge adds judges to a PingPong run in its own folder).
+        run.rpbench_flows = {flow} | ({command.section} & set(found.flows))  # type: ignore[attr-defined]
         return settings_command(model, run)
 
 
