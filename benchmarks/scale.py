@@ -214,7 +214,7 @@ def run(label: str, work: Path, data: Path, models: Path, n_models: int, route: 
         bound_per_s: float, *runner: str) -> dict[str, float]:
     out, cache = work / label, work / f"{label}.sqlite"
     args = [*CLI, *runner, "roleinteract", "run", "--data", str(data), "--models-file", str(models),
-            "--out", str(out), "--cache", str(cache), "--resamples", "20"]
+            "--out", str(out), "--cache", str(cache), "--resamples", "40"]
     for k in range(n_models):
         args += ["--model", f"{route}/scale-{k}"]
     started, since = time.perf_counter(), time.time()

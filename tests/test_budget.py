@@ -112,7 +112,7 @@ def test_a_budget_holds_with_sixteen_requests_in_flight(harness, loopback, tmp_p
         return rpbench("roleinteract", "run", "--data", str(data), "--limit", "10", "--drop-unanswerable",
                        "--model", "test", "--out",
                        str(tmp_path / name), "--models-file", str(models), "--cache", str(tmp_path / f"{name}.sqlite"),
-                       "--resamples", "20", *more, env=env)
+                       "--resamples", "40", *more, env=env)
 
     full = run("full")
     assert full.returncode == 0, full.stderr[-2000:]

@@ -394,7 +394,7 @@ def test_people_s_scores_count_only_for_the_reply_they_scored(loopback, tmp_path
     out = tmp_path / "run"
     rpbench("characterbench", "run", "--data", str(data), *answers, "--limit", "1",
             "--judge-output", "number", "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"),
-            "--out", str(out), "--resamples", "20")
+            "--out", str(out), "--resamples", "40")
     scores = {r["model"]: r for r in pq.read_table(out / "item_scores.parquet").to_pylist()}
     assert scores["same"]["human"] == scores["twin"]["human"] == 4 and scores["own"]["human"] is None
     agreement = {a["judge"]: a for a in pq.read_table(out / "agreement.parquet").to_pylist()}
@@ -410,7 +410,7 @@ def test_judge_released_checks_the_judge_against_people_beside_a_live_run(loopba
     data = ["--data", str(SAMPLES / "engagement_test.json")]
     ran = rpbench("characterbench", "run", *data, "--model", "characterbench-player", "--judge-released",
                   "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out),
-                  "--resamples", "20")
+                  "--resamples", "40")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     board = {r["model"] for r in pq.read_table(out / "leaderboard.parquet").to_pylist()}
     assert board == {"characterbench-player", "rpbench-sample-a", "rpbench-sample-b"}
@@ -437,7 +437,7 @@ def test_files_with_no_human_scores_say_so_rather_than_asking_for_judge_released
     out = tmp_path / "run"
     ran = rpbench("characterbench", "run", "--data", str(data), "--judge-output", "number", "--models-file",
                   str(loopback_models_file(tmp_path / "models.toml", loopback)), "--cache",
-                  str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "20")
+                  str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "40")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "Not measured: the files carry no human scores." in (out / "report.md").read_text()
 

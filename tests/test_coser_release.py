@@ -58,7 +58,7 @@ def test_a_live_coser_run_sends_what_coser_s_code_sends(loopback, tmp_path, monk
     loopback.responder = responder(picked)
     models = loopback_models_file(tmp_path / "models.toml", loopback)  # sets no token limit: the mode's own
     ran = rpbench("coser", "run", "--data", str(data), "--model", "coser-actor", "--out", str(tmp_path / "run"),
-                  "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "20")
+                  "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "40")
     assert ran.returncode == 0, ran.stderr[-2000:]
     ours = _by_case([facts(b, picked) for b in loopback.requests])
     theirs = _by_case(RECORDED["requests"])

@@ -196,3 +196,15 @@ def test_a_judge_bound_to_the_model_under_test_is_pointed_out(tmp_path):
         "own answers, and LLM judges favour their own"]
     assert lines(["other-judge"]) == []
     assert lines(["pingpong-judge"]) == []  # [default]: another model than mine
+
+
+@pytest.mark.parametrize("command", [
+    ["characterbench", "run", "--data", str(sample_path("characterbench", "engagement_test.json")), "--model", "x"],
+    ["pingpong", "rejudge", "runs/none", "--judge", "judge"],
+    ["suite", "run", "--model", "x"],
+])
+def test_too_few_resamples_for_a_95_percent_interval_are_refused(command, tmp_path):
+    """With one resample the interval was [3.00, 3.00] around a score of 3.50: a 95% interval needs resamples in
+    both of its 2.5% tails, 40 or more."""
+    ran = rpbench(*command, "--out", str(tmp_path / "o"), "--resamples", "39")
+    assert ran.returncode == 2 and "--resamples: Input should be greater than or equal to 40" in ran.stderr, ran.stderr

@@ -46,7 +46,7 @@ def test_pingpong_model_strings_get_the_releases_settings(openai_at_loopback, tm
     openai_at_loopback.responder = _judge_or_any
     ran = rpbench("pingpong", "run", "--settings", str(sample_path("pingpong", "settings.yaml")),
                   "--model", "openai/gpt-4o", "--judge", "openai/gpt-4.1", "--limit", "2", "--max-turns", "2",
-                  "--out", str(tmp_path / "pp"), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "20")
+                  "--out", str(tmp_path / "pp"), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "40")
     assert ran.returncode == 0, ran.stderr[-2000:]
     sent = _sent(openai_at_loopback)
     assert sent and not any("repetition_penalty" in b for b in sent)
@@ -65,7 +65,7 @@ def test_pingpong_model_strings_get_the_releases_settings(openai_at_loopback, tm
 def test_roleinteract_and_rolellm_model_strings_get_no_short_caps(openai_at_loopback, tmp_path):
     ran = rpbench("roleinteract", "run", "--data", str(sample_path("roleinteract", "example.json")),
                   "--model", "openai/gpt-4o-mini", "--out", str(tmp_path / "ri"), "--cache", str(tmp_path / "c.sqlite"),
-                  "--resamples", "20")
+                  "--resamples", "40")
     assert ran.returncode == 0, ran.stderr[-2000:]
     sent = _sent(openai_at_loopback)
     # SocialBench sends no sampling setting: no temperature; a 512-token cap where the embedded model has 96.
@@ -109,7 +109,7 @@ def test_a_run_reads_its_models_file_once_and_records_its_digest(loopback, tmp_p
     def run(out: str):
         return rpbench("roleinteract", "run", "--data", str(sample_path("roleinteract", "example.json")),
                        "--model", "tester", "--models-file", str(models), "--out", str(tmp_path / out),
-                       "--cache", str(tmp_path / "c.sqlite"), "--resamples", "20")
+                       "--cache", str(tmp_path / "c.sqlite"), "--resamples", "40")
 
     ran = run("first")
     assert ran.returncode == 0, ran.stderr[-2000:]

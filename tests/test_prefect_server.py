@@ -181,7 +181,7 @@ def test_a_triggered_run_that_fails_exits_1(served, _server):
     try:
         proc = subprocess.run([*CLI, "trigger", DEPLOYMENT, "--param", f"data={ZH}", "--param", "limit=1",
                                "--param", "models=rolellm-player", "--param", f"models_file={models}", "--param",
-                               f"out={folder / 'failing'}", "--param", "resamples=20", "--timeout", "300"],
+                               f"out={folder / 'failing'}", "--param", "resamples=40", "--timeout", "300"],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
     finally:
         _server.model_faults.pop("down-for-trigger", None)

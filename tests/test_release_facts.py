@@ -67,7 +67,7 @@ def test_a_live_pingpong_run_sends_what_pingpong_s_code_sends(loopback, tmp_path
     loopback.responder = responder()
     models = loopback_models_file(tmp_path / "models.toml", loopback)  # sets no limit: the mode's own settings
     ran = rpbench("pingpong", "run", "--settings", str(path), "--model", "player", "--out", str(tmp_path / "pp"),
-                  "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "20")
+                  "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "40")
     assert ran.returncode == 0, ran.stderr[-2000:]
     cards = [c for lang in settings.values() for c in lang["characters"]]
     situations = [s["text"] for lang in settings.values() for s in lang["situations"]]
@@ -95,7 +95,7 @@ def test_a_live_roleinteract_run_sends_what_socialbench_s_code_sends(loopback, t
     models = loopback_models_file(tmp_path / "models.toml", loopback)
     ran = rpbench("roleinteract", "run", "--data", str(data), "--model", "roleinteract-player", "--out",
                   str(tmp_path / "ri"), "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"),
-                  "--resamples", "20")
+                  "--resamples", "40")
     assert ran.returncode == 0, ran.stderr[-2000:]
     by_prompt = {}
     for body in loopback.requests:
@@ -156,7 +156,7 @@ def test_a_live_rolellm_run_sends_and_scores_what_opencompass_does(loopback, tmp
     models = loopback_models_file(tmp_path / "models.toml", loopback)
     ran = rpbench("rolellm", "eval", "--data", str(bench / "rolebench-eng" / "instruction-generalization"),
                   "--data", str(bench / "rolebench-zh"), "--model", "rolellm-player", "--out", str(tmp_path / "rl"),
-                  "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "20")
+                  "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "40")
     assert ran.returncode == 0, ran.stderr[-2000:]
     descs = {**json.loads((bench / "profiles-eng" / "desc.json").read_text(encoding="utf-8")),
              **json.loads((bench / "profiles-zh" / "desc.json").read_text(encoding="utf-8"))}

@@ -94,7 +94,7 @@ def test_a_command_and_its_flow_read_the_input_once(harness, loopback, tmp_path,
     models = loopback_models_file(tmp_path / "models.toml", loopback)
     ran = rpbench("roleinteract", "run", "--data", str(sample_path("roleinteract", "example.json")),
                   "--model", "roleinteract-player", "--limit", "1", "--out", str(tmp_path / "o"),
-                  "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "20")
+                  "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "40")
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert len(calls) == 1
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from rpbench.flows.kit.front.settings import MaybeInputPath, OutputFolder, RunSettings, cli
+from rpbench.flows.kit.front.settings import MIN_RESAMPLES, MaybeInputPath, OutputFolder, RunSettings, cli
 from rpbench.samples import sample_path
 
 DEFAULT_SUITE = str(sample_path("suites", "default.toml"))
@@ -25,7 +25,8 @@ class SuiteSettings(RunSettings):
                                                                 "a folder of its own below it (out/<mode>).")
     limit: int | None = Field(default=None, ge=1, description="Each benchmark's own --limit (a trial run), over "
                               "any limit the suite file sets.")
-    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples of the agreement intervals.")
+    resamples: int = Field(default=1000, ge=MIN_RESAMPLES, description="Bootstrap resamples of the agreement "
+                           f"intervals (at least {MIN_RESAMPLES}).")
     seed: int = Field(default=0, description="Bootstrap seed.")
 
     def suite_file(self) -> str:

@@ -131,6 +131,11 @@ class RunSettings(ModelsFileSettings):
         return values
 
 
+# A 95% percentile interval reads its ends from the 2.5% tails of the resamples: with fewer than 40 a tail holds
+# no resample, and the "interval" (from one resample, say) need not even contain the score.
+MIN_RESAMPLES = 40
+
+
 class EvalSettings(RunSettings):
     """What every evaluation takes besides its data: the systems it ranks (models asked through their roles,
     answers a user already has), how many items, and the intervals' resamples and seed. A mode says in its
@@ -151,7 +156,8 @@ class EvalSettings(RunSettings):
                                            "combine with --model.")
     limit: int | None = Field(default=None, ge=1, description="Only the first N {item_unit} (a quick run, as "
                               "lm-evaluation-harness's --limit). Default: all.")
-    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
+    resamples: int = Field(default=1000, ge=MIN_RESAMPLES, description="Bootstrap resamples for the 95% intervals "
+                           f"(at least {MIN_RESAMPLES}: fewer leave a 2.5% tail with no resample in it).")
     seed: int = Field(default=0, description="Seed of the bootstrap (and of every draw the run makes).")
 
     @classmethod

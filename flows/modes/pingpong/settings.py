@@ -6,7 +6,14 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rpbench.flows.kit.front.settings import EvalSettings, InputPath, OutputFolder, RunSettings, cli
+from rpbench.flows.kit.front.settings import (
+    MIN_RESAMPLES,
+    EvalSettings,
+    InputPath,
+    OutputFolder,
+    RunSettings,
+    cli,
+)
 from rpbench.tasks.modes.pingpong.records import CRITERIA
 
 
@@ -34,7 +41,8 @@ class Scoring(RunSettings):
                     "three times; default 0.333 each, as PingPong's code; summed as given unless --exact-mean).")
     exact_mean: bool = Field(default=False, description="The final score is the criteria's exact (weighted) mean; "
                              "PingPong's code weights each 0.333 and sums, 0.1% below it (the default).")
-    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for the 95% intervals.")
+    resamples: int = Field(default=1000, ge=MIN_RESAMPLES, description="Bootstrap resamples for the 95% "
+                           f"intervals (at least {MIN_RESAMPLES}).")
     seed: int = Field(default=0, description="Bootstrap seed.")
 
     _check_weights = field_validator("judge_weights")(_weights)
