@@ -208,3 +208,10 @@ def test_too_few_resamples_for_a_95_percent_interval_are_refused(command, tmp_pa
     both of its 2.5% tails, 40 or more."""
     ran = rpbench(*command, "--out", str(tmp_path / "o"), "--resamples", "39")
     assert ran.returncode == 2 and "--resamples: Input should be greater than or equal to 40" in ran.stderr, ran.stderr
+
+
+def test_a_misspelt_dmt_format_says_which_was_meant(tmp_path):
+    ran = rpbench("dmt", "run", "--seeds", str(sample_path("dmt", "seeds.yaml")), "--model", "x", "--format",
+                  "minimal", "--out", str(tmp_path / "o"))
+    assert ran.returncode == 2 and ran.stderr.strip() == (
+        "error: --format: unknown format 'minimal' (did you mean minimalist? use minimalist, overview, detailed)")

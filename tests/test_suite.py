@@ -248,6 +248,7 @@ def test_a_bad_suite_file_is_one_line_naming_the_file_and_the_table(tmp_path, te
 def test_a_mode_the_suite_file_does_not_have_is_an_error(tmp_path):
     ran = rpbench("suite", "run", "--model", "m", "--mode", "dmtt", "--out", str(tmp_path / "out"))
     assert ran.returncode == 2 and "--mode: 'dmtt' is not a mode of" in ran.stderr
+    assert "(did you mean dmt? its modes: furina, pingpong, dmt," in ran.stderr
 
 
 def test_suite_show_prints_the_shipped_suite_which_names_every_mode_and_runs_where_it_is_saved(tmp_path):

@@ -143,7 +143,10 @@ def plan_suite(s: SuiteSettings) -> SuitePlan:
     suite = read_suite_file(s.suite_file())
     unknown = [m for m in s.only if m not in suite.sections]
     if unknown:
-        raise InputError(f"--mode: '{unknown[0]}' is not a mode of {suite.path} ({', '.join(suite.sections)})")
+        near = close_match(unknown[0], suite.sections)
+        guess = f"did you mean {near}? " if near else ""
+        raise InputError(f"--mode: '{unknown[0]}' is not a mode of {suite.path} ({guess}its modes: "
+                         f"{', '.join(suite.sections)})")
     root = Path(s.out).resolve()
     planned = []
     for name, section in suite.sections.items():

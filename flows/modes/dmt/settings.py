@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator
 
 from rpbench.flows.kit.front.settings import EvalSettings, InputPath, OutputFolder, cli
+from rpbench.tasks.core.errors import close_match
 from rpbench.tasks.modes.dmt.catalog import FORMATS
 
 
@@ -48,5 +49,7 @@ class DmtSettings(EvalSettings):
     def _known_formats(cls, v: list[str]) -> list[str]:
         unknown = [f for f in v if f not in FORMATS]
         if unknown:
-            raise ValueError(f"unknown format '{unknown[0]}' (use {', '.join(FORMATS)})")
+            near = close_match(unknown[0], FORMATS)
+            raise ValueError(f"unknown format '{unknown[0]}' ({f'did you mean {near}? ' if near else ''}use "
+                             f"{', '.join(FORMATS)})")
         return v
