@@ -145,7 +145,8 @@ def plan_suite(s: SuiteSettings) -> SuitePlan:
     if unknown:
         near = close_match(unknown[0], suite.sections)
         guess = f"did you mean {near}? " if near else ""
-        raise InputError(f"--mode: '{unknown[0]}' is not a mode of {suite.path} ({guess}its modes: "
+        which = suite.path if s.suite else "the shipped suite (rpbench suite show)"
+        raise InputError(f"--mode: '{unknown[0]}' is not a mode of {which} ({guess}its modes: "
                          f"{', '.join(suite.sections)})")
     root = Path(s.out).resolve()
     planned = []
