@@ -187,6 +187,13 @@ def test_a_failed_answer_counts_zero_in_the_headline_and_is_listed():
     (row,) = report.board
     assert row["score"] == 50.0 and row["answered"] == 100.0 and row["unanswered"] == 1 and row["failed"] == 1
     assert "| answered (0-100) | unanswered (items) |" in report.markdown
+    # The failure rule's base is the two items asked: the failed one is among the n the score stands on, so it
+    # is half of them failed, not 1 of n + failed = 3 (which read a model failing all 8 answers as 8 of 16).
+    from rpbench.flows.kit.running.outcome import model_reasons
+
+    assert report.items == {"m": 2}
+    assert model_reasons(failures, {"m": row["n"]}, 0.4, report.items) == [
+        "model m: 1 of 2 items failed (50%, more than 40%)"]
 
 
 def _scores(model, n_dialogues=6, per_dialogue=4, sigma=(2, 4), checked=True, language="en", test_chars=100):

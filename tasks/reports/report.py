@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from rpbench.tasks.reports.render import (
 )
 from rpbench.tasks.reports.scores import leaderboard, model_scores
 from rpbench.tasks.reports.spec import Analysis, AnalysisInput, ReportSpec
-from rpbench.tasks.reports.tables import columns_metadata, leaderboard_table, model_scores_table
+from rpbench.tasks.reports.tables import columns_metadata, items_metadata, leaderboard_table, model_scores_table
 
 
 @dataclass
@@ -32,6 +32,9 @@ class Report:
     html: str
     analysis: Analysis
     files: dict[str, str]
+    # Per model, the items it was asked: those its score stands on (n) and the failed ones not among them (a
+    # mode that scores a failed answer as 0, as FURINA does, has them in n already). The failure rule's base.
+    items: dict[str, int] = field(default_factory=dict)
 
 
 def failure_counts(failures: Sequence[Failure]) -> dict[str, dict[str, int]]:
@@ -66,7 +69,19 @@ def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures:
               *(section_block(s) for s in analysis.sections),
               Block("Failures", markdown_html(failures_markdown(failed))),
               Block("Metrics", markdown_html(metrics_markdown(spec.scoring)))]
-    return Report(scores, board, markdown, html_page(spec.title, intro, blocks), analysis, {})
+    return Report(scores, board, markdown, html_page(spec.title, intro, blocks), analysis, {},
+                  items_asked(board, rows, failures, spec))
+
+
+def items_asked(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], failures: Sequence[Failure],
+                spec: ReportSpec) -> dict[str, int]:
+    """Per model on ``board``: its n, plus its failed items that n does not count already."""
+    scoring = spec.scoring
+    counted = {(str(r[scoring.model_column]), str(r[scoring.item_column])) for r in rows
+               if scoring.item_column and r.get(scoring.headline.column) is not None}
+    failed = {(f.model, f.item_id) for f in failures if not f.scored} - counted
+    extra = Counter(model for model, _ in failed)
+    return {str(b["model"]): int(b["n"]) + extra.get(str(b["model"]), 0) for b in board}
 
 
 def write_report(report: Report, out: str | Path, spec: ReportSpec) -> Report:
@@ -79,7 +94,7 @@ def write_report(report: Report, out: str | Path, spec: ReportSpec) -> Report:
     report.files = {
         "model_scores": str(write_table(out / "model_scores.parquet", report.scores, model_scores_table(scoring))),
         "leaderboard": str(write_table(out / "leaderboard.parquet", board, leaderboard_table(columns),
-                                       columns_metadata(columns))),
+                                       {**columns_metadata(columns), **items_metadata(report.items)})),
     }
     atomic_write_bytes(out / "report.md", report.markdown.encode("utf-8"))
     atomic_write_bytes(out / "report.html", report.html.encode("utf-8"))

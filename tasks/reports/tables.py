@@ -48,3 +48,17 @@ def columns_shown(table: pa.Table) -> list[Column] | None:
     """The columns as the run's report showed them, or None for a leaderboard written before they were kept."""
     raw = (table.schema.metadata or {}).get(COLUMNS_SHOWN)
     return [Column(**c) for c in json.loads(raw)] if raw else None
+
+
+# Per model, how many items it was asked (see report.items_asked): the base of the run's failure rule.
+ITEMS_ASKED = b"rpbench.items"
+
+
+def items_metadata(items: dict[str, int]) -> dict[bytes, bytes]:
+    return {ITEMS_ASKED: json.dumps(items).encode()} if items else {}
+
+
+def items_asked_of(table: pa.Table) -> dict[str, int] | None:
+    """What ``items_metadata`` kept, or None for a leaderboard written before it was kept."""
+    raw = (table.schema.metadata or {}).get(ITEMS_ASKED)
+    return {str(k): int(v) for k, v in json.loads(raw).items()} if raw else None

@@ -29,23 +29,28 @@ def failures_by_stage(failures: Sequence[Failure]) -> dict[str, dict[str, int]]:
     return {stage: dict(sorted(kinds.items())) for stage, kinds in sorted(out.items())}
 
 
-def _scored_per_model(root: Path) -> dict[str, int]:
+def _scored_per_model(root: Path) -> tuple[dict[str, int], dict[str, int] | None]:
+    """Each model's n on the leaderboard, and the items it was asked where the report kept them."""
     path = root / LEADERBOARD
     if not path.is_file():
-        return {}
+        return {}, None
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path, columns=["model", "n"]).to_pylist()
-    return {str(r["model"]): int(r["n"] or 0) for r in table}
+    from rpbench.tasks.reports.tables import items_asked_of
+
+    table = pq.read_table(path, columns=["model", "n"])
+    return {str(r["model"]): int(r["n"] or 0) for r in table.to_pylist()}, items_asked_of(table)
 
 
-def model_reasons(failures: Sequence[Failure], scored: dict[str, int], limit: float) -> list[str]:
+def model_reasons(failures: Sequence[Failure], scored: dict[str, int], limit: float,
+                  asked: Mapping[str, int] | None = None) -> list[str]:
     """A reason for each model with more than ``limit`` of its items failed (a model with no scored item and
-    some failed has them all failed)."""
+    some failed has them all failed). ``asked``: each model's items, where its failed ones may be among the
+    scored (FURINA scores an unanswered item 0); else its scored and its failed items add up."""
     failed = Counter(model for model, _ in {(f.model, f.item_id) for f in failures if not f.scored})
     reasons = []
     for model in sorted(failed):
-        total = failed[model] + scored.get(model, 0)
+        total = (asked or {}).get(model) or failed[model] + scored.get(model, 0)
         share = failed[model] / total
         if share > limit:
             reasons.append(f"model {model}: {failed[model]} of {total} items failed ({share:.0%}, more than "
@@ -71,6 +76,7 @@ def judge_run(root: Path, stage_calls: dict[str, str], limit: float) -> dict[str
     path = root / FAILURES.filename
     failures = read_records(path, FAILURES) if path.is_file() else []
     calls = {stage: read_records(p, CALLS) for stage, p in stage_calls.items() if Path(p).is_file()}
-    reasons = model_reasons(failures, _scored_per_model(root), limit) + stage_reasons(calls)
+    scored, asked = _scored_per_model(root)
+    reasons = model_reasons(failures, scored, limit, asked) + stage_reasons(calls)
     return {"status": "failed" if reasons else "ok", "reasons": reasons, "max_failure_share": limit,
             "failures": failures_by_stage(failures)}
