@@ -101,7 +101,7 @@ CASES = [
      "items.parquet: item i0: field 'dimension': unknown dimension 'XX'"),
     ("export-truncated", "export {work}/bench-truncated --out {work}/exported", "not a readable Parquet file"),
     ("resamples-negative", "eval --bench {work}/bench --model judge --out {work}/eval --resamples -1",
-     "--resamples: Input should be greater than or equal to 1"),
+     "--resamples: Input should be greater than or equal to 40"),
     ("target-tokens-zero", "pool build samples/books/the_keepers_ledger.en.txt --out {work}/p --target-tokens 0",
      "--target-tokens: Input should be greater than or equal to 64"),
     # annotations

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rpbench.flows.kit.front.registry import modes
+from rpbench.samples import sample_path
 from tests.helpers import TEST_KEY_ENV, loopback_models_file, rpbench, stand_in_responder
 
 pytestmark = pytest.mark.usefixtures("harness")
@@ -138,6 +139,10 @@ def test_a_folder_holding_another_flows_run_of_the_same_benchmark_is_refused(tmp
     (bench / "manifest.json").write_text(json.dumps({"flow": "pingpong"}))
     ran = rpbench("pingpong", "rejudge", str(bench), "--judge", "judge", "--out", str(bench))
     assert ran.returncode == 2 and "not a finished PingPong run (no conversations.parquet" in ran.stderr, ran.stderr
+    (bench / "manifest.json").write_text(json.dumps({"flow": "pingpong-rejudge"}))  # and the run again after it
+    ran = rpbench("pingpong", "run", "--settings", str(sample_path("pingpong", "settings.yaml")), "--model",
+                  "no-such-role", "--out", str(bench))
+    assert ran.returncode == 2 and "unknown model 'no-such-role'" in ran.stderr, ran.stderr
 
 
 @pytest.mark.parametrize(("setting", "message"), [

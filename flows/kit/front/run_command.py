@@ -66,6 +66,19 @@ class Commands:
             else:
                 app.command(name)(self._flow_command(found, command))
 
+    def _sharing(self, flow: str, flows: Mapping[str, str]) -> set[str]:
+        """The flows whose folders ``flow`` may write into: its own (a rerun continues there), and those a
+        command shares a folder with by writing another flow's manifest section (PingPong's rejudge adds judges
+        to a PingPong run in its folder; the run may then be run there again)."""
+        def walk(commands: Mapping[str, FlowCommand | Group | str]) -> Iterable[FlowCommand]:
+            for c in commands.values():
+                if isinstance(c, Group):
+                    yield from walk(c.commands)
+                elif isinstance(c, FlowCommand):
+                    yield c
+        groups = [{c.flow or next(iter(flows)), *(set(flows) & {c.section})} for c in walk(self.commands)]
+        return {flow}.union(*(g for g in groups if flow in g))
+
     def _flow_command(self, found: Any, command: FlowCommand) -> Callable[..., None]:
         from pydantic import BaseModel
 
@@ -93,9 +106,7 @@ class Commands:
 
         run.__doc__ = model.__doc__
         run.rpbench_mode = self.mode  # type: ignore[attr-defined]  # which mode's folders are its own
-        # Which flows' folders it may write into: its own (a rerun continues there), and the flow whose manifest
-        # section it writes (PingPong's rejudge adds judges to a PingPong run in its own folder).
-        run.rpbench_flows = {flow} | ({command.section} & set(found.flows))  # type: ignore[attr-defined]
+        run.rpbench_flows = self._sharing(flow, found.flows)  # type: ignore[attr-defined]
         return settings_command(model, run)
 
 
