@@ -8,6 +8,7 @@ A mode's own records (FURINA's characters, scenes and items, say) live with that
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -36,6 +37,12 @@ class Failure(Record):
     # True for a side step that failed on an item that was still scored (a hallucination check): it is
     # reported by kind, but the item is not one of the model's failed items.
     scored: bool = False
+
+
+def failed_pairs(failures: Sequence[Failure]) -> set[tuple[str, str]]:
+    """(model, item) of each failed item: counted once however many of its steps failed, and not an item
+    scored despite a failed side step."""
+    return {(f.model, f.item_id) for f in failures if not f.scored}
 
 
 class CallRecord(Record):

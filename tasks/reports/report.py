@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rpbench.storage.tables import atomic_write_bytes, write_table
-from rpbench.tasks.core.records import Failure
+from rpbench.tasks.core.records import Failure, failed_pairs
 from rpbench.tasks.reports.colours import model_colours
 from rpbench.tasks.reports.page import Block, html_page, leaderboard_html, markdown_html, section_block
 from rpbench.tasks.reports.render import (
@@ -53,34 +53,32 @@ def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures:
     model whose every call failed: no score, and its failures counted)."""
     rows = [r.model_dump() if hasattr(r, "model_dump") else dict(r) for r in records]
     scores = model_scores(rows, spec.scoring, resamples, seed)
-    # A model's failed items: each counted once, however many of its steps failed, and not the items that
-    # were scored despite a failed side step.
-    failed_items = Counter(model for model, _ in {(f.model, f.item_id) for f in failures if not f.scored})
+    failed = failed_pairs(failures)
+    failed_items = Counter(model for model, _ in failed)
     board = leaderboard(scores, spec.scoring, failed_items,
                         sorted({str(r[spec.scoring.model_column]) for r in rows} | set(systems)))
     colours = model_colours(str(r["model"]) for r in board)
     analysis = (spec.analyze(AnalysisInput(board, list(records), scores, resamples, seed, dict(context or {}),
                                            colours)) if spec.analyze is not None else Analysis())
     columns = leaderboard_columns(spec.scoring, scores, spec.extra_columns)
-    failed = failure_counts(failures)
-    markdown = markdown_report(spec.title, intro, board, columns, spec.scoring, analysis.sections, failed)
+    by_kind = failure_counts(failures)
+    markdown = markdown_report(spec.title, intro, board, columns, spec.scoring, analysis.sections, by_kind)
     charts = breakdown_charts(board, spec.scoring, scores, colours)
     blocks = [Block("Leaderboard", leaderboard_html(board, columns, colours), list(charts.values())),
               *(section_block(s) for s in analysis.sections),
-              Block("Failures", markdown_html(failures_markdown(failed))),
+              Block("Failures", markdown_html(failures_markdown(by_kind))),
               Block("Metrics", markdown_html(metrics_markdown(spec.scoring)))]
     return Report(scores, board, markdown, html_page(spec.title, intro, blocks), analysis, {},
-                  items_asked(board, rows, failures, spec))
+                  items_asked(board, rows, failed, spec))
 
 
-def items_asked(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], failures: Sequence[Failure],
+def items_asked(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], failed: set[tuple[str, str]],
                 spec: ReportSpec) -> dict[str, int]:
     """Per model on ``board``: its n, plus its failed items that n does not count already."""
     scoring = spec.scoring
     counted = {(str(r[scoring.model_column]), str(r[scoring.item_column])) for r in rows
                if scoring.item_column and r.get(scoring.headline.column) is not None}
-    failed = {(f.model, f.item_id) for f in failures if not f.scored} - counted
-    extra = Counter(model for model, _ in failed)
+    extra = Counter(model for model, _ in failed - counted)
     return {str(b["model"]): int(b["n"]) + extra.get(str(b["model"]), 0) for b in board}
 
 

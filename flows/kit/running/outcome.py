@@ -16,7 +16,7 @@ from typing import Any
 from rpbench.storage.schemas import CALLS, FAILURES
 from rpbench.storage.tables import read_records
 from rpbench.tasks.core.errors import plain_error
-from rpbench.tasks.core.records import CallRecord, Failure
+from rpbench.tasks.core.records import CallRecord, Failure, failed_pairs
 
 LEADERBOARD = "leaderboard.parquet"
 
@@ -47,7 +47,7 @@ def model_reasons(failures: Sequence[Failure], scored: dict[str, int], limit: fl
     """A reason for each model with more than ``limit`` of its items failed (a model with no scored item and
     some failed has them all failed). ``asked``: each model's items, where its failed ones may be among the
     scored (FURINA scores an unanswered item 0); else its scored and its failed items add up."""
-    failed = Counter(model for model, _ in {(f.model, f.item_id) for f in failures if not f.scored})
+    failed = Counter(model for model, _ in failed_pairs(failures))
     reasons = []
     for model in sorted(failed):
         total = (asked or {}).get(model) or failed[model] + scored.get(model, 0)
