@@ -18,9 +18,14 @@ from rpbench.tasks.reports.scores import shown_breakdown_values
 from rpbench.tasks.reports.spec import Chart, Column, Scoring, Section
 
 
+def undefined(value: Any) -> bool:
+    """None or nan: a number with no value (an interval over one item, a model that scored nothing)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def fmt(value: Any, digits: int = 1, missing: str = "-") -> str:
     """A number as a report shows it: ``missing`` for None or nan, ``inf`` for infinity."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if undefined(value):
         return missing
     if isinstance(value, float) and math.isinf(value):
         return "inf" if value > 0 else "-inf"
@@ -29,7 +34,7 @@ def fmt(value: Any, digits: int = 1, missing: str = "-") -> str:
 
 def fmt_interval(low: Any, high: Any, digits: int = 1, between: str = "-") -> str:
     """An interval as a report shows it, or one dash when it is undefined (one item, one cluster)."""
-    if fmt(low) == "-" or fmt(high) == "-":
+    if undefined(low) or undefined(high):
         return "-"
     return f"{fmt(low, digits)}{between}{fmt(high, digits)}"
 

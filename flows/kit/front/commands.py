@@ -297,8 +297,8 @@ def run_evaluation(settings: BaseModel, check: str | None, flow: str, section: s
     return echo_run(manifest, section, lines)
 
 
-def echo_run(manifest: dict[str, Any], section: str, lines: Callable[[dict[str, Any]], Iterable[str]]
-                  ) -> dict[str, Any]:
+def echo_run(manifest: dict[str, Any], section: str,
+             lines: Callable[[dict[str, Any]], Iterable[str]]) -> dict[str, Any]:
     """Print the mode's lines about its section of ``manifest``, what the run did, and where its report is;
     returns the section."""
     found = manifest.get(section, {})

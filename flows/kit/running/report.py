@@ -36,8 +36,7 @@ async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Seque
         intro += (" Every sample, searchable, with what was asked and how it was judged: "
                   f"[{VIEWER_FILE}]({VIEWER_FILE}).")
     report = write_report(build_report(spec, intro, rows, failures, resamples, seed, context, systems),
-                          run.final_folder,
-                          spec)
+                          run.final_folder, spec)
     run.tables.update(report.files)
     if first is not None:
         viewer = write_viewer(run.final_folder, f"{spec.title}: samples", itertools.chain([first], remaining),
