@@ -140,6 +140,19 @@ def read_rows(path: str | Path, spec: TableSpec[Any]) -> list[dict[str, Any]]:
     return read_table(path, spec).to_pylist(maps_as_pydicts="strict")  # map columns back as dicts
 
 
+def run_table(run: str | Path, spec: TableSpec[Any], command: str) -> Path:
+    """The file of a table a finished run wrote, or an input error saying which command writes it."""
+    path = Path(run) / spec.filename
+    if not path.is_file():
+        raise InputError(f"{run}: no {spec.filename} (run `{command}` into it first)")
+    return path
+
+
+def run_records(run: str | Path, spec: TableSpec[R], command: str) -> list[R]:
+    """The rows of a table a finished run wrote (``run_table``)."""
+    return read_records(run_table(run, spec, command), spec)
+
+
 def read_records(path: str | Path, spec: TableSpec[R]) -> list[R]:
     """The table's rows as validated records; a bad row is an InputError naming the file, the row and the field."""
     out = []

@@ -135,9 +135,9 @@ def test_the_judge_s_input_labels_turns_by_position_and_carries_the_dimension_s_
     ("number", "4", True), ("number", " 3.0\n", True), ("number", "Score: 4", False), ("number", "5", False),
     ("number", "0", False), ("number", "", False)])
 def test_characterjudge_s_answer_is_read_strictly(output, reply, ok):
-    from rpbench.tasks.modes.characterbench.judging import number_reader
+    from rpbench.tasks.llm.structured import score_alone
 
-    read = number_reader(4)
+    read = score_alone(1, 4)
     if ok:
         assert 1 <= read(reply) <= 4
     else:

@@ -20,13 +20,13 @@ def test_the_code_passes(command):
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
 
 
-def test_characterbench_is_its_own_logic_in_at_most_740_lines():
+def test_characterbench_is_its_own_logic_in_at_most_700_lines():
     """The kit carries the wiring: CharacterBench's flows and tasks (settings, checks, flow, reading, asking,
-    judging, scoring, annotation) stay within 740 lines of Python (700 when it landed; the rest is its own
-    logic since: people's scores held to the replies they scored and to the dimension's scale, and
-    --judge-released)."""
+    judging, scoring, annotation) stay within 700 lines of Python. What the kit took on for it: the report's
+    section on judges against people, a plain-number judge's reader, run tables read with a clear error,
+    stage results and run summaries, the judges named by settings' fields."""
     root = Path(__file__).resolve().parents[1]
     files = [*(root / "flows" / "modes" / "characterbench").glob("*.py"),
              *(root / "tasks" / "modes" / "characterbench").glob("*.py")]
     lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files)
-    assert len(files) >= 10 and lines <= 740, lines
+    assert len(files) >= 10 and lines <= 700, lines

@@ -144,3 +144,33 @@ def test_flows_are_handed_their_stages_and_served_with_settings_alone():
     for mode in modes().values():
         for flow in mode.load_flows().values():
             assert list(parameter_schema(flow).model_dump()["properties"]) == ["settings"], flow.name
+
+
+def test_each_mode_names_its_judges_in_its_settings_and_the_kit_reads_them():
+    """judge_roles / judge_fields say who judges; the kit's judging() gives them after the models under test
+    (the self-judging check and the plan read it), a list field's every name included."""
+    from rpbench.flows.modes.characterbench.settings import CharacterBenchSettings
+    from rpbench.flows.modes.dmt.settings import DmtSettings
+    from rpbench.flows.modes.pingpong.settings import PingPongSettings
+
+    data = str(sample_path("characterbench", "engagement_test.json"))
+    assert CharacterBenchSettings(data=[data], models=["a"], judge="openai/o3").judging() == (["a"], ["openai/o3"])
+    pingpong = PingPongSettings(settings=str(sample_path("pingpong", "settings.yaml")), models=["a"],
+                                judges=["j1", "j2"])
+    assert pingpong.judging() == (["a"], ["j1", "j2"])
+    assert DmtSettings(seeds=str(sample_path("dmt", "seeds.yaml")), models=["a"]).judging() == (["a"], ["dmt-judge"])
+
+
+def test_the_report_s_section_on_judges_against_people_is_the_kit_s():
+    from rpbench.tasks.core.records import JudgeAgreement
+    from rpbench.tasks.reports.judges import agreement_section
+    from rpbench.tasks.reports.viewer import versus_people
+
+    assert agreement_section([], "") is None  # a mode with no people to compare with says nothing
+    assert agreement_section([], "no human scores.").markdown == "Not measured: no human scores."
+    row = JudgeAgreement(benchmark="b", judge="j", group="g", language="en", n=3, pearson=0.5, pearson_low=0.1,
+                         pearson_high=0.9, spearman=None, spearman_low=None, spearman_high=None, kendall=None,
+                         kendall_low=None, kendall_high=None, exact=1.0, exact_low=1.0, exact_high=1.0)
+    section = agreement_section([row], "unused")
+    assert section is not None and "| j | g | en | 3 | 0.500 [0.10, 0.90]" in section.markdown
+    assert [versus_people(3, 3), versus_people(2, 4), versus_people(None, 4)] == ["agrees", "off by 2", "-"]

@@ -8,9 +8,9 @@ A mode's own records (FURINA's characters, scenes and items, say) live with that
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,6 +37,13 @@ class Failure(Record):
     # True for a side step that failed on an item that was still scored (a hallucination check): it is
     # reported by kind, but the item is not one of the model's failed items.
     scored: bool = False
+
+
+def failures_of(stage: str, kind: str, records: Iterable[Any]) -> list[Failure]:
+    """A failure for each record of a stage (with its ``model``, ``item_id`` and ``error``) whose ``status`` is
+    not ok."""
+    return [Failure(stage=stage, model=r.model, item_id=r.item_id, kind=kind, error=r.error)
+            for r in records if r.status != "ok"]
 
 
 def failed_pairs(failures: Sequence[Failure]) -> set[tuple[str, str]]:

@@ -6,6 +6,7 @@ import copy
 import functools
 import json
 import re
+from collections.abc import Callable
 from typing import Any, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, create_model
@@ -121,6 +122,23 @@ def schema_instruction(model: type[BaseModel]) -> str:
     """A plain instruction appended for models that get no native schema support."""
     schema = json.dumps(json_schema(model), ensure_ascii=False)
     return f"Answer with one JSON object only, no other text, matching this JSON schema:\n{schema}"
+
+
+_NUMBER = re.compile(r"\s*(\d+(?:\.\d+)?)\s*")
+
+
+def score_alone(low: int, high: int) -> Callable[[str], float]:
+    """A reader for a judge trained to answer with the score alone (a plain number): anything else, or a number
+    off the scale, is unreadable (asked again, then a counted failure), never a score."""
+    def read(text: str) -> float:
+        found = _NUMBER.fullmatch(text)
+        if found is None:
+            raise ValueError(f"answer with the score alone, a number from {low} to {high}")
+        if not low <= float(found.group(1)) <= high:
+            raise ValueError(f"the score {found.group(1)} is outside this scale, {low} to {high}")
+        return float(found.group(1))
+
+    return read
 
 
 ASK_JSON = "Reply again with only the corrected JSON object."

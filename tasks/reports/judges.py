@@ -3,11 +3,12 @@ judge, group and language, each measure with its 95% bootstrap interval."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rpbench.tasks.core.records import JudgeAgreement
 from rpbench.tasks.reports.render import fmt
+from rpbench.tasks.reports.spec import Section
 from rpbench.tasks.stats.agreement import judge_agreement
 
 MEASURES = (("pearson", "Pearson"), ("spearman", "Spearman"), ("kendall", "Kendall"), ("exact", "exact"))
@@ -39,3 +40,13 @@ def agreement_rows(benchmark: str, pairs: Iterable[tuple[str, str, str, float | 
     return [JudgeAgreement.model_validate({**judge_agreement([h for h, _ in v], [j for _, j in v], resamples, seed),
                                            "benchmark": benchmark, "judge": k[0], "group": k[1], "language": k[2],
                                            "n": len(v)}) for k, v in sorted(grouped.items())]
+
+
+def agreement_section(rows: Sequence[JudgeAgreement], note: str) -> Section | None:
+    """Any report's section on its judges against people: the table, or (none measured) ``note`` saying why."""
+    if rows:
+        return Section("The judge against people", "\n".join([
+            "Each judge's scores of the replies people scored, against those people's scores, per group and "
+            "language (a release's own judge predictions beside them, where it has them); 95% bootstrap "
+            "intervals over items.", "", *judge_agreement_lines(rows)]))
+    return Section("The judge against people", f"Not measured: {note}") if note else None

@@ -20,7 +20,7 @@ from rpbench.tasks.reports.render import (
     metrics_markdown,
 )
 from rpbench.tasks.reports.scores import leaderboard, model_scores
-from rpbench.tasks.reports.spec import Analysis, AnalysisInput, ReportSpec
+from rpbench.tasks.reports.spec import Analysis, AnalysisInput, ReportSpec, Section
 from rpbench.tasks.reports.tables import columns_metadata, items_metadata, leaderboard_table, model_scores_table
 
 
@@ -47,10 +47,11 @@ def failure_counts(failures: Sequence[Failure]) -> dict[str, dict[str, int]]:
 
 def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures: Sequence[Failure],
                  resamples: int, seed: int, context: dict[str, Any] | None = None,
-                 systems: Sequence[str] = ()) -> Report:
+                 systems: Sequence[str] = (), sections: Sequence[Section] = ()) -> Report:
     """Model scores with intervals, the ranked leaderboard (with the mode's own columns), Markdown and HTML.
     ``systems``: every system the run scored, on the leaderboard even when none of its items has a score (a
-    model whose every call failed: no score, and its failures counted)."""
+    model whose every call failed: no score, and its failures counted). ``sections``: the kit's, after the
+    mode's own."""
     rows = [r.model_dump() if hasattr(r, "model_dump") else dict(r) for r in records]
     scores = model_scores(rows, spec.scoring, resamples, seed)
     failed = failed_pairs(failures)
@@ -60,6 +61,7 @@ def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures:
     colours = model_colours(str(r["model"]) for r in board)
     analysis = (spec.analyze(AnalysisInput(board, list(records), scores, resamples, seed, dict(context or {}),
                                            colours)) if spec.analyze is not None else Analysis())
+    analysis.sections += sections
     columns = leaderboard_columns(spec.scoring, scores, spec.extra_columns)
     by_kind = failure_counts(failures)
     markdown = markdown_report(spec.title, intro, board, columns, spec.scoring, analysis.sections, by_kind)

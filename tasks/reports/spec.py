@@ -161,3 +161,7 @@ class Scored:
     samples: Any = ()
     joined: Sequence[tuple[Any, Sequence[str]]] = ()  # tables kept final as their shards' files joined (spec, paths)
     summary: dict[str, Any] = field(default_factory=dict)  # more for the stage's summary (the command prints it)
+    # The judges against people, where the run had human scores: the kit keeps them final (agreement.parquet),
+    # in the report and the summary. With none, ``agreement_note`` says why (empty: the report is silent).
+    agreement: Sequence[Any] = ()
+    agreement_note: str = ""

@@ -57,6 +57,13 @@ def failed_text(text: str | None, error: str | None = None) -> str:
     return f"(no reply: {error})" if error else "(no reply)"
 
 
+def versus_people(judge: float | None, human: float | None) -> str:
+    """The viewer's facet for a judge's score beside a person's, to filter replies by disagreement."""
+    if judge is None or human is None:
+        return "-"
+    return "agrees" if judge == human else f"off by {abs(judge - human):g}"
+
+
 def _asset(name: str) -> str:
     return files("rpbench.tasks.reports").joinpath("assets", name).read_text(encoding="utf-8")
 

@@ -13,19 +13,10 @@ from typing import Any
 
 import typer
 
-from rpbench.storage.schemas import AGREEMENT, TableSpec
+from rpbench.storage.schemas import AGREEMENT
 from rpbench.storage.tables import atomic_write_bytes, write_table
-from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import JudgeAgreement
 from rpbench.tasks.reports.judges import judge_agreement_lines
-
-
-def run_table(run: Path, table: TableSpec, command: str) -> Path:
-    """The table a finished run wrote, or an input error saying which command makes it."""
-    path = run / table.filename
-    if not path.is_file():
-        raise InputError(f"{run}: no {table.filename} (run `{command}` into it first)")
-    return path
 
 
 def recorded_model(run: Path, role: str) -> str:

@@ -147,6 +147,10 @@ class EvalSettings(RunSettings):
     answers_are: ClassVar[str] = "answers"
     # False for a benchmark that scores replies of its own (released ones) when given no system.
     needs_systems: ClassVar[bool] = True
+    # The run's judges (``judging``): built-in roles it calls by their own name, and its fields that name one
+    # judge (a role or model string) or several.
+    judge_roles: ClassVar[tuple[str, ...]] = ()
+    judge_fields: ClassVar[tuple[str, ...]] = ()
 
     models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
                               description="Model under test: a litellm model string, or a role name. Repeat.")
@@ -180,4 +184,5 @@ class EvalSettings(RunSettings):
         return self
 
     def judging(self) -> tuple[list[str], list[str]]:
-        return list(self.models), []
+        named = [getattr(self, f) for f in self.judge_fields]
+        return list(self.models), [*self.judge_roles, *(n for v in named for n in ([v] if isinstance(v, str) else v))]

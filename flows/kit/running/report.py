@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 from rpbench.flows.kit.front.registry import get_mode, load_ref
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.running.ui import publish_markdown, publish_table
-from rpbench.storage.schemas import FAILURES
+from rpbench.storage.schemas import AGREEMENT, FAILURES
 from rpbench.storage.tables import read_table
 from rpbench.tasks.core.records import Failure
+from rpbench.tasks.reports.judges import agreement_section
 from rpbench.tasks.reports.report import Report, build_report, write_report
-from rpbench.tasks.reports.spec import ReportSpec, Scored
+from rpbench.tasks.reports.spec import ReportSpec, Scored, Section
 from rpbench.tasks.reports.viewer import VIEWER_FILE, Sample, write_viewer
 
 if TYPE_CHECKING:
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
 async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Sequence[Any],
                          failures: Sequence[Failure], n_items: int, resamples: int, seed: int,
                          context: dict[str, Any] | None = None, samples: Iterable[Sample] = (),
-                         notes: Sequence[str] | None = None, systems: Sequence[str] = ()) -> Report:
+                         notes: Sequence[str] | None = None, systems: Sequence[str] = (),
+                         sections: Sequence[Section] = ()) -> Report:
     """Score ``rows`` (records of mode ``name``'s item table), write the report files and the sample viewer
     (``samples``: what every model said, as the mode shows it; they may be made as they are read), publish them
     in the UI."""
@@ -35,7 +37,7 @@ async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Seque
     if first is not None:
         intro += (" Every sample, searchable, with what was asked and how it was judged: "
                   f"[{VIEWER_FILE}]({VIEWER_FILE}).")
-    report = write_report(build_report(spec, intro, rows, failures, resamples, seed, context, systems),
+    report = write_report(build_report(spec, intro, rows, failures, resamples, seed, context, systems, sections),
                           run.final_folder, spec)
     run.tables.update(report.files)
     if first is not None:
@@ -60,8 +62,8 @@ async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: d
                          seed: int, notes: list[str] | None = None) -> StageResult:
     """Any mode's report from its scoring hook: the mode's ``score`` turns ``options`` (its stage tables and
     settings, and ``resamples`` and ``seed`` if it takes them; ``inputs``: every file it reads, whose content
-    keys the cache) into a ``Scored``; the kit writes the item table, the failures and the mode's other tables
-    final, scores, reports and publishes."""
+    keys the cache) into a ``Scored``; the kit writes the item table, the failures, the judges' agreement with
+    people and the mode's other tables final, scores, reports and publishes."""
     found = get_mode(mode)
     options = dict(options)
     systems = [str(name) for name in options.pop(SYSTEMS, [])]  # the kit's, not the hook's
@@ -74,9 +76,14 @@ async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: d
         run.write(spec, records, final=True)
     for spec, paths in scored.joined:  # shards' tables joined as Arrow columns, never held as rows
         run.write_table(spec, [read_table(p, spec) for p in paths], final=True)
+    people = {"agreement": [a.model_dump() for a in scored.agreement]} if scored.agreement else {}
+    if scored.agreement or scored.agreement_note:  # a mode that measures it: never an earlier run's table left
+        run.write(AGREEMENT, scored.agreement, final=True)
+    section = agreement_section(scored.agreement, scored.agreement_note)
     report = await publish_report(run, found.name, found.load_report(), scored.rows, scored.failures,
-                                  scored.n_items, resamples, seed, scored.context, scored.samples, notes, systems)
-    return run.result(leaderboard=report.board, **scored.summary, **report.analysis.summary)
+                                  scored.n_items, resamples, seed, scored.context, scored.samples, notes, systems,
+                                  [section] if section else [])
+    return run.result(leaderboard=report.board, **people, **scored.summary, **report.analysis.summary)
 
 
 @functools.cache

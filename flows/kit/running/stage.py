@@ -73,6 +73,13 @@ class StageResult(BaseModel):
     def path(self, table: str) -> str:
         return self.tables[table]
 
+    def scores(self, *keys: str, **more: Any) -> dict[str, Any]:
+        """A report stage's result as a run's summary gives it: the leaderboard, the judges' agreement with
+        people where the mode measures it, the report stage's summary entries ``keys``, ``more``, the report."""
+        people = {"agreement": self.summary.get("agreement", [])} if "agreement" in self.tables else {}
+        return {"leaderboard": self.summary["leaderboard"], **people, **{k: self.summary[k] for k in keys}, **more,
+                "report": self.path("report_html")}
+
     def missing(self) -> list[str]:
         """Files this result names that are no longer there (the flow then runs the stage again)."""
         paths = [*self.tables.values(), *([self.calls] if self.calls else [])]
@@ -272,6 +279,13 @@ class StageRun:
         write_table(path, joined, spec)
         self.tables[spec.name] = str(path)
         return str(path)
+
+    def written(self, spec: TableSpec[R], records: Sequence[R], **more: Any) -> StageResult:
+        """A stage's usual end: ``records`` written as ``spec``'s table, and the result counting them (under the
+        table's name) and those whose ``status`` is failed, with ``more``."""
+        self.write(spec, records)
+        failed = sum(getattr(r, "status", None) == "failed" for r in records)
+        return self.result(**{spec.name: len(records)}, failed=failed, **more)
 
     def result(self, **summary: Any) -> StageResult:
         calls = None

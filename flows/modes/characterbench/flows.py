@@ -35,8 +35,7 @@ async def replies(run: StageRun, data: list[str], language: str, limit: int | No
         made = replies_of(items, given_results([i.item_id for i in items], given, name), name)
     else:
         made = released_replies(items)
-    run.write(REPLIES, made)
-    return run.result(replies=len(made), failed=sum(r.status == "failed" for r in made))
+    return run.written(REPLIES, made)
 
 
 @stage("characterbench-judgments", batch=True, templates=("characterbench/judge", "characterbench/criteria"),
@@ -49,8 +48,7 @@ async def judgments(run: StageRun, data: list[str], language: str, limit: int | 
     async with run.gateway() as gateway:
         judged = await judge_all(gateway, items, made, judge, output,  # type: ignore[arg-type]
                                  run.progress.track(f"judgments of {name}", len(made)))
-    run.write(JUDGMENTS, judged)
-    return run.result(judged=len(judged), failed=sum(j.status == "failed" for j in judged))
+    return run.written(JUDGMENTS, judged)
 
 
 @flow(name="rpbench-characterbench", log_prints=True, task_runner=stage_runner(4))
@@ -67,6 +65,5 @@ def characterbench(s: CharacterBenchSettings, stages: Stages) -> dict:
     tables = {"replies": [m.path("replies") for m in made], "judgments": [j.path("judgments") for j in judged]}
     done = stages.score("characterbench", {**common, **tables, "judge": got.judge},
                         systems=[x.name for x in got.systems if x.role or x.answers])
-    return finish_run(s.out, stages, s, "characterbench", characterbench_settings=s.recorded(s.out), characterbench={
-        "leaderboard": done.summary["leaderboard"], "agreement": done.summary.get("agreement", []), "items": got.items,
-        "report": done.path("report_html")})
+    return finish_run(s.out, stages, s, "characterbench", characterbench=done.scores(items=got.items),
+                      characterbench_settings=s.recorded(s.out))

@@ -19,6 +19,7 @@ class CharacterBenchSettings(EvalSettings):
     answers_are: ClassVar[str] = "replies"
     answers_layout: ClassVar[str] = 'JSONL of {"id": "<dimension>:<id>", "answer": the reply}'
     needs_systems: ClassVar[bool] = False  # with neither, the released systems' replies are judged
+    judge_fields: ClassVar[tuple[str, ...]] = ("judge",)
 
     data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                              description="CharacterBench's files as released, one per dimension and named by it "
@@ -40,6 +41,3 @@ class CharacterBenchSettings(EvalSettings):
                                    "--answers, the released replies are all the run judges.")
     out: OutputFolder = Field(default="runs/characterbench", description="Folder for replies, judgments, scores, "
                               "the judge's agreement with people and the report.")
-
-    def judging(self) -> tuple[list[str], list[str]]:
-        return list(self.models), [self.judge]

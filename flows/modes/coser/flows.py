@@ -59,8 +59,7 @@ async def critiques(run: StageRun, data: list[str], limit: int | None, continue_
     todo = [(circumstances[cid], by_scene.get(cid, [])) for cid in circumstances if cid in acted]
     async with run.gateway() as gateway:
         made = await criticise(gateway, todo, name, critic, continue_from)
-    run.write(CRITIQUES, made)
-    return run.result(critiques=len(made), failed=sum(c.status == "failed" for c in made))
+    return run.written(CRITIQUES, made)
 
 
 @flow(name="rpbench-coser", log_prints=True, task_runner=stage_runner(WORKERS))
@@ -78,7 +77,5 @@ def coser(s: CoserSettings, stages: Stages) -> dict:
     tables = {"messages": [a.path("messages") for a in acted], "ends": [a.path("scene_ends") for a in acted],
               "critiques": [j.path("critiques") for j in judged]}
     done = stages.score("coser", {**common, **tables}, systems=[x.name for x in got.systems])
-    summary = {"leaderboard": done.summary["leaderboard"], "draws": done.summary.get("draws", {}),
-               "circumstances": got.circumstances, "empty_thoughts": got.empty_thoughts,
-               "report": done.path("report_html")}
+    summary = done.scores("draws", circumstances=got.circumstances, empty_thoughts=got.empty_thoughts)
     return finish_run(s.out, stages, s, "coser", coser=summary, coser_settings=s.recorded(s.out))

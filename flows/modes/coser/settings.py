@@ -20,9 +20,7 @@ class CoserSettings(EvalSettings):
     answers_are: ClassVar[str] = "simulations"
     answers_layout: ClassVar[str] = ("in CoSER's simulation layout (a list of {book_title, i_p, i_c, simulation: "
                                      "[{role, content}]}); no actor, environment or next-speaker call")
-
-    def judging(self) -> tuple[list[str], list[str]]:
-        return list(self.models), [self.judge]
+    judge_fields: ClassVar[tuple[str, ...]] = ("judge",)
 
     def helper_roles(self) -> list[str]:
         return ["coser-environment", "coser-next-speaker"] if self.models else []

@@ -16,8 +16,8 @@ def agreement(
 ) -> None:
     """The judge against people, per metric: consistency rate, good-case recall, bad-case recall; and the
     measures every benchmark reports (agreement.parquet)."""
-    from rpbench.flows.kit.front.agreement import publish_agreement, recorded_model, run_table
-    from rpbench.storage.tables import read_records
+    from rpbench.flows.kit.front.agreement import publish_agreement, recorded_model
+    from rpbench.storage.tables import read_records, run_table
     from rpbench.tasks.modes.dmt.agreement import agreement as compute
     from rpbench.tasks.modes.dmt.agreement import (
         agreement_markdown,

@@ -99,8 +99,5 @@ def dmt(s: DmtSettings, stages: Stages) -> dict:
               "failures": [m.path("dialogue_failures") for m in made] + [lb.path("label_failures") for lb in labelled]}
     done = stages.score("dmt", {**tables, "max_rounds": s.max_rounds, "policy": s.policy, "n_dialogues": n},
                         systems=[x.name for x in systems])
-    summary = {"leaderboard": done.summary["leaderboard"], "table4": done.summary["table4"],
-               "round_curve": done.summary["round_curve"], "policy": s.policy, "dialogues": n,
-               "report": done.path("report_html")}
-    return finish_run(s.out, stages, s, "dmt", dmt=summary,
-                      dmt_settings=s.recorded(s.out))
+    summary = done.scores("table4", "round_curve", policy=s.policy, dialogues=n)
+    return finish_run(s.out, stages, s, "dmt", dmt=summary, dmt_settings=s.recorded(s.out))

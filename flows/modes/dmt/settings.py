@@ -18,9 +18,7 @@ class DmtSettings(EvalSettings):
     item_unit: ClassVar[str] = "dialogues (seed and format) of the selection, for every model"
     answers_are: ClassVar[str] = "dialogues"
     answers_layout: ClassVar[str] = "JSONL of {\"id\": seed id/format, \"rounds\": [{\"query\", \"response\"}]}"
-
-    def judging(self) -> tuple[list[str], list[str]]:
-        return list(self.models), ["dmt-judge"]
+    judge_roles: ClassVar[tuple[str, ...]] = ("dmt-judge",)
 
     def helper_roles(self) -> list[str]:
         return ["dmt-generator"] if self.models else []

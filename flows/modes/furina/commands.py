@@ -142,8 +142,8 @@ def validate(
     eval_dir: Annotated[Path, typer.Option("--eval", help="Evaluation folder (from `rpbench furina eval`).")],
 ) -> None:
     """Compare the judge with human annotators: dimension accuracy, Pearson r per dimension, agreement."""
-    from rpbench.flows.kit.front.agreement import publish_agreement, recorded_model, run_table
-    from rpbench.storage.tables import read_rows
+    from rpbench.flows.kit.front.agreement import publish_agreement, recorded_model
+    from rpbench.storage.tables import read_rows, run_table
     from rpbench.tasks.core.records import JudgeAgreement
     from rpbench.tasks.modes.furina.evaluation.validation import load_annotations, validation_markdown
     from rpbench.tasks.modes.furina.evaluation.validation import validate as validate_judge

@@ -114,9 +114,8 @@ def evaluate(s: EvalSettings, stages: Stages) -> dict:
                                    "judge_model": models_config(s.models_file).for_role("judge").model},
                         systems=[x.name for x in systems[1:]])
     failures = failure_counts(read_records(done.path("failures"), FAILURES))
-    summary = {"items": n_items, "models": [x.name for x in systems[1:]], "leaderboard": done.summary["leaderboard"],
-               "pareto": done.summary["pareto"], "separability_index": done.summary["separability_index"],
-               "failures": failures, "report": done.path("report_html")}
+    summary = done.scores("pareto", "separability_index", items=n_items, models=[x.name for x in systems[1:]],
+                          failures=failures)
     return finish_run(s.out, stages, s, "evaluate", evaluation=summary,
                       evaluation_settings=s.recorded(s.out))
 

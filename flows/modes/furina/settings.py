@@ -145,9 +145,7 @@ class EvalSettings(kit.EvalSettings):
     item_unit: ClassVar[str] = "items of the benchmark (in its own order), for every model"
     answers_are: ClassVar[str] = "replies"
     answers_layout: ClassVar[str] = "JSONL of {\"id\": item id, \"answer\": reply}"
-
-    def judging(self) -> tuple[list[str], list[str]]:
-        return list(self.models), ["judge", "checker"]
+    judge_roles: ClassVar[tuple[str, ...]] = ("judge", "checker")
 
     def helper_roles(self) -> list[str]:
         return ["base"]

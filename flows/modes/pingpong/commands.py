@@ -33,8 +33,8 @@ def agreement(
     """Judges against people: Spearman with p-values per criterion for each judge and their average;
     Krippendorff's alpha and rank correlations between annotators; and the measures every benchmark reports
     (agreement.parquet)."""
-    from rpbench.flows.kit.front.agreement import publish_agreement, run_table
-    from rpbench.storage.tables import read_records
+    from rpbench.flows.kit.front.agreement import publish_agreement
+    from rpbench.storage.tables import read_records, run_table
     from rpbench.tasks.modes.pingpong.agreement import agreement as compute
     from rpbench.tasks.modes.pingpong.agreement import agreement_markdown, judge_rows, load_ratings
     from rpbench.tasks.modes.pingpong.tables import TURN_JUDGMENTS

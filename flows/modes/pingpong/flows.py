@@ -102,9 +102,8 @@ def _report(stages: Stages, s: Scoring, tables: dict[str, list[str]], judges: li
 def _finish(s: Scoring, stages: Stages, out: str, flow_name: str, done: StageResult, judges: list[str],
             inherited: Sequence[CallRecord] = (), unread_greetings: Sequence[str] = (),
             **sections: Any) -> dict[str, Any]:
-    summary = {"leaderboard": done.summary["leaderboard"], "judges": judges, "unread_greetings": list(unread_greetings),
-               "conversations": done.summary["conversations"], "scored": done.summary["scored"],
-               "refusals": done.summary["refusals"], "report": done.path("report_html")}
+    summary = done.scores("conversations", "scored", "refusals", judges=judges,
+                          unread_greetings=list(unread_greetings))
     return finish_run(out, stages, s, flow_name, inherited, pingpong=summary,
                       pingpong_settings=s.recorded(out), **sections)
 

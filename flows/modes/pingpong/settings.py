@@ -69,9 +69,7 @@ class PingPongSettings(EvalSettings, Scoring):
     answers_are: ClassVar[str] = "conversations"
     answers_layout: ClassVar[str] = ("JSONL of {\"id\": language/character/situation, \"turns\": [{\"user\", "
                                      "\"player\"}]}; v2 only")
-
-    def judging(self) -> tuple[list[str], list[str]]:
-        return list(self.models), list(self.judges)
+    judge_fields: ClassVar[tuple[str, ...]] = ("judges",)
 
     def helper_roles(self) -> list[str]:
         return (["tester"] if self.version == "v1" else ["interrogator"]) if self.models else []

@@ -35,9 +35,7 @@ async def answers(run: StageRun, data: list[str], columns: list[str], languages:
             made = await answer_all(gateway, items, role, name,
                                     run.progress.track(f"answers of {name}", len(items)), attempts=1 + reask,
                                     with_instruction=with_instruction)
-    run.write(ANSWERS, made)
-    return run.result(answers=len(made), unreadable=sum(a.status == "unparsed" for a in made),
-                      failed=sum(a.status == "failed" for a in made))
+    return run.written(ANSWERS, made, unreadable=sum(a.status == "unparsed" for a in made))
 
 
 @flow(name="rpbench-roleinteract", log_prints=True, task_runner=stage_runner(WORKERS))
@@ -52,7 +50,6 @@ def roleinteract(s: RoleInteractSettings, stages: Stages) -> dict:
     answered = [m.path("answers") for m in made]
     done = stages.score("roleinteract", {**common, "answers": answered, "policy": s.policy, "scoring": s.scoring},
                         systems=[x.name for x in systems])
-    summary = {"leaderboard": done.summary["leaderboard"], "table": done.summary["table"], "policy": s.policy,
-               "scoring": s.scoring, "report": done.path("report_html")}
+    summary = done.scores("table", policy=s.policy, scoring=s.scoring)
     return finish_run(s.out, stages, s, "roleinteract", roleinteract=summary,
                       roleinteract_settings=s.recorded(s.out))

@@ -82,8 +82,7 @@ async def answers(run: StageRun, data: list[str], profiles: list[str], limit: in
     async with run.gateway() as gateway:
         made = await answer_all(gateway, rows, known, role, name, how, top_k,
                                 run.progress.track(f"answers of {name}", len(rows)))
-    run.write(ANSWERS, made)
-    return run.result(answers=len(made), failed=sum(a.status == "failed" for a in made))
+    return run.written(ANSWERS, made)
 
 
 @stage("rolellm-given-answers", inputs=("data", "given"))
@@ -102,8 +101,7 @@ async def given_answers(run: StageRun, data: list[str], limit: int | None, mode:
         res = given_reply(texts.get(r.row_id), name, missing=f"{given[0]} has no answer to this question")
         made.append(RoleAnswer(row_id=r.row_id, model=name, mode=how, text=res.text if res.ok else None,
                                status=res.status, error=res.error))
-    run.write(ANSWERS, made)
-    return run.result(answers=len(made), failed=sum(a.status == "failed" for a in made))
+    return run.written(ANSWERS, made)
 
 
 def _user_answers(path: str, rows: Sequence[BenchRow]) -> dict[str, str]:
@@ -175,9 +173,7 @@ def rolellm_eval(s: EvalSettings, stages: Stages) -> dict:
     done = stages.score("rolellm", {"data": got.data, "limit": s.limit, **tables, "raw": s.raw, "combine": s.combine,
                                     "prompting": s.mode, "reference": s.reference, "zh_tokens": s.zh_tokens},
                         systems=[x.name for x in got.systems])
-    summary = {"leaderboard": done.summary["leaderboard"], "by_split": done.summary["by_split"],
-               "win_rates": done.summary["win_rates"], "report": done.path("report_html")}
-    return finish_run(s.out, stages, s, "rolellm-eval", rolellm=summary,
+    return finish_run(s.out, stages, s, "rolellm-eval", rolellm=done.scores("by_split", "win_rates"),
                       rolellm_settings=s.recorded(s.out))
 
 

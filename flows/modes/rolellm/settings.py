@@ -17,9 +17,7 @@ class EvalSettings(kit.EvalSettings):
 
     item_unit: ClassVar[str] = "questions of each role in each file"
     answers_layout: ClassVar[str] = "JSONL of answer with the row's id, or with role and question"
-
-    def judging(self) -> tuple[list[str], list[str]]:
-        return list(self.models), list(self.judges)
+    judge_fields: ClassVar[tuple[str, ...]] = ("judges",)
 
     data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                             description="A RoleBench file (role, question, generated[, type]) or a folder in its "

@@ -6,17 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from rpbench.storage.schemas import AGREEMENT
 from rpbench.storage.tables import read_records
-from rpbench.tasks.core.records import Failure
+from rpbench.tasks.core.records import failures_of
 from rpbench.tasks.modes.characterbench.dimensions import DIMENSIONS
 from rpbench.tasks.modes.characterbench.loader import load_items
 from rpbench.tasks.modes.characterbench.records import Item, ItemScore, Judgment, Reply
 from rpbench.tasks.modes.characterbench.tables import ITEMS, JUDGMENTS, REPLIES
 from rpbench.tasks.reports import spec
-from rpbench.tasks.reports.judges import agreement_rows, judge_agreement_lines
+from rpbench.tasks.reports.judges import agreement_rows
 from rpbench.tasks.reports.render import fmt
-from rpbench.tasks.reports.viewer import Part, Sample, failed_text
+from rpbench.tasks.reports.viewer import Part, Sample, failed_text, versus_people
 
 RELEASED_JUDGE = "CharacterJudge (released predictions)"
 
@@ -36,8 +35,7 @@ def scored(data: list[str], language: str, limit: int | None, replies: list[str]
     """The report stage's hook: item scores (a failed reply or judgment is a counted failure, never a score),
     the judge's and the released CharacterJudge's agreement with the human scores, samples."""
     every = load_items(data, [language])  # whole files: all_eval.py divides by each file's highest human score
-    first = {i.dimension: n for n, i in reversed(list(enumerate(every)))}
-    items = [i for n, i in enumerate(every) if limit is None or n - first[i.dimension] < limit]
+    items = load_items(data, [language], limit) if limit else every
     made = [r for p in replies for r in read_records(p, REPLIES)]
     judged = [j for p in judgments for j in read_records(p, JUDGMENTS)]
     by = divisors(every)
@@ -52,20 +50,19 @@ def scored(data: list[str], language: str, limit: int | None, replies: list[str]
                               score=score, scaled=None if score is None else score / by[i.dimension][0] * 5,
                               human=i.human if theirs else None,
                               released_judge=i.released_judge if theirs else None))
-    failures = [Failure(stage="characterbench-replies", model=r.model, item_id=r.item_id, kind="reply", error=r.error)
-                for r in made if r.status != "ok"]
-    failures += [Failure(stage="characterbench-judgments", model=j.model, item_id=j.item_id, kind="judgment",
-                         error=j.error) for j in judged if j.status != "ok"]
+    failures = failures_of("characterbench-replies", "reply", made) + \
+        failures_of("characterbench-judgments", "judgment", judged)
     name = next((j.judge for j in judged), judge)
     # One released prediction per released reply, however many systems sent that reply.
     once = {(r.item_id, r.language): r for r in rows if r.released_judge is not None}.values()
     agreed = agreement_rows("characterbench", [
         *((name, r.dimension, r.language, r.human, r.score) for r in rows),
         *((RELEASED_JUDGE, r.dimension, r.language, r.human, r.released_judge) for r in once)], resamples, seed)
-    return spec.Scored(rows, failures, len(items), [(ITEMS, items), (REPLIES, made), (JUDGMENTS, judged),
-                                               (AGREEMENT, agreed)],
-                  {"divisors": by, "agreement": [a.model_dump() for a in agreed],
-                   "human_scores": any(i.human is not None for i in items)}, samples(items, made, verdicts))
+    why = ("the people's scores are of the released replies, and this run judged none of them (only the models' "
+           "own replies). Add --judge-released to check the judge against people."
+           if any(i.human is not None for i in items) else "the files carry no human scores.")
+    return spec.Scored(rows, failures, len(items), [(ITEMS, items), (REPLIES, made), (JUDGMENTS, judged)],
+                       {"divisors": by}, samples(items, made, verdicts), agreement=agreed, agreement_note=why)
 
 
 def is_released(reply: Reply, item: Item) -> bool:
@@ -81,19 +78,7 @@ def _analyze(data: spec.AnalysisInput) -> spec.Analysis:
             "human score is below the top of the judge's scale, a score can pass 5:", "",
             "| dimension | judge's scale | divided by |", "|---|---|---|",
             *(f"| {d} | 1-{DIMENSIONS[d].top} | {fmt(v, 0)} ({how}) |" for d, (v, how) in sorted(by.items()))]
-    sections = [spec.Section("How the scores are made", "\n".join(text))]
-    found = data.context.get("agreement", [])
-    if found:
-        sections.append(spec.Section("The judge against people", "\n".join([
-            "The judge's scores of the released replies against the human scores released with them, per "
-            "dimension (group), and CharacterJudge's own released predictions on the same replies beside them; "
-            "95% bootstrap intervals over items.", "", *judge_agreement_lines(found)])))
-    else:
-        sections.append(spec.Section("The judge against people", "Not measured: " + (
-            "the people's scores are of the released replies, and this run judged none of them (only the models' "
-            "own replies). Add --judge-released to check the judge against people."
-            if data.context.get("human_scores") else "the files carry no human scores.")))
-    return spec.Analysis(sections, {"agreement": found})
+    return spec.Analysis([spec.Section("How the scores are made", "\n".join(text))])
 
 
 REPORT = spec.ReportSpec(
@@ -122,10 +107,8 @@ def samples(items: Sequence[Item], replies: Sequence[Reply], verdicts: dict[tupl
                  *([Part("Reference", i.reference, "note")] if i.reference else []),
                  *([Part("Judge", f"{fmt(j.score, 0)}: {j.text or ''}" if j.status == "ok"
                          else f"(no score: {j.error})", "note")] if j else [])]
-        human = i.human if is_released(r, i) else None
-        off = "-" if j is None or j.score is None or human is None else \
-            "agrees" if j.score == human else f"off by {abs(j.score - human):g}"
+        human, score = i.human if is_released(r, i) else None, j.score if j else None
         yield Sample(id=f"{r.model}/{i.item_id}/{i.language}", item=f"{i.item_id}/{i.language}", model=r.model,
-                     title=f"{i.dimension}: {i.character}",
-                     score=f"judge {fmt(j.score if j else None, 0)} / human {fmt(human, 0)}", parts=parts,
-                     facets={"dimension": i.dimension, "language": i.language, "judge vs human": off})
+                     title=f"{i.dimension}: {i.character}", score=f"judge {fmt(score, 0)} / human {fmt(human, 0)}",
+                     parts=parts, facets={"dimension": i.dimension, "language": i.language,
+                                          "judge vs human": versus_people(score, human)})

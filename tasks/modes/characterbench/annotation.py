@@ -8,21 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from rpbench import prompts
-from rpbench.storage.tables import read_records
+from rpbench.storage.tables import run_records
 from rpbench.tasks.annotation.kinds import dialogue_text
 from rpbench.tasks.annotation.reply_scores import reply_score_kind
-from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.characterbench.dimensions import DIMENSIONS
 from rpbench.tasks.modes.characterbench.tables import ITEMS, REPLIES
 
+RUN = "rpbench characterbench run"
+
 
 def reply_tasks(run: Path, limit: int | None, seed: int) -> list[dict[str, Any]]:
-    for table in (ITEMS, REPLIES):
-        if not (Path(run) / table.filename).is_file():
-            raise InputError(f"{run}: no {table.filename} (a folder written by rpbench characterbench run?)")
-    items = {(i.item_id, i.language): i for i in read_records(Path(run) / ITEMS.filename, ITEMS)}
-    made = [r for r in read_records(Path(run) / REPLIES.filename, REPLIES)
-            if r.status == "ok" and (r.item_id, r.language) in items]
+    items = {(i.item_id, i.language): i for i in run_records(run, ITEMS, RUN)}
+    made = [r for r in run_records(run, REPLIES, RUN) if r.status == "ok" and (r.item_id, r.language) in items]
     random.Random(seed).shuffle(made)
     out = []
     for r in made[:limit] if limit else made:

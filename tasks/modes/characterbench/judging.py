@@ -7,7 +7,6 @@ dimension's scale is asked again, then a counted failure (the release's scorer t
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -16,12 +15,12 @@ from pydantic import BaseModel, Field, create_model
 from rpbench import prompts
 from rpbench.tasks.llm.gather import OnDone
 from rpbench.tasks.llm.requests import Model, Request
-from rpbench.tasks.llm.structured import REASONING
+from rpbench.tasks.llm.structured import REASONING, score_alone
 from rpbench.tasks.modes.characterbench.dimensions import DIMENSIONS
 from rpbench.tasks.modes.characterbench.records import Item, Judgment, Reply
 
 Output = Literal["number", "json"]
-SYSTEM, _NUMBER = "You are a helpful assistant.", re.compile(r"\s*(\d+(?:\.\d+)?)\s*")  # CharacterJudge's system
+SYSTEM = "You are a helpful assistant."  # CharacterJudge's system prompt
 
 
 def judge_input(item: Item, reply: str, output: Output) -> str:
@@ -42,26 +41,13 @@ def verdict(top: int) -> type[BaseModel]:
                         score=(int, Field(ge=1, le=top)))
 
 
-def number_reader(top: int) -> Any:
-    """CharacterJudge's answer: the score alone."""
-    def read(text: str) -> float:
-        found = _NUMBER.fullmatch(text)
-        if found is None:
-            raise ValueError(f"answer with the score alone, a number from 1 to {top}")
-        if not 1 <= float(found.group(1)) <= top:
-            raise ValueError(f"the score {found.group(1)} is outside this scale, 1 to {top}")
-        return float(found.group(1))
-
-    return read
-
-
 def request(item: Item, reply: Reply, role: str, output: Output) -> Request[Any]:
     assert reply.text is not None
     top = DIMENSIONS[item.dimension].top
     return Request(role, [{"role": "system", "content": SYSTEM},
                           {"role": "user", "content": judge_input(item, reply.text, output)}],
                    schema=verdict(top) if output == "json" else None,
-                   parse=number_reader(top) if output == "number" else None,
+                   parse=score_alone(1, top) if output == "number" else None,
                    tag=f"characterbench-judge:{item.item_id}:{item.language}:{reply.model}")
 
 

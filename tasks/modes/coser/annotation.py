@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from rpbench import prompts
-from rpbench.storage.tables import read_records
+from rpbench.storage.tables import run_records
 from rpbench.tasks.annotation.kinds import LAYOUT, AnnotationKind, Answer, Read, choice, dialogue_text, text
-from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.coser.records import COLUMNS, DIMENSIONS, NEXT_SPEAKER
 from rpbench.tasks.modes.coser.tables import CIRCUMSTANCES, MESSAGES, SCENE_ENDS
 
@@ -36,15 +35,11 @@ QUESTIONS = {
 
 def coser_tasks(run: Path, limit: int | None, seed: int) -> list[dict[str, Any]]:
     """Task data for a seeded sample of a CoSER run's finished scenes (``limit`` at most)."""
-    root = Path(run)
-    for table in (CIRCUMSTANCES, MESSAGES, SCENE_ENDS):
-        if not (root / table.filename).is_file():
-            raise InputError(f"{root}: no {table.filename} (a folder written by rpbench coser run?)")
-    by_id = {c.circumstance_id: c for c in read_records(root / CIRCUMSTANCES.filename, CIRCUMSTANCES)}
-    finished = {(e.model, e.circumstance_id) for e in read_records(root / SCENE_ENDS.filename, SCENE_ENDS)
+    by_id = {c.circumstance_id: c for c in run_records(run, CIRCUMSTANCES, "rpbench coser run")}
+    finished = {(e.model, e.circumstance_id) for e in run_records(run, SCENE_ENDS, "rpbench coser run")
                 if e.status == "ok"}
     scenes: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
-    for m in read_records(root / MESSAGES.filename, MESSAGES):
+    for m in run_records(run, MESSAGES, "rpbench coser run"):
         if m.role != NEXT_SPEAKER and (m.model, m.circumstance_id) in finished:
             scenes[(m.model, m.circumstance_id)].append((m.role, m.said))
     keys = sorted(k for k in scenes if k[1] in by_id)

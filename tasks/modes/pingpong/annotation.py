@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from rpbench import prompts
-from rpbench.storage.tables import read_records
+from rpbench.storage.tables import run_records
 from rpbench.tasks.annotation.kinds import LAYOUT, AnnotationKind, Answer, Read, choice, dialogue_text, text
-from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.pingpong.records import CRITERIA
 from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATIONS
 
@@ -30,13 +29,9 @@ USER = {"en": "User", "zh": "用户"}  # how the emulated user is named in the c
 
 def pingpong_tasks(run: Path, limit: int | None, seed: int) -> list[dict[str, Any]]:
     """Task data for a seeded sample of a PingPong run's finished conversations (``limit`` per language)."""
-    root = Path(run)
-    for table in (CONVERSATIONS, CARDS):
-        if not (root / table.filename).is_file():
-            raise InputError(f"{root}: no {table.filename} (a folder written by rpbench pingpong run?)")
-    cards = {(c.language, c.name): c for c in read_records(root / CARDS.filename, CARDS)}
+    cards = {(c.language, c.name): c for c in run_records(run, CARDS, "rpbench pingpong run")}
     turns: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for t in read_records(root / CONVERSATIONS.filename, CONVERSATIONS):
+    for t in run_records(run, CONVERSATIONS, "rpbench pingpong run"):
         turns[(t.model, t.conversation_id)].append(t)
     finished = {k: sorted(v, key=lambda t: t.turn) for k, v in turns.items() if all(t.status == "ok" for t in v)}
     by_language: dict[str, list[tuple[str, str]]] = defaultdict(list)
