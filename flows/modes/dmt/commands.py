@@ -17,7 +17,7 @@ def agreement(
     """The judge against people, per metric: consistency rate, good-case recall, bad-case recall; and the
     measures every benchmark reports (agreement.parquet)."""
     from rpbench.flows.kit.front.agreement import publish_agreement, recorded_model
-    from rpbench.storage.tables import read_records, run_table
+    from rpbench.storage.tables import read_records, run_records
     from rpbench.tasks.modes.dmt.agreement import agreement as compute
     from rpbench.tasks.modes.dmt.agreement import (
         agreement_markdown,
@@ -29,7 +29,7 @@ def agreement(
     from rpbench.tasks.modes.dmt.tables import DIALOGUE_SCORES, LABELS
 
     human, ties = load_human_labels(labels_file)
-    labels = read_records(run_table(run_dir, LABELS, "rpbench dmt run"), LABELS)
+    labels = run_records(run_dir, LABELS, "rpbench dmt run")
     result = compute(human, labels, labels_file)
     scores = run_dir / DIALOGUE_SCORES.filename
     languages = {d.dialogue_id: d.language for d in read_records(scores, DIALOGUE_SCORES)} if scores.is_file() else {}

@@ -128,14 +128,7 @@ def export(
     typer.echo(f"dataset and card in {path}/")
 
 
-# -- evaluation -------------------------------------------------------------------------------------
-def eval_lines(e: dict[str, Any]) -> Iterator[str]:
-    from rpbench.tasks.reports.render import fmt
-
-    yield from (f"{r['model']}: {fmt(r['score'])} [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}] n={r['n']} "
-                f"failed={r['failed']}" for r in e.get("leaderboard", []))
-
-
+# -- evaluation (its run prints the kit's leaderboard lines) ------------------------------------------
 def validate(
     annotations: Annotated[Path, typer.Option(
         "--annotations", help="Human labels: CSV or JSONL with item_id, annotator, dimension and/or score.")],

@@ -94,7 +94,7 @@ FURINA = BenchmarkMode(
             "synthesize": FlowCommand("synthesize-characters", "commands:synthesis_lines", "synthesis")}),
         "build": FlowCommand("build-benchmark", "commands:build_lines", "build"),
         "export": "commands:export",
-        "eval": FlowCommand("evaluate", "commands:eval_lines", "evaluation"),
+        "eval": FlowCommand("evaluate", section="evaluation"),
         "validate": "commands:validate",
         "demo": "commands:demo_command"}),
     # FURINA's commands: `rpbench furina ...`, and at the top level of `rpbench` as aliases for one release

@@ -34,13 +34,13 @@ def agreement(
     Krippendorff's alpha and rank correlations between annotators; and the measures every benchmark reports
     (agreement.parquet)."""
     from rpbench.flows.kit.front.agreement import publish_agreement
-    from rpbench.storage.tables import read_records, run_table
+    from rpbench.storage.tables import run_records
     from rpbench.tasks.modes.pingpong.agreement import agreement as compute
     from rpbench.tasks.modes.pingpong.agreement import agreement_markdown, judge_rows, load_ratings
     from rpbench.tasks.modes.pingpong.tables import TURN_JUDGMENTS
 
     ratings = load_ratings(annotations)
-    judgments = read_records(run_table(run_dir, TURN_JUDGMENTS, "rpbench pingpong run"), TURN_JUDGMENTS)
+    judgments = run_records(run_dir, TURN_JUDGMENTS, "rpbench pingpong run")
     result = compute(ratings, judgments, annotations)
     if result["left_out"]:
         model, conversation = result["first_left_out"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from rpbench.flows.kit.front.commands import leaderboard_lines
 from rpbench.tasks.reports.render import fmt
 
 
@@ -12,9 +13,7 @@ def eval_lines(r: dict[str, Any]) -> Iterator[str]:
     for split, models in r.get("by_split", {}).items():
         for model, cells in models.items():
             yield f"{split} {model}: " + "  ".join(f"{k} {fmt(v, 1)}" for k, v in cells.items())
-    for row in r.get("leaderboard", []):
-        yield (f"{row['model']}: avg {fmt(row['avg'], 1)} [{fmt(row['ci_low'], 1)}, {fmt(row['ci_high'], 1)}]  "
-               f"n={row['n']} failed={row['failed']}")
+    yield from leaderboard_lines(r, "avg")
     for judge, systems in (r.get("win_rates") or {}).items():
         yield f"judge {judge}: " + "  ".join(f"{m} win rate {fmt(v['win_rate'], 1)}" for m, v in systems.items())
 
