@@ -35,7 +35,8 @@ def scored(data: list[str], language: str, limit: int | None, replies: list[str]
     """The report stage's hook: item scores (a failed reply or judgment is a counted failure, never a score),
     the judge's and the released CharacterJudge's agreement with the human scores, samples."""
     every = load_items(data, [language])  # whole files: all_eval.py divides by each file's highest human score
-    items = load_items(data, [language], limit) if limit else every
+    first = {i.dimension: n for n, i in reversed(list(enumerate(every)))}  # --limit: each file's first, as read
+    items = [i for n, i in enumerate(every) if limit is None or n - first[i.dimension] < limit]
     made = [r for p in replies for r in read_records(p, REPLIES)]
     judged = [j for p in judgments for j in read_records(p, JUDGMENTS)]
     by = divisors(every)

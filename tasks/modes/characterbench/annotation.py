@@ -14,12 +14,11 @@ from rpbench.tasks.annotation.reply_scores import reply_score_kind
 from rpbench.tasks.modes.characterbench.dimensions import DIMENSIONS
 from rpbench.tasks.modes.characterbench.tables import ITEMS, REPLIES
 
-RUN = "rpbench characterbench run"
-
 
 def reply_tasks(run: Path, limit: int | None, seed: int) -> list[dict[str, Any]]:
-    items = {(i.item_id, i.language): i for i in run_records(run, ITEMS, RUN)}
-    made = [r for r in run_records(run, REPLIES, RUN) if r.status == "ok" and (r.item_id, r.language) in items]
+    items = {(i.item_id, i.language): i for i in run_records(run, ITEMS, "rpbench characterbench run")}
+    made = [r for r in run_records(run, REPLIES, "rpbench characterbench run")
+            if r.status == "ok" and (r.item_id, r.language) in items]
     random.Random(seed).shuffle(made)
     out = []
     for r in made[:limit] if limit else made:
