@@ -184,5 +184,8 @@ class EvalSettings(RunSettings):
         return self
 
     def judging(self) -> tuple[list[str], list[str]]:
-        named = [getattr(self, f) for f in self.judge_fields]
-        return list(self.models), [*self.judge_roles, *(n for v in named for n in ([v] if isinstance(v, str) else v))]
+        judges = list(self.judge_roles)
+        for name in self.judge_fields:
+            value = getattr(self, name)  # one judge's name, or a list of them
+            judges += [value] if isinstance(value, str) else value
+        return list(self.models), judges

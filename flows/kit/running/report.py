@@ -76,9 +76,10 @@ async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: d
         run.write(spec, records, final=True)
     for spec, paths in scored.joined:  # shards' tables joined as Arrow columns, never held as rows
         run.write_table(spec, [read_table(p, spec) for p in paths], final=True)
-    people = {"agreement": [a.model_dump() for a in scored.agreement]} if scored.agreement else {}
+    people: dict[str, Any] = {}
     if scored.agreement or scored.agreement_note:  # a mode that measures it: never an earlier run's table left
         run.write(AGREEMENT, scored.agreement, final=True)
+        people["agreement"] = [a.model_dump() for a in scored.agreement]
     section = agreement_section(scored.agreement, scored.agreement_note)
     report = await publish_report(run, found.name, found.load_report(), scored.rows, scored.failures,
                                   scored.n_items, resamples, seed, scored.context, scored.samples, notes, systems,
