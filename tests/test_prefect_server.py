@@ -172,6 +172,15 @@ def test_a_trigger_with_no_server_is_one_line():
         assert message in proc.stderr, proc.stderr
 
 
+def test_a_command_run_against_a_server_of_its_own_does_not_load_prefects_server_to_shut_down():
+    """Stopping a temporary server looks for one only where one was started: loading Prefect's server module
+    to find none cost every command run against a real server about two seconds at exit."""
+    code = ("import sys, prefect.flows; from rpbench.flows.kit.running.environment import shutdown_prefect; "
+            "shutdown_prefect(); print('prefect.server.api.server' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "False", proc.stdout + proc.stderr
+
+
 def test_a_triggered_run_that_fails_exits_1(served, _server):
     env, folder, _ = served
     models = folder / "failing.toml"

@@ -46,7 +46,6 @@ def shutdown_prefect() -> None:
     try:
         from prefect.events.worker import EventsWorker
         from prefect.logging.handlers import APILogWorker
-        from prefect.server.api.server import SubprocessASGIServer
     except ImportError:
         return
     for worker in (APILogWorker, EventsWorker):
@@ -54,7 +53,12 @@ def shutdown_prefect() -> None:
             worker.drain_all(timeout=10)
     for name in ("prefect", "prefect.events", "prefect.server", "uvicorn", "asyncio"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    for server in list(SubprocessASGIServer._instances.values()):
+    # A temporary server was started in this process only if its module was loaded: importing it just to find
+    # none costs seconds (it builds the whole API) in every command run against a Prefect server of its own.
+    server_module = sys.modules.get("prefect.server.api.server")
+    if server_module is None:
+        return
+    for server in list(server_module.SubprocessASGIServer._instances.values()):
         with contextlib.suppress(Exception):
             server.stop()
 
