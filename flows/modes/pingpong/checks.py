@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rpbench.flows.kit.front.registry import builtin_roles, models_config
-from rpbench.flows.kit.front.systems import System, read_systems
+from rpbench.flows.kit.front.systems import System, evaluation_systems
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings, Scoring
 from rpbench.storage.schemas import FAILURES
 from rpbench.tasks.core.errors import InputError
@@ -47,17 +47,19 @@ def check_run(s: PingPongSettings) -> tuple[list[System], dict[str, str]]:
     """The systems (players resolved to roles, conversation files read) and the judges resolved to roles, the
     settings file read: every input error before any call."""
     grid = select(load_settings(s.settings, s.any_greeting), s.characters, s.situations, None, s.settings)
-    players = resolve_all(models_config(s.models_file), s.models, builtin_roles(), like="player", option="--model")
-    systems = read_systems(players, s.answers, what="conversations")
     turns = {conversation_id(c, situation): situation.num_turns for c, situation in grid}
-    for path in [x.answers for x in systems if x.answers]:
-        for cid, exchanges in read_conversations(path, turns).items():
-            # Fewer is a conversation that ended early; more cannot be this situation's (--max-turns cuts a run
-            # short, not the file): scoring only the first turns would hide that.
-            if len(exchanges) > turns[cid]:
-                raise InputError(f"--answers {path}: conversation '{cid}': {len(exchanges)} turns, but its "
-                                 f"situation has {turns[cid]}; give at most that many")
+    systems = evaluation_systems(s, "player", turns, "conversations", _read_conversations)
     return systems, ({} if s.version == "v1" else _judge_roles(s, s.judges))
+
+
+def _read_conversations(path: str, turns: dict[str, int]) -> None:
+    """A file of conversations, each of a situation of the run and no longer than it."""
+    for cid, exchanges in read_conversations(path, turns).items():
+        # Fewer is a conversation that ended early; more cannot be this situation's (--max-turns cuts a run
+        # short, not the file): scoring only the first turns would hide that.
+        if len(exchanges) > turns[cid]:
+            raise InputError(f"--answers {path}: conversation '{cid}': {len(exchanges)} turns, but its "
+                             f"situation has {turns[cid]}; give at most that many")
 
 
 def stored_run(folder: str) -> dict[str, str]:

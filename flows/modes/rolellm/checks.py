@@ -5,12 +5,11 @@ Nothing here imports Prefect or the gateway, so a bad data file or an unknown mo
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rpbench.flows.kit.front.registry import builtin_roles, models_config
-from rpbench.flows.kit.front.systems import System, read_systems
+from rpbench.flows.kit.front.systems import System, evaluation_systems, judge_role
 from rpbench.flows.modes.rolellm.settings import (
     ContextInstructSettings,
     EvalSettings,
@@ -19,7 +18,6 @@ from rpbench.flows.modes.rolellm.settings import (
 )
 from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.rolellm.answering import load_raw, read_rolebench_answers
 from rpbench.tasks.modes.rolellm.context_instruct import Plan
 from rpbench.tasks.modes.rolellm.general import (
@@ -72,14 +70,11 @@ def check_eval(s: EvalSettings) -> Inputs:
                              "or give its dialogue)")
     if s.raw:
         load_raw(s.raw)
-    config = models_config(s.models_file)
-    players = resolve_all(config, s.models, builtin_roles(), like="rolellm-player", option="--model")
-    judges = resolve_all(config, s.judges, builtin_roles(), like=JUDGE, option="--judge") if s.judges else {}
+    systems = evaluation_systems(s, "rolellm-player", rows, read=_answers_some_question,
+                                 reserved={BASELINE: "RoleGPT's released answers"})
+    players = {x.name: x.role for x in systems if x.role}
+    judges = {name: judge_role(s, name, like=JUDGE) for name in s.judges}
     baselines = baseline_files(files)
-    systems = read_systems(players, s.answers, reserved={BASELINE: "RoleGPT's released answers"})
-    for x in systems:
-        if x.answers:
-            _answers_some_question(x.answers, read_rolebench_answers(x.answers), rows)
     if judges and s.reference == BASELINE and not baselines:
         raise InputError("--reference: no rolegpt_baseline.jsonl beside the test files; name one of the --model "
                          "values instead")
@@ -89,10 +84,11 @@ def check_eval(s: EvalSettings) -> Inputs:
     return Inputs(files, baselines, found, players, judges, systems)
 
 
-def _answers_some_question(path: str, answered: Mapping[str, object], rows: Sequence[BenchRow]) -> None:
+def _answers_some_question(path: str, rows: Sequence[BenchRow]) -> None:
     """A file of answers of which no row answers a question asked (another benchmark's ids, the Chinese
     baseline given with English data, an unknown role) is a mistake: it would only score as all missing. A
     file may answer more than is asked (a whole split run with --limit)."""
+    answered = read_rolebench_answers(path)
     asked = {r.row_id for r in rows} | {f"{r.role}\n{r.question.strip()}" for r in rows}
     if answered and not asked & answered.keys():
         first = next(iter(answered))
