@@ -90,7 +90,7 @@ def png(fig: Any) -> str:
 
     buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")  # keeps a legend set beside the axes
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode()
 
@@ -125,11 +125,16 @@ def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring, score
             ax.bar([x for x, _ in drawn], [h for _, h in drawn], width, label=r["model"],
                    color=colours.get(str(r["model"])))
             missing += [f"{r['model']} on {v}" for v, h in zip(values, heights, strict=True) if not _number(h)]
-        ax.set_xticks([i + width * (len(board) - 1) / 2 for i in range(len(values))], values)
+        ticks = [i + width * (len(board) - 1) / 2 for i in range(len(values))]
+        # Long names (CharacterBench's dimensions) side by side run into each other: slant them.
+        crowded = sum(len(str(v)) for v in values) > 70
+        ax.set_xticks(ticks, values, rotation=30 if crowded else 0, ha="right" if crowded else "center",
+                      fontsize=8 if crowded else None)
         ax.set_ylabel(axis)
         ax.set_title(f"{head.name} per {key.label}")
         if board:
-            ax.legend(fontsize=7)
+            # Beside the axes, not over the bars.
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
         caption = f"Not drawn, no items: {', '.join(missing)}." if missing else ""
         out[key.column] = Chart(png(fig), f"{head.name} per {key.label}", caption)
     return out
