@@ -161,6 +161,11 @@ def test_a_suite_of_every_mode_profiles_three_models_as_they_were_made(tmp_path,
     assert {s["column"] for s in sub if s["benchmark"] == "roleinteract"} >= {"SA Style", "CM Long", "Neg."}
     assert {s["column"] for s in sub if s["benchmark"] == "rolellm"} >= {"CUS", "RAW", "SPE"}
     report = (out / "report.md").read_text(encoding="utf-8")
+    # Sub-scores as each benchmark's report shows them: CoSER's split under a readable heading, and BLEU
+    # with its four digits (one digit showed CoSER's released 0.0253 as 0.0).
+    coser = {s["column"]: s for s in sub if s["benchmark"] == "coser" and s["model"] == "good"}
+    assert "seen books (id)" in coser and coser["BLEU"]["digits"] == 4
+    assert f"| {coser['BLEU']['value']:.4f} |" in report.split("**coser**")[1].split("**")[0]
     assert "## Agreement between benchmarks" in report and "**rolellm**" in report
     # Each judge against people where a benchmark has human scores: CharacterBench's samples carry them, for
     # their own released replies (two per dimension), which a suite has the judge score beside the models'.
@@ -333,6 +338,19 @@ def test_a_mode_that_fails_before_scoring_is_not_profiled_from_an_earlier_runs_t
     assert any("from an earlier run" in r for r in manifest["suite"]["modes"]["roleinteract"]["reasons"])
     assert pq.read_table(out / "profile.parquet").num_rows == 0
     assert "- roleinteract: failed" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_model_without_any_percentile_gets_no_empty_chart():
+    from rpbench.tasks.reports.profile import ProfileRow
+    from rpbench.tasks.reports.profile_page import percentile_charts
+
+    def row(model: str, percentile: float | None) -> ProfileRow:
+        return ProfileRow(model=model, benchmark="dmt", metric="score", unit="0-100", score=50.0, ci_low=40.0,
+                          ci_high=60.0, n=4, failed=0, percentile=percentile)
+
+    assert percentile_charts([row("alone", None)], ["dmt"]) == []
+    charts = percentile_charts([row("a", 25.0), row("b", 75.0)], ["dmt"])
+    assert [c.alt for c in charts] == ["a: percentile per benchmark", "b: percentile per benchmark"]
 
 
 def test_a_benchmark_that_scored_nothing_for_a_model_says_so_under_the_profile():

@@ -60,6 +60,7 @@ class SubScore(Record):
     benchmark: str
     column: str  # as the benchmark's leaderboard heads it (unit included)
     value: float | None
+    digits: int  # as the benchmark's report shows it (BLEU's 0.0253 is not 0.0)
 
 
 class Combined(Record):
@@ -71,7 +72,7 @@ class Combined(Record):
 
 
 PROFILE = TableSpec("profile", 1, ProfileRow)
-SUBSCORES = TableSpec("subscores", 1, SubScore)
+SUBSCORES = TableSpec("subscores", 2, SubScore)
 AGREEMENT = TableSpec("agreement", 1, PairAgreement)
 COMBINED = TableSpec("combined", 1, Combined)
 
@@ -101,7 +102,7 @@ def subscore_rows(results: Sequence[BenchmarkResult]) -> list[SubScore]:
         columns = leaderboard_columns(b.spec.scoring, b.scores)[1:-1]
         for r in b.board:
             out += [SubScore(model=str(r["model"]), benchmark=b.mode, column=c.heading,
-                             value=_number(c.shown(r.get(c.key)))) for c in columns]
+                             value=_number(c.shown(r.get(c.key))), digits=c.digits) for c in columns]
     return out
 
 

@@ -73,8 +73,9 @@ def _subscore_tables(subscores: Sequence[SubScore], benchmarks: Sequence[str]) -
             continue
         lines += [f"**{b}**", "", "| model | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
         for model in sorted({s.model for s in mine}):
-            values = {s.column: s.value for s in mine if s.model == model}
-            lines.append(f"| {model} | " + " | ".join(fmt(values.get(c)) for c in columns) + " |")
+            values = {s.column: s for s in mine if s.model == model}
+            lines.append(f"| {model} | " + " | ".join(
+                fmt(values[c].value, values[c].digits) if c in values else fmt(None) for c in columns) + " |")
         lines.append("")
     return lines
 
@@ -108,7 +109,8 @@ def _combined_lines(rows: Sequence[Combined]) -> list[str]:
 
 
 def percentile_charts(profile: Sequence[ProfileRow], benchmarks: Sequence[str]) -> list[Chart]:
-    """A chart per model: its percentile on each benchmark, in its colour; a benchmark without one is named."""
+    """A chart per model: its percentile on each benchmark, in its colour; a benchmark without one is named.
+    A model with no percentile anywhere (a suite of one model) gets no chart: an empty frame says nothing."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -119,8 +121,10 @@ def percentile_charts(profile: Sequence[ProfileRow], benchmarks: Sequence[str]) 
     charts = []
     for model in models:
         mine = {p.benchmark: p.percentile for p in profile if p.model == model}
-        fig, ax = plt.subplots(figsize=(5, 0.45 * len(benchmarks) + 1.0))
         drawn = [(b, float(v)) for b in benchmarks if (v := mine.get(b)) is not None]
+        if not drawn:
+            continue
+        fig, ax = plt.subplots(figsize=(5, 0.45 * len(benchmarks) + 1.0))
         ax.barh([b for b, _ in drawn], [v for _, v in drawn], color=colours[model])
         ax.set_xlim(0, 100)
         ax.set_yticks(range(len(drawn)), [b for b, _ in drawn])

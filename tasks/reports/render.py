@@ -47,7 +47,7 @@ def leaderboard_columns(scoring: Scoring, scores: Sequence[Mapping[str, Any]], e
     for key in scoring.groups:
         if key.breakdown:
             # In the headline's unit, which its own heading names (a unit on each of twenty columns is noise).
-            columns += [Column(v, v, head.digits) for v in shown_breakdown_values(scores, key)]
+            columns += [Column(v, key.heading(v), head.digits) for v in shown_breakdown_values(scores, key)]
     columns += [Column(m.name, m.name, m.digits, unit=m.unit) for m in scoring.metrics[1:]]
     return [*columns, *extra, Column("failed", "failed", 0, unit="items")]
 
@@ -127,8 +127,9 @@ def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring, score
             missing += [f"{r['model']} on {v}" for v, h in zip(values, heights, strict=True) if not _number(h)]
         ticks = [i + width * (len(board) - 1) / 2 for i in range(len(values))]
         # Long names (CharacterBench's dimensions) side by side run into each other: slant them.
-        crowded = sum(len(str(v)) for v in values) > 70
-        ax.set_xticks(ticks, values, rotation=30 if crowded else 0, ha="right" if crowded else "center",
+        labels = [key.heading(v) for v in values]
+        crowded = sum(len(label) for label in labels) > 70
+        ax.set_xticks(ticks, labels, rotation=30 if crowded else 0, ha="right" if crowded else "center",
                       fontsize=8 if crowded else None)
         ax.set_ylabel(axis)
         ax.set_title(f"{head.name} per {key.label}")

@@ -44,6 +44,11 @@ class GroupKey:
     label: str
     order: tuple[str, ...] | None = None  # values in this order (absent ones skipped); None: sorted
     breakdown: bool = True  # the leaderboard gets a column per value of this key
+    # Headings for values too terse to read alone (CoSER's split is "id" or "ood"); the tables keep the values.
+    headings: tuple[tuple[str, str], ...] = ()
+
+    def heading(self, value: str) -> str:
+        return dict(self.headings).get(value, value)
 
 
 @dataclass(frozen=True)

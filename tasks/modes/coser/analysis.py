@@ -123,7 +123,8 @@ REPORT = ReportSpec(
                             interval=False),
                  MetricSpec("ROUGE-L", "ROUGE-L F against the book's conversation, as CoSER's released figures "
                                        "compute it (rouge-chinese's Rouge)", "rouge_l", digits=4, interval=False)),
-        groups=(GroupKey("tag", "split", order=("id", "ood")),),
+        groups=(GroupKey("tag", "split", order=("id", "ood"),
+                         headings=(("id", "seen books (id)"), ("ood", "unseen books (ood)"))),),
         cluster_column="item_id",
         item_column="item_id",
     ),
