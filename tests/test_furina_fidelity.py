@@ -221,6 +221,14 @@ def test_a_model_without_checked_items_is_off_the_frontier():
     assert "undefined (no checked items)" in report.markdown
 
 
+def test_no_empty_pareto_chart_when_no_model_has_checked_items():
+    image = "data:image/png;base64,"
+    unchecked = build_report(REPORT, "", _scores("m", checked=False), [], 20, 0)
+    checked = build_report(REPORT, "", _scores("m"), [], 20, 0)
+    assert checked.html.count(image) == unchecked.html.count(image) + 1
+    assert "Pareto frontier, all items: - (left out, no checked items: m)" in unchecked.markdown
+
+
 async def test_per_language_and_per_type_tables_on_a_two_language_loopback_benchmark(make_gateway, loopback):
     loopback.responder = schema_responder
     zh_test = Character.model_validate({**TEST.model_dump(), "name": "零", "language": "zh"})

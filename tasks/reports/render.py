@@ -128,7 +128,8 @@ def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring, score
         ticks = [i + width * (len(board) - 1) / 2 for i in range(len(values))]
         # Long names (CharacterBench's dimensions) side by side run into each other: slant them.
         labels = [key.heading(v) for v in values]
-        crowded = sum(len(label) for label in labels) > 70
+        # A slot of the 7-inch axis holds about 48 / len(labels) characters set level.
+        crowded = max(map(len, labels), default=0) * len(labels) > 48
         ax.set_xticks(ticks, labels, rotation=30 if crowded else 0, ha="right" if crowded else "center",
                       fontsize=8 if crowded else None)
         ax.set_ylabel(axis)

@@ -104,12 +104,14 @@ def _curve_chart(curve: dict[str, list[float | None]], colours: dict[str, str]) 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(6, 3.2))
     for model, ys in curve.items():
         pts = [(t + 1, y) for t, y in enumerate(ys) if y is not None]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=model, color=colours.get(model))
     ax.set_xlabel("rounds (tau)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # a dialogue has 1, 2, 3 rounds, never 1.25
     ax.set_ylabel("Score_tau")
     ax.set_title("DMT-Score by number of rounds")
     if curve:

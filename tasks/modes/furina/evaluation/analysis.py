@@ -223,7 +223,9 @@ def analyze(inp: AnalysisInput) -> Analysis:
                 + (f" (left out, no checked items: {', '.join(unreliable)})" if unreliable else "") + "\n\n"
                 + "\n".join(f"- {k}: {', '.join(v) or '-'}" for k, v in fronts.items())
                 + f"\n\nSeparability index: {fmt(si, 3)}",
-                {"pareto": pareto_grid(slices, fronts, inp.colours)} if slices else {}),
+                # No chart when no model has a reliability anywhere: every panel would be an empty frame.
+                {"pareto": pareto_grid(slices, fronts, inp.colours)}
+                if any(r is not None for points in slices.values() for _, r in points.values()) else {}),
         Section("Position consistency",
                 "Each item is judged twice, the reply under test first and then second. `orders disagree` is the "
                 "share of items where the two orders name different winners (a tie counts as its own side); "
@@ -243,7 +245,8 @@ def analyze(inp: AnalysisInput) -> Analysis:
     return Analysis(sections, {"pareto": pareto, "pareto_by_slice": fronts, "separability_index": si})
 
 
-REPORT = ReportSpec("rpbench evaluation", SCORING, EXTRA_COLUMNS, analyze)
+REPORT = ReportSpec("FURINA-Bench: replies in character against a base model, judged in both orders", SCORING,
+                    EXTRA_COLUMNS, analyze)
 
 
 def scored(items: str, characters: str, scenes: str, generations: list[str], judgments: list[str],
