@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -167,6 +168,8 @@ def test_an_unreadable_judgment_is_asked_again_then_counted_never_a_score(loopba
     (lambda d: d[0]["dialogue"].append({"speaker": "character", "utterance": "hm"}),
      "record 0: field 'dialogue': must end with the user's turn"),
     (lambda d: d[1].update(id=d[0]["id"]), "field 'id': '1' appears more than once"),
+    # With no --model the file's own replies are judged: one with no system would be a leaderboard row of none.
+    (lambda d: d[1].pop("response_messages"), "record 1: field 'response_messages.model': missing: with no --model"),
 ])
 def test_a_bad_record_is_one_line_naming_file_record_and_field(tmp_path, edit, message):
     data = json.loads((SAMPLES / "engagement_test.json").read_text())
@@ -457,6 +460,11 @@ def test_a_folder_stands_for_the_dimension_files_in_it(tmp_path):
     assert from_folder == from_files and {i.dimension for i in from_folder} == {"engagement", "memory_consistency"}
     with pytest.raises(InputError, match="a second file for dimension engagement"):
         load_items([str(folder), str(folder / "engagement_test.json")], ["en"])
+    # A misspelt dimension file in the folder is named, not skipped (its whole dimension would go unscored).
+    (folder / "engagment_test.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape("engagment_test.json: not a CharacterBench dimension file: "
+                                                   "unknown dimension 'engagment' (did you mean 'engagement'")):
+        load_items([str(folder)], ["en"])
     (tmp_path / "empty").mkdir()
     ran = rpbench("characterbench", "run", "--data", str(tmp_path / "empty"), "--out", str(tmp_path / "run"))
     assert ran.returncode == 2 and "empty: no CharacterBench files in this folder (named <dimension>_test.json" in ran.stderr

@@ -20,13 +20,14 @@ class Inputs:
 
 def check_run(s: CharacterBenchSettings) -> Inputs:
     """Every input error before any call: the files, the models, the judge and the reply files."""
-    items = load_items(s.data, [s.language], s.limit)
+    released = s.judge_released or not (s.models or s.answers)
+    items = load_items(s.data, [s.language], s.limit, released)
     judge = judge_role(s, s.judge, like="characterbench-judge")
     # With --judge-released the released replies sit on the leaderboard under their systems' names.
-    released = {n: "a released system" for n in {i.reply_model for i in items} | {RELEASED.name} if n
+    reserved = {n: "a released system" for n in {i.reply_model for i in items} | {RELEASED.name} if n
                 and s.judge_released}
     systems = evaluation_systems(s, "characterbench-player", {i.item_id: i for i in items}, "replies",
-                                 reserved=released)
+                                 reserved=reserved)
     if systems and s.judge_released:
         systems.append(RELEASED)
     return Inputs(systems or [RELEASED], judge, len(items))
