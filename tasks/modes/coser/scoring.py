@@ -14,7 +14,7 @@
   splits opening single quotes otherwise. ROUGE-L: the F-measure of ``Rouge`` as CoSER's code imports it (``from
   rouge import Rouge``) where rouge-chinese is installed: rouge-chinese ships a ``rouge`` package of its own over
   the rouge package's, and that is what CoSER's released figures were computed with (GPT-4o's released
-  simulations give its released 0.0839 exactly this way, 0.1412 through the rouge package itself). rpbench calls
+  simulations give its released mean exactly this way, and not through the rouge package itself). rpbench calls
   rouge-chinese by its own name.
 """
 
