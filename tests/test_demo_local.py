@@ -1,4 +1,4 @@
-"""The README's demo, for real: the whole pipeline on the embedded local model (about 4 minutes on 2 CPU cores)."""
+"""The README's demo, for real: the whole pipeline on the embedded local model (the suite's longest test)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ def _argv(step: SmokeStep, models: Path, cache: Path) -> list[str]:
 
 
 # The module's Prefect server (see ``prefect_api``): commands talk to it instead of each starting a temporary
-# server of its own (about 8 s of every command's time here). One test keeps the temporary server, and checks
+# server of its own (which would be most of each command's time). One test keeps the temporary server, and checks
 # that a killed command leaves none of it behind.
 _API: list[str] = []
 
