@@ -169,7 +169,7 @@ def test_an_unreadable_judgment_is_asked_again_then_counted_never_a_score(loopba
      "record 0: field 'dialogue': must end with the user's turn"),
     (lambda d: d[1].update(id=d[0]["id"]), "field 'id': '1' appears more than once"),
     # With no --model the file's own replies are judged: one with no system would be a leaderboard row of none.
-    (lambda d: d[1].pop("response_messages"), "record 1: field 'response_messages.model': missing: with no --model"),
+    (lambda d: d[1].pop("response_messages"), "record 1: field 'response_messages.model': missing (with no --model"),
 ])
 def test_a_bad_record_is_one_line_naming_file_record_and_field(tmp_path, edit, message):
     data = json.loads((SAMPLES / "engagement_test.json").read_text())
@@ -462,8 +462,9 @@ def test_a_folder_stands_for_the_dimension_files_in_it(tmp_path):
         load_items([str(folder), str(folder / "engagement_test.json")], ["en"])
     # A misspelt dimension file in the folder is named, not skipped (its whole dimension would go unscored).
     (folder / "engagment_test.json").write_text("[]", encoding="utf-8")
-    with pytest.raises(InputError, match=re.escape("engagment_test.json: not a CharacterBench dimension file: "
-                                                   "unknown dimension 'engagment' (did you mean 'engagement'")):
+    with pytest.raises(InputError, match=re.escape("engagment_test.json: the file's name must say its dimension, "
+                                                   "as the release names them (<dimension>_test.json): unknown "
+                                                   "dimension 'engagment' (did you mean 'engagement'")):
         load_items([str(folder)], ["en"])
     (tmp_path / "empty").mkdir()
     ran = rpbench("characterbench", "run", "--data", str(tmp_path / "empty"), "--out", str(tmp_path / "run"))

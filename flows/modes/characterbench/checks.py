@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rpbench.flows.kit.front.systems import System, evaluation_systems, judge_role
 from rpbench.flows.modes.characterbench.settings import CharacterBenchSettings
 from rpbench.tasks.modes.characterbench.loader import load_items
@@ -11,15 +9,9 @@ from rpbench.tasks.modes.characterbench.loader import load_items
 RELEASED = System("released")  # neither asked nor a file: each reply under its released system's name
 
 
-@dataclass(frozen=True)
-class Inputs:
-    systems: list[System]
-    judge: str  # the judge's role
-    items: int
-
-
-def check_run(s: CharacterBenchSettings) -> Inputs:
-    """Every input error before any call: the files, the models, the judge and the reply files."""
+def check_run(s: CharacterBenchSettings) -> tuple[list[System], str, int]:
+    """Every input error before any call: the files, the models, the judge and the reply files. The systems,
+    the judge's role and the number of items."""
     released = s.judge_released or not (s.models or s.answers)
     items = load_items(s.data, [s.language], s.limit, released)
     judge = judge_role(s, s.judge, like="characterbench-judge")
@@ -30,4 +22,4 @@ def check_run(s: CharacterBenchSettings) -> Inputs:
                                  reserved=reserved)
     if systems and s.judge_released:
         systems.append(RELEASED)
-    return Inputs(systems or [RELEASED], judge, len(items))
+    return systems or [RELEASED], judge, len(items)

@@ -56,14 +56,14 @@ async def judgments(run: StageRun, data: list[str], language: str, limit: int | 
 def characterbench(s: CharacterBenchSettings, stages: Stages) -> dict:
     """CharacterBench: each system replies in character (or the released replies are read), the judge scores
     each reply on its dimension; CharacterBench's scores and the judge's agreement with people."""
-    got = checked(check_run, s)
+    systems, judge, n = checked(check_run, s)
     common = {"data": s.data, "language": s.language, "limit": s.limit}
-    made = stages.map(replies, [{**common, **x.params()} for x in got.systems])
-    judged = stages.map(judgments, [{**common, "replies": m.path("replies"), "judge": got.judge,
+    made = stages.map(replies, [{**common, **x.params()} for x in systems])
+    judged = stages.map(judgments, [{**common, "replies": m.path("replies"), "judge": judge,
                                      "output": s.judge_output, "name": x.name, "shard": x.shard}
-                                    for m, x in zip(made, got.systems, strict=True)])
+                                    for m, x in zip(made, systems, strict=True)])
     tables = {"replies": [m.path("replies") for m in made], "judgments": [j.path("judgments") for j in judged]}
-    done = stages.score("characterbench", {**common, **tables, "judge": got.judge},
-                        systems=[x.name for x in got.systems if x.role or x.answers])
-    return finish_run(s.out, stages, s, "characterbench", characterbench=done.scores(items=got.items),
+    done = stages.score("characterbench", {**common, **tables, "judge": judge},
+                        systems=[x.name for x in systems if x.role or x.answers])
+    return finish_run(s.out, stages, s, "characterbench", characterbench=done.scores(items=n),
                       characterbench_settings=s.recorded(s.out))

@@ -35,6 +35,5 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in (
 
 
 def dimension_of(stem: str) -> Dimension | None:
-    """The dimension a data file is for, by its name as released (``engagement_test.json``) or without the
-    ``_test``."""
+    """The dimension a file is for, by its name as released (``engagement_test.json``) or without ``_test``."""
     return DIMENSIONS.get(stem.removesuffix("_test"))

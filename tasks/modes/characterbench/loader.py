@@ -57,12 +57,10 @@ def _reference(dim: Dimension, f: Fields, original: Fields, character: str) -> s
 
 
 def read_item(dim: Dimension, record: Any, index: int, language: str, path: str, released: bool = False) -> Item:
-    """``released``: the file's own replies are judged, so each must name the system that wrote it (its
-    leaderboard row); a file of items for a model to answer needs no reply."""
     original = Fields(record, f"{path}: record {index}")
-    if released and original.text("response_messages.model", required=False) is None:
-        raise original.fail("response_messages.model", "missing: with no --model (or with --judge-released) the "
-                                                       "file's own replies are judged, each under its system's name")
+    if released and original.text("response_messages.model", required=False) is None:  # a row of no system
+        raise original.fail("response_messages.model", "missing (with no --model, or with --judge-released, the "
+                                                       "file's own replies are judged under their systems' names)")
     f = original
     if language == "en":
         if not isinstance(original.get("translation_en"), dict):
@@ -99,9 +97,8 @@ def load_file(path: str, languages: Sequence[str], released: bool = False) -> li
     data = load_records(path, "CharacterBench item", MAX_BYTES) or []  # first: a mistyped path is no such file
     dim = dimension_of(Path(path).stem)
     if dim is None:
-        raise InputError(f"{path}: the file's name must say its dimension, as the release names them "
-                         f"(<dimension>_test.json): "
-                         f"{unknown_name('dimension', Path(path).stem.removesuffix('_test'), DIMENSIONS)}")
+        raise InputError(f"{path}: the file's name must say its dimension, as the release names them (<dimension>"
+                         f"_test.json): {unknown_name('dimension', Path(path).stem.removesuffix('_test'), DIMENSIONS)}")
     if not data:
         raise InputError(f"{path}: the file holds no items")
     items = [read_item(dim, record, n, lang, path, released) for lang in languages for n, record in enumerate(data)]
@@ -113,17 +110,12 @@ def load_file(path: str, languages: Sequence[str], released: bool = False) -> li
 
 def load_items(paths: Sequence[str], languages: Sequence[str], limit: int | None = None, released: bool = False
                ) -> list[Item]:
-    """Every file's items in each language (the first ``limit`` of each file); a folder stands for the
-    dimension files in it; two files of one dimension are an error. ``released``: as for ``read_item``."""
-    for folder in (Path(p) for p in paths if Path(p).is_dir()):
-        # The release's folder holds only <dimension>_test.json: another file so named is a misspelling that
-        # would otherwise drop a whole dimension without a word.
-        for odd in sorted(f for f in folder.glob("*_test.json") if dimension_of(f.stem) is None):
-            raise InputError(f"{odd}: not a CharacterBench dimension file: "
-                             f"{unknown_name('dimension', odd.stem.removesuffix('_test'), DIMENSIONS)}")
+    """Every file's items in each language (the first ``limit`` of each file); a folder stands for its *_test.json
+    (a misspelt dimension is named, not skipped); two files of one dimension are an error. ``released``: the
+    files' own replies are judged, so each must name its system."""
     out: list[Item] = []
     dims: dict[str, str] = {}
-    for path in files_in(paths, lambda f: f.suffix == ".json" and dimension_of(f.stem) is not None,
+    for path in files_in(paths, lambda f: f.suffix == ".json" and (f.stem.endswith("_test") or f.stem in DIMENSIONS),
                          "CharacterBench files", "named <dimension>_test.json, as the release names them"):
         items = load_file(path, languages, released)
         dim = items[0].dimension
