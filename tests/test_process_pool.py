@@ -233,6 +233,17 @@ def test_the_command_line_starts_the_workers_before_its_flow_and_a_command_witho
     assert seen[-1] == {} and process_pool._pools == {}
 
 
+def test_tuning_loads_litellm_s_tokenizer_before_any_call():
+    """hosted_vllm's route loads litellm's tokenizer on its first call, under an import lock: a burst's first
+    wave then queued behind it on litellm's few request-preparing threads. Tuning loads it first."""
+    import sys
+
+    from rpbench.tasks.llm.litellm_call import tune_litellm
+
+    tune_litellm()
+    assert "encoding" in vars(sys.modules["litellm.main"])  # loaded: the first call finds it in place
+
+
 async def test_the_warm_up_call_sends_nothing():
     """The warm-up a worker makes before it says it is ready is answered by litellm itself: no key, no
     server. Without ``mock_response`` it would fail here (no key, and no network in the tests)."""

@@ -7,6 +7,7 @@ the same request and read replies the same way.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -33,6 +34,11 @@ def tune_litellm() -> None:
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     litellm.set_verbose = False
+    # litellm loads its tokenizer on the first call of a route that takes one (hosted_vllm's does), under an
+    # import lock, on the few threads it prepares requests on: the whole first wave of a burst queued behind
+    # it. Loaded here, once per process; should it fail, the first call that needs it says why.
+    with contextlib.suppress(Exception):
+        _ = litellm.encoding
     if os.environ.get("RPBENCH_LITELLM_LOGGING") == "1":
         return
     from litellm.litellm_core_utils.litellm_logging import Logging
@@ -121,8 +127,9 @@ async def warm_up() -> None:
     """One call answered by litellm itself (``mock_response``: nothing is sent), made as a worker starts.
 
     litellm sets much of itself up on its first call (provider tables, transformation classes, its logging
-    object), about half a second of CPU. Paid by the first real call, it delays the whole first wave of a run
-    sent to this worker; paid here, it overlaps the command's own start.
+    object). Paid by the first real call, it delays the whole first wave of a run sent to this worker; paid
+    here, it overlaps the command's own start. (Its tokenizer, which this route does not load, ``tune_litellm``
+    loads.)
     """
     await litellm.acompletion(model="openai/warm-up", messages=[{"role": "user", "content": "warm-up"}],
                               mock_response="ready", num_retries=0)
