@@ -137,3 +137,30 @@ def test_a_gguf_runs_on_transformers_when_cuda_is_here_but_llamacpp_is_the_cpu_b
     assert isinstance(engines.Engines.for_model("on-gpu"), TransformersEngine)
     monkeypatch.setattr(engines, "_cuda_without_llamacpp_gpu", lambda: False)
     assert isinstance(engines.Engines.for_model("on-cpu"), LlamaCppEngine)
+
+
+def test_two_processes_making_one_cache_entry_make_it_once(tmp_path):
+    """Two test workers (or commands) converting the embedded model for training at once: the second waits
+    and finds the folder made. Both making it, the second's swap pulled the first's folder from under it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    entry, log = tmp_path / "cache" / "model.hf", tmp_path / "made.log"
+    script = textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+        from rpbench.tasks.core.paths import one_writer
+        entry = Path({str(entry)!r})
+        with one_writer(entry):
+            if not (entry / "config.json").is_file():
+                with open({str(log)!r}, "a") as made:
+                    made.write("made\\n")
+                time.sleep(0.5)  # a conversion under way: the other process must not start one
+                entry.mkdir()
+                (entry / "config.json").write_text("{{}}")
+        assert (entry / "config.json").is_file()
+    """)
+    runs = [subprocess.Popen([sys.executable, "-c", script]) for _ in range(2)]
+    assert [r.wait(120) for r in runs] == [0, 0]
+    assert log.read_text().splitlines() == ["made"]

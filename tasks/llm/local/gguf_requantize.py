@@ -13,13 +13,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import threading
 from pathlib import Path
 
-from rpbench.tasks.core.paths import cache_dir
+from rpbench.tasks.core.paths import cache_dir, one_writer
 
 log = logging.getLogger("rpbench.local_model")
-_lock = threading.Lock()
 
 
 def _source_id(path: Path) -> str:
@@ -30,9 +28,8 @@ def _source_id(path: Path) -> str:
 def requantized(path: Path, target: str) -> Path:
     """``path`` with its Q4_1 tensors re-encoded as ``target`` ("q8_0" or "q4_0"); converted on first use."""
     out = cache_dir() / "gguf" / f"{path.stem}.{_source_id(path)}.{target}.gguf"
-    with _lock:
+    with one_writer(out):
         if not out.is_file():
-            out.parent.mkdir(parents=True, exist_ok=True)
             log.info("re-encoding %s as %s (once; cached at %s)", path.name, target, out)
             tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
             try:

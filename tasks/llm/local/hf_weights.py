@@ -13,14 +13,12 @@ import hashlib
 import logging
 import os
 import shutil
-import threading
 from pathlib import Path
 from typing import Any
 
-from rpbench.tasks.core.paths import cache_dir
+from rpbench.tasks.core.paths import cache_dir, one_writer
 
 log = logging.getLogger("rpbench.local_model")
-_lock = threading.Lock()
 
 
 def _source_id(path: Path) -> str:
@@ -33,7 +31,7 @@ def transformers_folder(weights: Path) -> Path:
     if weights.is_dir():
         return weights
     out = cache_dir() / "hf" / f"{weights.stem}.{_source_id(weights)}"
-    with _lock:
+    with one_writer(out):
         if not (out / "config.json").is_file():
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
