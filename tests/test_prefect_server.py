@@ -174,7 +174,7 @@ def test_a_trigger_with_no_server_is_one_line():
 
 def test_a_command_run_against_a_server_of_its_own_does_not_load_prefects_server_to_shut_down():
     """Stopping a temporary server looks for one only where one was started: loading Prefect's server module
-    to find none cost every command run against a real server about two seconds at exit."""
+    to find none cost every command run against a real server seconds at exit (benchmarks/ measure such costs)."""
     code = ("import sys, prefect.flows; from rpbench.flows.kit.running.environment import shutdown_prefect; "
             "shutdown_prefect(); print('prefect.server.api.server' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
