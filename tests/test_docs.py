@@ -163,3 +163,22 @@ def test_the_pages_teach_each_benchmarks_commands_under_its_name():
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in pages for m in old.finditer(p.read_text("utf-8"))]
     assert not found, found
+
+
+def test_help_texts_keep_their_bracketed_words():
+    """--help reads every help text as Rich markup: a description with a bracketed word ("no [thoughts]") lost
+    it. Each command's and option's help must render as written."""
+    from rich.text import Text
+
+    from rpbench.flows.cli.reference import all_commands
+
+    lost = []
+    for words, cmd in all_commands():
+        for name, text in [("", cmd.help or ""), *((p.name, getattr(p, "help", None) or "") for p in cmd.params)]:
+            if Text.from_markup(text).plain != text.replace("\\[", "["):
+                lost.append(f"{words} {name}")
+    assert not lost, lost
+    from tests.helpers import rpbench
+
+    shown = rpbench("coser", "run", "--help", env={"COLUMNS": "200"})
+    assert shown.returncode == 0 and "no [thoughts]" in shown.stdout

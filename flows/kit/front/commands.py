@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import typer
 from pydantic import BaseModel, ValidationError
+from rich.markup import escape
 
 from rpbench.flows.kit.front.registry import builtin_roles, models_config
 from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings, output_fields
@@ -47,17 +48,18 @@ def _parameter(model: type[BaseModel], name: str) -> inspect.Parameter:
     field = model.model_fields[name]
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     default: Any = ... if field.is_required() else field.get_default(call_default_factory=True)
+    # --help reads help as Rich markup: a bracketed word in a description ("no [thoughts]") would vanish.
+    described = escape(field.description or "")
     if extra.get("argument"):
-        info = typer.Argument(default, help=field.description, show_default=False)
+        info = typer.Argument(default, help=described, show_default=False)
     elif field.annotation is bool:
         # A switch that is on by default can be turned off.
         flag, on = flag_of(model, name), default is True
         decls = f"{flag}/--no-{flag.removeprefix('--')}" if on else flag
-        text = f"{field.description} On by default: --no-{flag.removeprefix('--')} turns it off." if on \
-            else field.description
+        text = f"{described} On by default: --no-{flag.removeprefix('--')} turns it off." if on else described
         info = typer.Option(default, decls, help=text, show_default=False, hidden=bool(extra.get("hidden")))
     else:
-        info = typer.Option(default, flag_of(model, name), help=field.description, hidden=bool(extra.get("hidden")))
+        info = typer.Option(default, flag_of(model, name), help=described, hidden=bool(extra.get("hidden")))
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=field.annotation)
 
 
