@@ -255,3 +255,18 @@ def test_bad_input_is_one_line_naming_the_record_and_field(tmp_path):
     wrong = rpbench("coser", "run", "--data", str(sample_path("coser", "example.json")), "--model", "coser-acter",
                     "--out", str(tmp_path / "o"))
     assert wrong.returncode == 2 and "unknown model 'coser-acter'" in wrong.stderr
+
+
+def test_a_sample_is_titled_by_its_place_in_the_book_and_its_speakers():
+    """The viewer's list: the circumstance id repeats the book (a column of its own), so a sample is named by
+    its plot and conversation numbers and who speaks in it."""
+    from rpbench.tasks.modes.coser.records import Message
+    from rpbench.tasks.modes.coser.samples import samples
+
+    c = load_circumstances([str(sample_path("coser", "example.json"))])[0]
+    said = Message(circumstance_id=c.circumstance_id, model="m", index=0, role=c.speaking[0], content="Hello.")
+    (sample,) = samples([c], [said], [])
+    people = [p for p in c.speaking if p != "Environment"]
+    assert sample.title.startswith(f"plot {c.i_p}, conversation {c.i_c}: {people[0]}")
+    assert c.book not in sample.title and "Environment" not in sample.title
+    assert sample.facets["book"] == c.book

@@ -7,7 +7,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
-from rpbench.tasks.modes.coser.records import NEXT_SPEAKER, Circumstance, Critique, Message
+from rpbench.tasks.modes.coser.records import ENVIRONMENT, NEXT_SPEAKER, Circumstance, Critique, Message
 from rpbench.tasks.modes.coser.scoring import thoughts, without_thoughts
 from rpbench.tasks.reports.viewer import Part, Sample
 
@@ -18,6 +18,13 @@ def _turns(label: str, speaker: str, text: str) -> list[Part]:
     if private:
         parts.append(Part(f"{speaker} thinks", " / ".join(private), "note"))
     return parts
+
+
+def _title(c: Circumstance) -> str:
+    """The scene by where it is in the book and who speaks in it (the id repeats the book, a column of its own)."""
+    people = [p for p in c.speaking if p != ENVIRONMENT]
+    who = ", ".join(people[:4]) + (f" and {len(people) - 4} more" if len(people) > 4 else "")
+    return f"plot {c.i_p}, conversation {c.i_c}: {who}"
 
 
 def samples(circumstances: Sequence[Circumstance], messages: Sequence[Message],
@@ -51,5 +58,5 @@ def samples(circumstances: Sequence[Circumstance], messages: Sequence[Message],
             parts.append(Part(head, flaws if cr.status == "ok" else f"(no critique: {cr.error})", "note"))
         scored = [cr.score for cr in crits if cr.score is not None]
         score = f"{statistics.fmean(scored):.1f} / 100" if len(scored) == 4 else "not scored"
-        yield Sample(id=f"{model}/{cid}", item=cid, model=model, title=f"{c.book}: {c.circumstance_id}",
+        yield Sample(id=f"{model}/{cid}", item=cid, model=model, title=_title(c),
                      score=score, parts=parts, facets={"split": c.tag or "-", "book": c.book})
