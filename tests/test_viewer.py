@@ -218,3 +218,25 @@ def test_the_viewer_is_written_as_its_samples_come_and_a_repeated_id_leaves_the_
         write_viewer(tmp_path, "t", made(["a", "b", "b"]))
     assert page.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["viewer.html"]  # no half-written page left beside it
+
+
+def test_a_sample_title_tells_items_apart_on_one_line():
+    """A title is one line: an English text is cut at a space, a Chinese one (no spaces, two columns a
+    character) at the width. A
+    RoleInteract item is named by whom the model plays and the line it answers (its instruction is the same for
+    a whole column), and one without a role says nothing of it."""
+    from rpbench.samples import sample_path
+    from rpbench.tasks.modes.roleinteract.loader import load_file
+    from rpbench.tasks.modes.roleinteract.samples import _title
+    from rpbench.tasks.reports.viewer import gist
+
+    english = gist("word " * 40, 30)
+    assert english == "word word word word word…"
+    chinese = gist("疯了，那就更不能见孩子" * 10, 30)  # two columns a character
+    assert len(chinese) == 15 and chinese.endswith("…")
+    assert gist("a\n  short\ttext") == "a short text"
+    items = load_file(sample_path("roleinteract", "example.json")).items
+    played = next(i for i in items if i.target)
+    assert _title(played).startswith(f"{played.item_id} as {played.target}: {played.dialogue[-1].speaker}: ")
+    alone = next(i for i in items if not i.target)
+    assert "role" not in _title(alone) and "\n" not in _title(alone)

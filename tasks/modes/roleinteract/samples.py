@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from rpbench.tasks.modes.roleinteract.records import Answer, Item, ItemScore
-from rpbench.tasks.reports.viewer import Part, Sample, failed_text
+from rpbench.tasks.reports.viewer import Part, Sample, failed_text, gist
 
 
 def _outcome(answer: Answer, score: ItemScore | None) -> tuple[str, str]:
@@ -20,6 +20,15 @@ def _outcome(answer: Answer, score: ItemScore | None) -> tuple[str, str]:
     # Item scores are stored x100, as the tables show them.
     outcome = "right" if score.score == 100 else "wrong" if score.score == 0 else "partly right"
     return f"{score.score:.0f} / 100", outcome
+
+
+def _title(item: Item) -> str:
+    """The item's id, whom the model plays, and the line it answers (the instruction is often the same for a
+    whole column; the last utterance tells items apart)."""
+    role = f" as {item.target}" if item.target else ""
+    last = item.dialogue[-1] if item.dialogue else None
+    said = f": {gist(f'{last.speaker}: {last.text}', 70)}" if last else ""
+    return f"{item.item_id}{role}{said}"
 
 
 def samples(items: Sequence[Item], answers: Sequence[Answer], scores: Sequence[ItemScore]) -> Iterator[Sample]:
@@ -45,5 +54,5 @@ def samples(items: Sequence[Item], answers: Sequence[Answer], scores: Sequence[I
             parts.append(Part("Keywords to recall", ", ".join(item.label)))
         score, outcome = _outcome(a, scored.get((a.model, a.item_id)))
         yield Sample(id=f"{a.model}/{a.item_id}", item=a.item_id, model=a.model,
-                     title=f"{item.item_id} ({item.target or 'no role'})", score=score,
+                     title=_title(item), score=score,
                      parts=parts, facets={"language": item.language, "column": item.column, "outcome": outcome})

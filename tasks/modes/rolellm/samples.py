@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rpbench.tasks.modes.rolellm.records import BenchRow, RoleAnswer, RowScore
-from rpbench.tasks.reports.viewer import Part, Sample, failed_text
+from rpbench.tasks.reports.viewer import Part, Sample, failed_text, gist
 
 
 def samples(rows: Sequence[BenchRow], answers: Sequence[RoleAnswer], scores: Sequence[RowScore]) -> list[Sample]:
@@ -25,7 +25,7 @@ def samples(rows: Sequence[BenchRow], answers: Sequence[RoleAnswer], scores: Seq
         parts.append(Part(f"Answer ({a.model}, {a.mode})", failed_text(a.text, a.error)))
         score = ("Rouge-L " + "  ".join(f"{s.reference} {s.rouge_l:.1f}" for s in mine) if mine
                  else "failed" if a.status == "failed" else "not scored")
-        out.append(Sample(id=f"{a.model}/{a.row_id}", item=a.row_id, model=a.model, title=f"{row.role}: {a.row_id}",
+        out.append(Sample(id=f"{a.model}/{a.row_id}", item=a.row_id, model=a.model, title=gist(row.question),
                           score=score, parts=parts,
                           facets={"split": row.split, "kind": row.kind, "role": row.role, "language": row.language,
                                   "status": a.status}))
