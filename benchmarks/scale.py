@@ -15,8 +15,9 @@ with the stage shards on a local Dask cluster of 2 workers.
 Printed for each run: calls/s as a ratio of the bound (IN_FLIGHT / LATENCY) and of the bare client's calls/s,
 peak RSS of the command's whole process tree, the call cache's size and its lookup time, the wall time of each
 stage (its first call sent to its last answered) and of the command; then the growth of RSS from the small run
-to the big one; for the burst, also what litellm by itself (one process, no gateway, no Prefect) reaches as a
-ratio of the bare client's, since litellm's CPU a call is what bounds a burst on few cores. The headline,
+to the big one; for the burst, also what litellm by itself (no gateway, no Prefect) reaches as a ratio of the
+bare client's, in one process and in as many processes as the run has workers, sending the same calls: litellm's
+CPU a call is what bounds a burst on few cores, so the second is the ceiling for the run's own. The headline,
 last: calls/s as a ratio of the bare client's at CALLS calls.
 Usage: .venv/bin/python benchmarks/scale.py [--calls 100000] [--burst 2000] [--in-flight 256] [--models 4]
        [--latency 1] [--processes 2] [--route hosted_vllm] [--no-dask] [--no-small] [--no-postgres] [--api-url URL]
@@ -155,34 +156,56 @@ def stage_walls(api_url: str, since: float, wait_s: float = 60.0) -> dict[str, t
             time.sleep(1.0)
 
 
-def litellm_alone_rate(base_url: str, route: str, in_flight: int, n: int) -> float:
-    """Calls/s of litellm by itself (rpbench's tuning, one process, no gateway, no Prefect) sending ``n``
-    distinct requests, ``in_flight`` at a time: what litellm's own CPU a call allows on this machine."""
-    import asyncio
-
-    from rpbench.tasks.llm.litellm_call import add_transport, new_session, send, tune_litellm
+def litellm_alone(base_url: str, route: str, in_flight: int, n: int, tag: str) -> None:
+    """One process of ``litellm_alone_rate``: says it is ready, waits for a line on stdin, sends ``n`` distinct
+    requests ``in_flight`` at a time on the event loop the gateway's workers use, and prints when it started and
+    ended (wall clock, so the parent can join the processes' spans)."""
+    from rpbench.tasks.llm.event_loop import run_coroutine
+    from rpbench.tasks.llm.litellm_call import add_transport, new_session, send, tune_litellm, warm_up
 
     tune_litellm()
+    os.environ.setdefault(KEY_ENV, "sk-scale")
 
-    async def main() -> float:
-        gate = asyncio.Semaphore(in_flight)
-        session = new_session()
+    async def main() -> None:
+        await warm_up()
+        gate, session = asyncio.Semaphore(in_flight), new_session()
 
         async def one(i: int) -> None:
             async with gate:
                 kwargs = {"model": f"{route}/alone", "api_base": base_url, "num_retries": 0, "timeout": 60,
-                          "messages": [{"role": "user", "content": f"litellm alone {i}"}]}
+                          "messages": [{"role": "user", "content": f"litellm alone {tag} {i}"}]}
                 assert (await send(add_transport(kwargs, KEY_ENV, session)))["text"]
 
-        try:
-            started = time.perf_counter()
-            await asyncio.gather(*(one(i) for i in range(n)))
-            return n / (time.perf_counter() - started)
-        finally:
-            await session.close()
+        print("ready", flush=True)
+        sys.stdin.readline()
+        started = time.time()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        print(started, time.time(), flush=True)
+        await session.close()
 
-    os.environ.setdefault(KEY_ENV, "sk-scale")
-    return asyncio.run(main())
+    run_coroutine(main())
+
+
+def litellm_alone_rate(base_url: str, route: str, in_flight: int, n: int, processes: int) -> float:
+    """Calls/s of litellm by itself (rpbench's tuning, no gateway, no Prefect) sending ``n`` distinct requests,
+    ``in_flight`` at a time, from ``processes`` processes at once (as many as the run's workers, each with its
+    share): what litellm's own CPU a call allows on this machine with that many processes."""
+    share = [n // processes + (k < n % processes) for k in range(processes)]
+    children = [subprocess.Popen([sys.executable, __file__, "--alone", base_url, route,
+                                  str(max(1, in_flight // processes)), str(share[k]), str(k)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for k in range(processes)]
+    for child in children:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready", "a litellm-alone process failed"
+    for child in children:  # all at once, as a run's workers get a burst's first wave
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    spans = []
+    for child in children:
+        assert child.stdout is not None
+        spans.append(tuple(float(x) for x in child.stdout.readline().split()))
+        child.wait(60)
+    return n / (max(end for _, end in spans) - min(start for start, _ in spans))
 
 
 def calls_per_second(out: Path) -> tuple[int, float]:
@@ -289,8 +312,11 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             say(f"{label}_bare_aiohttp_calls_per_s", f"{bare:.1f}")
             say(f"{label}_calls_per_s_vs_bare", f"{results[label]['vs_bare']:.3f}")
             if label == "burst":  # what litellm by itself reaches, for scale: its CPU a call bounds a burst
-                alone = litellm_alone_rate(base_url, args.route, per_model * args.models, results[label]["sent"])
+                sent = int(results[label]["sent"])
+                alone = litellm_alone_rate(base_url, args.route, per_model * args.models, sent, 1)
                 say("burst_litellm_alone_calls_per_s_vs_bare", f"{alone / bare:.3f}")
+                alone = litellm_alone_rate(base_url, args.route, per_model * args.models, sent, args.processes)
+                say(f"burst_litellm_alone_{args.processes}_processes_calls_per_s_vs_bare", f"{alone / bare:.3f}")
         if not args.no_dask:
             data = work / "items-big.json"
             results["dask"] = run("dask", work, data, models, args.models, args.route, env, bound, "--runner", "dask",
@@ -318,4 +344,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--alone"]:  # one process of litellm_alone_rate
+        url, litellm_route, flight, count, name = sys.argv[2:7]
+        litellm_alone(url, litellm_route, int(flight), int(count), name)
+    else:
+        main()
