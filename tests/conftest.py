@@ -73,14 +73,19 @@ def loopback(_server):
 
 
 @pytest.fixture
-def make_gateway(loopback, tmp_path, monkeypatch):
-    """Build a gateway bound to the loopback server, with a call cache under tmp_path."""
+async def make_gateway(loopback, tmp_path, monkeypatch):
+    """Build a gateway bound to the loopback server, with a call cache under tmp_path; closed after the test
+    (an HTTP session left open is reported, with a traceback, when the test process exits)."""
     monkeypatch.setenv(TEST_KEY_ENV, "sk-test-abcdef0123456789")
+    made: list[Gateway] = []
 
     def make(cache: bool = True, **overrides) -> Gateway:
-        return Gateway(
+        made.append(Gateway(
             loopback_config(loopback, **overrides), CallCache(tmp_path / "calls.sqlite") if cache else None
-        )
+        ))
+        return made[-1]
 
-    return make
+    yield make
+    for gateway in made:
+        await gateway.aclose()
 

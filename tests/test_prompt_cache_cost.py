@@ -3,8 +3,6 @@ written before that column existed still reads (the column unknown, not an error
 
 from __future__ import annotations
 
-import asyncio
-
 import pyarrow.parquet as pq
 import pytest
 
@@ -16,10 +14,10 @@ PRICES = {"input_cost_per_token": 0.000004, "output_cost_per_token": 0.000016,
           "cached_input_cost_per_token": 0.000001}
 
 
-def test_cached_prompt_tokens_are_counted_and_priced_as_cached(make_gateway, loopback):
+async def test_cached_prompt_tokens_are_counted_and_priced_as_cached(make_gateway, loopback):
     loopback.cached_tokens = 8  # of the 10 prompt tokens the loopback server reports for every request
     gateway = make_gateway(**PRICES)
-    reply = asyncio.run(gateway.complete("judge", [{"role": "user", "content": "hello"}]))
+    reply = await gateway.complete("judge", [{"role": "user", "content": "hello"}])
     assert reply.ok
     (record,) = gateway.ledger.records()
     assert (record.prompt_tokens, record.cached_prompt_tokens) == (10, 8)
@@ -27,11 +25,11 @@ def test_cached_prompt_tokens_are_counted_and_priced_as_cached(make_gateway, loo
     assert gateway.ledger.totals()["cached_prompt_tokens"] == 8
 
 
-def test_without_a_cached_price_cached_tokens_cost_the_full_input_price(make_gateway, loopback):
+async def test_without_a_cached_price_cached_tokens_cost_the_full_input_price(make_gateway, loopback):
     loopback.cached_tokens = 8
     gateway = make_gateway(model="openai/no-such-model-priced-here", input_cost_per_token=0.000004,
                            output_cost_per_token=0.000016)
-    asyncio.run(gateway.complete("judge", [{"role": "user", "content": "hello"}]))
+    await gateway.complete("judge", [{"role": "user", "content": "hello"}])
     (record,) = gateway.ledger.records()
     assert record.cost_usd == pytest.approx(10 * 0.000004 + record.completion_tokens * 0.000016)
 

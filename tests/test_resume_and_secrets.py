@@ -74,9 +74,11 @@ async def test_rerun_after_kill_repeats_no_completed_call(loopback, tmp_path, mo
     sent_by_rerun = len(loopback.requests) - sent_before
     assert sent_by_rerun == N_CALLS - completed_before
     assert sum(r.cached for r in results) == completed_before
+    await gateway.aclose()
 
     again = Gateway(loopback_config(loopback), CallCache(cache_path))
     await again.run_all(_requests())
+    await again.aclose()
     assert len(loopback.requests) - sent_before == sent_by_rerun  # the third run sends nothing
 
 
