@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from importlib.resources import files
@@ -54,17 +53,14 @@ class Sample:
 def gist(text: str, width: int = 80) -> str:
     """A text on one line, ``width`` columns at most (a Chinese character takes two), for a sample's title: cut
     at a space where there is one near the end (English), else anywhere (Chinese has no spaces to cut at)."""
+    from rich.cells import cell_len, chop_cells
+
     line = " ".join(text.split())
-    columns = [2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line]
-    if sum(columns) <= width:
+    if cell_len(line) <= width:
         return line
-    used, keep = 0, 0
-    while used + columns[keep] <= width - 1:
-        used += columns[keep]
-        keep += 1
-    cut = line[:keep]
+    cut = chop_cells(line, width - 1)[0]
     space = cut.rfind(" ")
-    return (cut[:space] if space > keep * 2 // 3 else cut) + "…"
+    return (cut[:space] if space > len(cut) * 2 // 3 else cut) + "…"
 
 
 def failed_text(text: str | None, error: str | None = None) -> str:
