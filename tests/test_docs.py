@@ -171,6 +171,7 @@ def test_help_texts_keep_their_bracketed_words():
     from rich.text import Text
 
     from rpbench.flows.cli.reference import all_commands
+    from tests.helpers import rpbench
 
     lost = []
     for words, cmd in all_commands():
@@ -178,7 +179,5 @@ def test_help_texts_keep_their_bracketed_words():
             if Text.from_markup(text).plain != text.replace("\\[", "["):
                 lost.append(f"{words} {name}")
     assert not lost, lost
-    from tests.helpers import rpbench
-
     shown = rpbench("coser", "run", "--help", env={"COLUMNS": "200"})
     assert shown.returncode == 0 and "no [thoughts]" in shown.stdout

@@ -222,9 +222,8 @@ def test_the_viewer_is_written_as_its_samples_come_and_a_repeated_id_leaves_the_
 
 def test_a_sample_title_tells_items_apart_on_one_line():
     """A title is one line: an English text is cut at a space, a Chinese one (no spaces, two columns a
-    character) at the width. A
-    RoleInteract item is named by whom the model plays and the line it answers (its instruction is the same for
-    a whole column), and one without a role says nothing of it."""
+    character) at the width. A RoleInteract item is named by whom the model plays and the line it answers (its
+    instruction is the same for a whole column), and one without a role says nothing of it."""
     from rpbench.samples import sample_path
     from rpbench.tasks.modes.roleinteract.loader import load_file
     from rpbench.tasks.modes.roleinteract.samples import _title
