@@ -261,14 +261,19 @@ def test_a_misspelled_role_section_is_refused_with_a_suggestion(tmp_path):
 
 
 def test_an_environment_override_that_cannot_apply_names_the_variable_not_the_file(tmp_path, monkeypatch):
-    """A misspelt [default] override would be ignored without a word; a bad value or a misspelt role set by a
-    variable is the variable's error, not the models file's."""
+    """A misspelt override (of [default]'s or a role's setting) would be ignored without a word; a bad value or
+    a misspelt role set by a variable is the variable's error, not the models file's. A key's variable named
+    after a role (RPBENCH_JUDGE_API_KEY) is no setting and stays allowed."""
     models = tmp_path / "models.toml"
     models.write_text('[roles.warm]\ntemperature = 0.9\n')
     data = ["roleinteract", "run", "--data", str(tmp_path / "none.json"), "--model", "warm", "--out",
             str(tmp_path / "o"), "--models-file", str(models)]
     cases = {"RPBENCH_DEFAULT_TEMPERATUR": ("0.3", "error: environment variable RPBENCH_DEFAULT_TEMPERATUR: did you "
                                                    "mean RPBENCH_DEFAULT_TEMPERATURE? not a setting of a role"),
+             "RPBENCH_JUDGE_TEMPERATUR": ("0.3", "error: environment variable RPBENCH_JUDGE_TEMPERATUR: did you "
+                                                 "mean RPBENCH_JUDGE_TEMPERATURE? 'temperatur' is not a setting"),
+             "RPBENCH_DMT_JUDGE_MAXTOKENS": ("9", "error: environment variable RPBENCH_DMT_JUDGE_MAXTOKENS: did you "
+                                                 "mean RPBENCH_DMT_JUDGE_MAX_TOKENS?"),
              "RPBENCH_DEFAULT_EXTRA": ("{}", "error: environment variable RPBENCH_DEFAULT_EXTRA: extra is set in the "
                                                  "models file only"),
              "RPBENCH_JUDGE_BATCH": ("yes", "error: environment variable RPBENCH_JUDGE_BATCH: field "
@@ -280,6 +285,7 @@ def test_an_environment_override_that_cannot_apply_names_the_variable_not_the_fi
         ran = rpbench(*data)
         monkeypatch.delenv(variable)
         assert ran.returncode == 2 and ran.stderr.strip().startswith(message), (variable, ran.stderr)
+    monkeypatch.setenv("RPBENCH_JUDGE_API_KEY", "sk-not-a-setting")
     ran = rpbench(*data)  # with none of them set, the run gets as far as the data
     assert ran.returncode == 2 and "none.json: no such file" in ran.stderr, ran.stderr
 

@@ -256,6 +256,12 @@ def test_a_mode_the_suite_file_does_not_have_is_an_error(tmp_path):
     assert "(did you mean dmt? its modes: furina, pingpong, dmt," in ran.stderr
 
 
+def test_an_unknown_model_is_the_commands_error_not_the_suite_files(tmp_path):
+    """--model is the suite command's option: its error names the option, not a table of the suite file."""
+    ran = rpbench("suite", "run", "--model", "nosuchmodel", "--mode", "coser", "--out", str(tmp_path / "out"))
+    assert ran.returncode == 2 and ran.stderr.startswith("error: --model: unknown model 'nosuchmodel'"), ran.stderr
+
+
 def test_suite_show_prints_the_shipped_suite_which_names_every_mode_and_runs_where_it_is_saved(tmp_path):
     ran = rpbench("suite", "show")
     assert ran.returncode == 0

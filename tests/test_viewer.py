@@ -198,8 +198,11 @@ def test_an_index_over_run_folders_shows_each_leaderboard_and_answers_side_by_si
         browser.quit()
 
     missing = rpbench("report", str(tmp_path / "nope"), "--out", str(tmp_path / "index"))
-    assert missing.returncode == 2 and "nope: not a run folder (no manifest.json in it)" in missing.stderr
+    assert missing.returncode == 2 and "nope: no such folder" in missing.stderr
     assert "Traceback" not in missing.stderr
+    (tmp_path / "not-a-run").mkdir()
+    empty = rpbench("report", str(tmp_path / "not-a-run"), "--out", str(tmp_path / "index"))
+    assert empty.returncode == 2 and "not-a-run: not a run folder (no manifest.json in it)" in empty.stderr
 
 
 def test_the_viewer_is_written_as_its_samples_come_and_a_repeated_id_leaves_the_old_page(tmp_path):

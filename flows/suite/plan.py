@@ -203,6 +203,8 @@ def check_suite(s: SuiteSettings) -> SuitePlan:
                 try:
                     load_ref(check)(run.settings)
                 except InputError as exc:  # the mode's own words, with where in the suite they come from
+                    if str(exc).startswith("--model:"):  # the suite command's own option, not the file's
+                        raise
                     raise InputError(f"{s.suite_file()}: [{p.mode.name}]: {exc}") from None
     return planned
 

@@ -382,7 +382,24 @@ def _env_layers(known_roles: set[str], environ: Mapping[str, str]) -> tuple[Laye
                 target = default if role == "default" else roles.setdefault(role, {})
                 target[name] = (value, f"environment {key}")
                 break
+        else:
+            _check_misspelt_field(key, rest, known_roles, fields)
     return default, roles
+
+
+def _check_misspelt_field(key: str, rest: str, known_roles: set[str], fields: Mapping[str, Any]) -> None:
+    """A variable that names a known role and then a setting a letter or two off (RPBENCH_JUDGE_TEMPERATUR)
+    would be ignored without a word. Other variables are left alone: a key's variable may well be called
+    RPBENCH_JUDGE_API_KEY, which is no setting, nor close enough to one."""
+    parts = rest.split("_")
+    for cut in range(1, len(parts)):
+        role_part, asked = "_".join(parts[:cut]), "_".join(parts[cut:])
+        if not any(r.replace("-", "_") == role_part for r in known_roles):
+            continue
+        near = close_match(asked, fields, cutoff=0.8)
+        if near:
+            raise InputError(f"environment variable {key}: did you mean {ENV_PREFIX}{role_part.upper()}_"
+                             f"{near.upper()}? '{asked}' is not a setting of a role (see `rpbench models --help`)")
 
 
 def presets() -> list[str]:

@@ -54,6 +54,8 @@ def _labels(folders: Sequence[Path]) -> list[str]:
 
 def read_run(folder: Path, label: str) -> RunEntry:
     manifest_path = folder / "manifest.json"
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such folder" if not folder.exists() else f"{folder}: a file, not a run folder")
     if not manifest_path.is_file():
         raise InputError(f"{folder}: not a run folder (no manifest.json in it)")
     try:
