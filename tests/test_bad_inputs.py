@@ -80,6 +80,8 @@ CASES = [
      "field 'default.api_key_env': this looks like an API key"),
     ("models-unknown-local", "models --models-file {bad}/models_unknown_local.toml", "unknown local model 'smollm2-13m'"),
     ("models-broken", "models --models-file {bad}/models_broken.toml", "models_broken.toml: cannot parse models config"),
+    ("models-nan", "models --models-file {bad}/models_nan_temperature.toml",
+     "field 'default.temperature': Input should be a finite number"),
     ("eval-unknown-model", "eval --bench {work}/bench --model judgee --out {work}/eval",
      "--model: unknown model 'judgee'"),
     ("eval-models-before-flow", "eval --bench {work}/bench --model judge --out {work}/eval "
@@ -100,6 +102,8 @@ CASES = [
     ("bench-unknown-dimension", "eval --bench {work}/bench-dimension --model judge --out {work}/eval",
      "items.parquet: item i0: field 'dimension': unknown dimension 'XX'"),
     ("export-truncated", "export {work}/bench-truncated --out {work}/exported", "not a readable Parquet file"),
+    ("max-cost-infinite", "eval --bench {work}/bench --model judge --out {work}/eval --max-cost inf",
+     "--max-cost: Input should be a finite number"),
     ("resamples-negative", "eval --bench {work}/bench --model judge --out {work}/eval --resamples -1",
      "--resamples: Input should be greater than or equal to 40"),
     ("target-tokens-zero", "pool build samples/books/the_keepers_ledger.en.txt --out {work}/p --target-tokens 0",
@@ -240,3 +244,29 @@ def test_an_injection_in_the_dialogue_and_the_replies_runs_normally(loopback, tm
 
     judgments = pq.read_table(tmp_path / "eval" / "judgments.parquet").to_pylist()
     assert judgments and all(j["sigma"] == 2 for j in judgments if j["model"] == "openai/under-test")
+
+
+def test_no_command_takes_a_negative_seed(tmp_path):
+    """numpy's generators take no negative seed: a negative --seed was a traceback deep in the first draw."""
+    from pydantic import BaseModel, ValidationError
+
+    from rpbench.flows.cli.reference import all_commands
+
+    commands = list(all_commands())  # every command's settings loaded
+
+    def below(cls: type) -> list[type]:
+        return [c for sub in cls.__subclasses__() for c in (sub, *below(sub))]
+
+    # every command's settings (a models file's seed is the provider's, and any integer it takes)
+    seeded = {c for c in below(BaseModel) if c.__module__.startswith("rpbench.flows.") and "seed" in c.model_fields}
+    assert len(seeded) >= 8, seeded
+    for settings in seeded:
+        with pytest.raises(ValidationError) as raised:
+            settings.model_validate({"seed": -1})
+        assert any(e["loc"] == ("seed",) for e in raised.value.errors()), settings
+    ran = rpbench("roleinteract", "run", "--data", str(ROOT / "samples" / "roleinteract" / "example.json"),
+                  "--model", "local/smollm2-135m", "--out", str(tmp_path / "o"), "--seed", "-1")
+    assert ran.returncode == 2 and ran.stderr.strip() == "error: --seed: Input should be greater than or equal to 0"
+    options = [p for words, cmd in commands for p in cmd.params if "--seed" in getattr(p, "opts", [])
+               and words == "rpbench annotate push"]  # a plain option, not a settings field
+    assert options and options[0].min == 0

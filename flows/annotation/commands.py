@@ -43,7 +43,7 @@ def push(
                                                                     "Studio's overlap; 2 or more for agreement).")] = 2,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many items, sampled evenly "
                                                                      "over dimensions and languages.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the sample and of the order replies are shown "
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the sample and of the order replies are shown "
                                                      "in.")] = 0,
     language: Annotated[str, typer.Option("--language", help="Language of the project's instructions: en, zh, "
                                                              "or auto (the items' main language).")] = "auto",

@@ -27,7 +27,7 @@ class SuiteSettings(RunSettings):
                               "any limit the suite file sets.")
     resamples: int = Field(default=1000, ge=MIN_RESAMPLES, description="Bootstrap resamples of the agreement "
                            f"intervals (at least {MIN_RESAMPLES}).")
-    seed: int = Field(default=0, description="Bootstrap seed.")
+    seed: int = Field(default=0, ge=0, description="Bootstrap seed.")
 
     def suite_file(self) -> str:
         return self.suite or DEFAULT_SUITE

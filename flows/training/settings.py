@@ -51,7 +51,7 @@ class TrainSettings(RunSettings):
     lora_dropout: float = Field(default=_LORA.dropout, ge=0, lt=1, description="LoRA dropout.")
     targets: list[str] = Field(default_factory=lambda: list(_LORA.targets), json_schema_extra=cli("--target"),
                                description="Modules LoRA adapts. Repeat.")
-    seed: int = Field(default=0, description="Seed for mixing, holding out and training.")
+    seed: int = Field(default=0, ge=0, description="Seed for mixing, holding out and training.")
     eval_bench: MaybeInputPath = Field(default=None, description="After training, evaluate the base model and the "
                                                              "adapter on this benchmark folder (into OUT/eval).")
 
@@ -59,7 +59,7 @@ class TrainSettings(RunSettings):
 class MergeSettings(BaseModel):
     """A trained adapter merged into its base weights, as a transformers folder any server can load."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str = Field(description="local/<base>+adapter=<folder>, as `rpbench train` prints it.")
     out: OutputFolder = Field(description="Folder for the merged model (safetensors, config, tokenizer).")

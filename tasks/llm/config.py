@@ -52,7 +52,7 @@ StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
 class ModelSpec(BaseModel):
     """One model binding: where to send a request and how to sample."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str = LOCAL_MODEL
     api_base: str | None = None
@@ -167,7 +167,7 @@ class ModelSpec(BaseModel):
 
 
 class RetryPolicy(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     transient_attempts: int = Field(default=6, ge=1, description="Tries of one request on transient errors.")
     backoff_initial: float = Field(default=0.5, ge=0)
@@ -252,7 +252,7 @@ class RoleLayers:
 class ModelsConfig(BaseModel):
     """The whole model configuration of a run."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     default: ModelSpec = Field(default_factory=ModelSpec)
     roles: dict[str, ModelSpec] = Field(default_factory=dict)

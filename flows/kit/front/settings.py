@@ -73,7 +73,7 @@ def cli(flag: str | None = None, *, argument: bool = False, hidden: bool = False
 class ModelsFileSettings(BaseModel):
     """What every command that reads the models file takes (``rpbench models`` and ``prepare`` take only this)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     models_file: str | None = Field(
         default=None, json_schema_extra=cli("--models-file", deprecated=("--models",)),
@@ -162,7 +162,7 @@ class EvalSettings(RunSettings):
                               "lm-evaluation-harness's --limit). Default: all.")
     resamples: int = Field(default=1000, ge=MIN_RESAMPLES, description="Bootstrap resamples for the 95% intervals "
                            f"(at least {MIN_RESAMPLES}: fewer leave a 2.5% tail with no resample in it).")
-    seed: int = Field(default=0, description="Seed of the bootstrap (and of every draw the run makes).")
+    seed: int = Field(default=0, ge=0, description="Seed of the bootstrap (and of every draw the run makes).")
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:

@@ -52,7 +52,7 @@ def _books_in_folders(paths: list[str]) -> list[str]:
 class ChunkSettings(BaseModel):
     """Books and how to cut them into chunks (no LLM)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     books: Annotated[list[str], AfterValidator(_books_in_folders), NAMES_A_PATH] = Field(
         min_length=1, json_schema_extra=cli(argument=True),
@@ -112,7 +112,7 @@ class BuildSettings(RunSettings):
     wave_size: int = Field(default=BuildConfig.wave_size, ge=1,
                            description="Dialogues of one character that start together from the same item counts "
                            "(one wave); they run at once. Part of the benchmark's definition, like the seed.")
-    seed: int = Field(default=BuildConfig.seed, description="Seed for scene order and DWRS tie-breaks.")
+    seed: int = Field(default=BuildConfig.seed, ge=0, description="Seed for scene order and DWRS tie-breaks.")
     test_sees_scene_extras: bool = Field(
         default=BuildConfig.test_sees_scene_extras,
         description="Also show the test character the scene's motivations and original dialogue.")

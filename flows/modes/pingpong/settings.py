@@ -43,7 +43,7 @@ class Scoring(RunSettings):
                              "PingPong's code weights each 0.333 and sums, 0.1% below it (the default).")
     resamples: int = Field(default=1000, ge=MIN_RESAMPLES, description="Bootstrap resamples for the 95% "
                            f"intervals (at least {MIN_RESAMPLES}).")
-    seed: int = Field(default=0, description="Bootstrap seed.")
+    seed: int = Field(default=0, ge=0, description="Bootstrap seed.")
 
     _check_weights = field_validator("judge_weights")(_weights)
 

@@ -75,7 +75,7 @@ class ContextInstructSettings(RunSettings):
     max_test: int = Field(default=50, ge=0, description="Test questions per role (duplicates least like the kept).")
     limit: int | None = Field(default=None, ge=1, description="Only the first N roles kept (by name), for a trial "
                               "run.")
-    seed: int = Field(default=0, description="Seed for sampling segments and holding out roles.")
+    seed: int = Field(default=0, ge=0, description="Seed for sampling segments and holding out roles.")
 
 
 class GeneralSettings(RunSettings):
@@ -96,7 +96,7 @@ class GeneralSettings(RunSettings):
                                    "an earlier one's own score) to an earlier one is a duplicate.")
     limit: int | None = Field(default=None, ge=1, description="At most this many instructions (after the length "
                                                               "and duplicate filters, in file order).")
-    seed: int = Field(default=0, description="Seed for the 4:1 instruction split and the held-out roles.")
+    seed: int = Field(default=0, ge=0, description="Seed for the 4:1 instruction split and the held-out roles.")
 
 
 class ProfileSettings(RunSettings):
