@@ -171,3 +171,47 @@ def test_a_dialogue_that_may_end_early_is_planned_from_its_shortest_to_its_longe
     said = plan.stand_in("next", "nsp", "openai/gpt-4o-mini", "openai", "n0", [{"role": "user", "content": "who?"}],
                          None, 50, None, 1, ends="Next Speaker: <END CHAT>")
     assert said["text"] == "Next Speaker: <END CHAT>"
+
+
+def test_a_plan_shows_what_it_counts_on_a_terminal_and_writes_nothing_elsewhere(monkeypatch):
+    """A large run's plan takes a minute: on a terminal a status line says so and counts the requests; piped
+    (logs, --json read by a script), nothing is added to the output."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    from rpbench.flows.kit.running import plan
+    from rpbench.tasks.llm.planning import run_plan
+
+    counts = iter(range(0, 10_000, 1_200))
+    monkeypatch.setattr(run_plan, "counted", lambda: next(counts))
+    screen = io.StringIO()
+    with plan._progress(Console(file=screen, force_terminal=True, width=120)) as say:
+        say("planning, second pass")
+        deadline = time.monotonic() + 20  # the line is redrawn twice a second: wait for a redraw, not a time
+        while "1,200 requests" not in screen.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert "planning, second pass: 1,200 requests counted" in screen.getvalue()
+    piped = io.StringIO()
+    with plan._progress(Console(file=piped, force_terminal=False)) as say:
+        say("planning")
+    assert piped.getvalue() == ""
+
+
+def test_a_plan_scores_nothing_and_draws_no_report(tmp_path, monkeypatch):
+    """A report sends no request, so a plan does not score its stand-in replies nor draw their charts (a
+    large share of a big plan's time): the mode's scoring hook is never called, and the plan is whole."""
+    import rpbench.tasks.modes.roleinteract.analysis as analysis
+
+    def must_not_score(**_options):
+        raise AssertionError("a plan scored its stand-in replies")
+
+    monkeypatch.setattr(analysis, "scored", must_not_score)
+    ran = rpbench("roleinteract", "run", "--data", str(Path(__file__).parents[1] / "samples" / "roleinteract" /
+                  "example.json"), "--model", "local/smollm2-135m", "--out", str(tmp_path / "o"), "--plan",
+                  "--json")
+    assert ran.returncode == 0, ran.stderr
+    planned = json.loads(ran.stdout)
+    assert planned["total"]["calls"] and {r["stage"] for r in planned["stages"]} == {"roleinteract-answers"}
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["plan.json"]  # no report.html, no viewer

@@ -225,6 +225,11 @@ class CallPlan:
         with self._lock:
             self._row(stage, role, model).unreadable += 1
 
+    def counted(self) -> int:
+        """Requests counted so far in this pass (sent or answered from the cache): for a plan's progress line."""
+        with self._lock:
+            return sum(r.sent + r.cached for r in self._rows.values())
+
     def result(self) -> dict[str, Any]:
         """The plan: a row per stage, role and model, the totals by role, and the run's ``total``."""
         with self._lock:

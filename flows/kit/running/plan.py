@@ -17,12 +17,14 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import typer
+from rich.console import Console
 
 from rpbench.flows.kit.front.settings import RunSettings, output_fields
 from rpbench.storage.tables import atomic_write_bytes
@@ -92,9 +94,12 @@ def make_plan(run: Callable[[Any], None], settings: RunSettings) -> dict[str, An
     runner = os.environ.get("RPBENCH_RUNNER")
     os.environ["RPBENCH_RUNNER"] = "threads"  # the gateway that counts is this process's
     try:
-        _run_on_stand_ins(run, settings)
-        if run_plan.endings_offered:  # a dialogue may end early: count it ended at the first chance too (low)
-            _run_on_stand_ins(run, settings, ending=True)
+        with _progress() as say:
+            say("planning (stand-in replies, nothing sent)")
+            _run_on_stand_ins(run, settings)
+            if run_plan.endings_offered:  # a dialogue may end early: count it ended at the first chance too (low)
+                say("planning, second pass (dialogues ended early)")
+                _run_on_stand_ins(run, settings, ending=True)
     finally:
         run_plan.stop()
         if runner is None:
@@ -108,6 +113,37 @@ def make_plan(run: Callable[[Any], None], settings: RunSettings) -> dict[str, An
     # What the run would say as it starts (a judge scoring its own model, roles left on the embedded model).
     planned["notes"] = [*run_notes(settings, models_config(settings.models_file)), *planned["notes"]]
     return {**planned, "settings_digest": settings_digest(settings)}
+
+
+@contextlib.contextmanager
+def _progress(console: Console | None = None) -> Iterator[Callable[[str], None]]:
+    """A status line on a terminal while a plan is made (a large run's plan goes through all its data): what it is
+    doing and how many requests it has counted, refreshed twice a second; gone when the plan is printed.
+    Nothing is written where stderr is not a terminal (logs, scripts reading --json)."""
+    console = console or Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda _doing: None
+        return
+    doing = ["planning"]
+    stop = threading.Event()
+    with console.status("planning") as status:  # a spinner, and the text tick() gives it
+        def tick() -> None:
+            while True:
+                counted = run_plan.counted()
+                status.update(f"{doing[0]}: {counted:,} requests counted" if counted else doing[0])
+                if stop.wait(0.5):
+                    return
+
+        def say(text: str) -> None:
+            doing[0] = text
+
+        ticker = threading.Thread(target=tick, name="rpbench-plan-progress", daemon=True)
+        ticker.start()
+        try:
+            yield say
+        finally:
+            stop.set()
+            ticker.join()
 
 
 def _run_on_stand_ins(run: Callable[[Any], None], settings: RunSettings, ending: bool = False) -> None:

@@ -14,6 +14,7 @@ from rpbench.flows.kit.running.ui import publish_markdown, publish_table
 from rpbench.storage.schemas import AGREEMENT, FAILURES
 from rpbench.storage.tables import read_table
 from rpbench.tasks.core.records import Failure
+from rpbench.tasks.llm.planning import run_plan
 from rpbench.tasks.reports.judges import agreement_section
 from rpbench.tasks.reports.report import Report, build_report, write_report
 from rpbench.tasks.reports.spec import ReportSpec, Scored, Section
@@ -65,6 +66,13 @@ async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: d
     keys the cache) into a ``Scored``; the kit writes the item table, the failures, the judges' agreement with
     people and the mode's other tables final, scores, reports and publishes."""
     found = get_mode(mode)
+    if run_plan.active:
+        # A plan counts what a run sends, and a report sends nothing: scoring stand-in replies (CoSER's Rouge-L
+        # over every simulated scene) and drawing their charts was a large share of a big plan's time, for
+        # nothing. Its item and failure tables are written empty, for a flow that reads them after.
+        run.write(found.load_item_table(), [], final=True)
+        run.write(FAILURES, [], final=True)
+        return run.result(leaderboard=[], planned=True)
     options = dict(options)
     systems = [str(name) for name in options.pop(SYSTEMS, [])]  # the kit's, not the hook's
     hook = load_ref(found.score)

@@ -76,6 +76,8 @@ class StageResult(BaseModel):
     def scores(self, *keys: str, **more: Any) -> dict[str, Any]:
         """A report stage's result as a run's summary gives it: the leaderboard, the judges' agreement with
         people where the mode measures it, the report stage's summary entries ``keys``, ``more``, the report."""
+        if self.summary.get("planned"):  # a plan's report stage, which scores nothing (see report.py)
+            return {"leaderboard": [], "report": None}
         people = ("agreement",) if "agreement" in self.summary else ()
         return {"leaderboard": self.summary["leaderboard"], **{k: self.summary[k] for k in (*people, *keys)}, **more,
                 "report": self.path("report_html")}
