@@ -232,9 +232,10 @@ def test_models_check_asks_each_role_once_and_says_which_answer(loopback, tmp_pa
     ran = rpbench("models", "check", "--models-file", str(models))
     assert ran.returncode == 3
     assert "default: openai/fine answers" in ran.stdout and "1 of 3 roles answer" in ran.stdout
-    assert "judge: openai/refused does not answer: AuthenticationError" in ran.stderr
+    # a role that does not answer is named with the server it was asked at
+    assert f"judge: openai/refused at {loopback.base_url} does not answer: AuthenticationError" in ran.stderr
     assert f"(key read from {TEST_KEY_ENV})" in ran.stderr and "sk-test-check" not in ran.stderr
-    assert "director: openai/down does not answer: InternalServerError" in ran.stderr
+    assert f"director: openai/down at {loopback.base_url} does not answer: InternalServerError" in ran.stderr
     assert len(loopback.requests) == 3  # one each, no retries, no cache
     assert all(r["max_tokens"] == 8 for r in loopback.requests)
     loopback.model_faults.clear()

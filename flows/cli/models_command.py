@@ -69,7 +69,10 @@ async def _ask_each(s: ModelsFileSettings) -> list[tuple[str, str, str | None, f
             error = None if reply.ok else reply.error
         except ModelUnusable as exc:
             error = exc.error + (f" (key read from {exc.key_env})" if exc.key_env else "")
-        return role, small.for_role(role).model, error, time.monotonic() - started
+        spec = small.for_role(role)
+        # Where it was asked, with the model: "Connection error" alone does not say which server refused.
+        where = f"{spec.model} at {spec.api_base}" if spec.api_base and error is not None else spec.model
+        return role, where, error, time.monotonic() - started
 
     try:
         return list(await asyncio.gather(*(one(r) for r in roles)))
