@@ -44,6 +44,9 @@ def test_every_command_and_option_is_in_the_reference():
         for p in cmd.params:
             if getattr(p, "param_type_name", "") == "option" and not getattr(p, "hidden", False) and p.name != "help":
                 assert f"`{p.opts[0]}`" in text, (words, p.opts)
+            elif getattr(p, "param_type_name", "") == "argument":  # named as --help names it, with its help
+                name = (p.metavar or p.name).upper()
+                assert f"| `{name}` | argument: " in text and "__" not in name, (words, name)
 
 
 @functools.cache

@@ -256,6 +256,19 @@ def test_a_mode_the_suite_file_does_not_have_is_an_error(tmp_path):
     assert "(did you mean dmt? its modes: furina, pingpong, dmt," in ran.stderr
 
 
+def test_the_suite_file_may_be_given_as_the_argument_as_well_as_with_suite(tmp_path):
+    """`rpbench suite show > mine.toml` then `rpbench suite run mine.toml`: the file is read as with --suite
+    (here its typo is found), and a file given both ways is an error rather than one silently winning."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[dmt]\nmax_round = 3\n', encoding="utf-8")
+    for given in ([str(mine)], ["--suite", str(mine)]):
+        ran = rpbench("suite", "run", *given, "--model", "m", "--out", str(tmp_path / "out"))
+        assert ran.returncode == 2 and ran.stderr.strip() == (
+            f"error: {mine}: [dmt] 'max_round': no such setting of dmt (did you mean 'max_rounds'?)"), ran.stderr
+    twice = rpbench("suite", "run", str(mine), "--suite", str(mine), "--model", "m", "--out", str(tmp_path / "o"))
+    assert twice.returncode == 2 and "--suite: given twice, as the option and as the argument" in twice.stderr
+
+
 def test_an_unknown_model_is_the_commands_error_not_the_suite_files(tmp_path):
     """--model is the suite command's option: its error names the option, not a table of the suite file."""
     ran = rpbench("suite", "run", "--model", "nosuchmodel", "--mode", "coser", "--out", str(tmp_path / "out"))

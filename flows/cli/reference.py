@@ -53,7 +53,9 @@ def _option_rows(cmd: Command) -> list[str]:
                 f" Default: `{p.default}`."
             rows.append(f"| {flags} | {_cell(p.help or '')}{' (required)' if p.required else ''}{default} |")
         else:
-            rows.append(f"| `{(p.name or '').upper()}` | argument |")
+            name = getattr(p, "metavar", None) or p.name or ""  # the name --help shows, not the parameter's
+            help_text = getattr(p, "help", None)
+            rows.append(f"| `{name.upper()}` | argument{': ' + _cell(help_text) if help_text else ''} |")
     return rows
 
 

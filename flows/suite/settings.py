@@ -15,10 +15,11 @@ class SuiteSettings(RunSettings):
 
     models: list[str] = Field(min_length=1, json_schema_extra=cli("--model"),
                               description="Model under test: a litellm model string, or a role name. Repeat.")
-    suite: MaybeInputPath = Field(default=None, description="Suite file (TOML): a table per benchmark mode with its "
-                                  "data and settings, and a weights table if a weighted percentile is wanted. "
-                                  "Default: the shipped samples of every mode, small enough for the embedded "
-                                  "model (rpbench suite show prints it).")
+    suite: MaybeInputPath = Field(
+        default=None, json_schema_extra=cli(also_argument=True),
+        description="Suite file (TOML): a table per benchmark mode with its data and settings, and a weights table "
+                    "if a weighted percentile is wanted. Default: the shipped samples of every mode, small enough "
+                    "for the embedded model (rpbench suite show prints it).")
     only: list[str] = Field(default_factory=list, json_schema_extra=cli("--mode"),
                             description="Only these modes of the suite file. Repeat. Default: all of them.")
     out: OutputFolder = Field(default="runs/suite", description="Folder for the profile; each mode's run goes in "

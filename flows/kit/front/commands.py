@@ -91,6 +91,8 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
         [n for n in LAST if n in model.model_fields]
 
     old = _deprecated(model, names)
+    loose = [n for n in names if _extra(model, n).get("also_argument")]  # options also taken as the argument
+    assert len(loose) <= 1, f"{model.__name__}: one field at most may also be the command's argument"
 
     plans = plans and issubclass(model, RunSettings) and starts_workers  # it calls models: it can plan first
 
@@ -108,6 +110,13 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
             typer.secho(f"warning: {flag} is deprecated and will go in the next release: use {new}", err=True,
                         fg=typer.colors.YELLOW)
             values[name] = given
+        for name in loose:
+            given = values.pop(f"{name}__argument")
+            if given is not None:
+                if values.get(name) is not None:
+                    raise InputError(f"{flag_of(model, name)}: given twice, as the option and as the argument; "
+                                     "give it once")
+                values[name] = given
         settings = parse_settings(model, values)
         if isinstance(settings, RunSettings):
             if settings.max_cost is not None and chosen_runner() != "threads":
@@ -152,8 +161,12 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
             False, "--json", help="With --plan: the plan as one JSON object (its 'total' holds "
             "calls, prompt_tokens, reply_tokens and cost_usd, each a number or a \\[low, high] pair)."))
     ] if plans else []
+    arguments = [inspect.Parameter(f"{name}__argument", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+                                   default=typer.Argument(None, metavar=name, show_default=False,
+                                                          help=f"The same as {flag_of(model, name)}."))
+                 for name in loose]
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [_parameter(model, n) for n in names] + planning + hidden)
+        arguments + [_parameter(model, n) for n in names] + planning + hidden)
     command.__doc__ = run.__doc__
     command.__name__ = run.__name__
     return command

@@ -55,10 +55,14 @@ CacheFile = Annotated[str | None, AfterValidator(check_cache_file)]
 
 
 def cli(flag: str | None = None, *, argument: bool = False, hidden: bool = False,
-        deprecated: tuple[str, ...] = ()) -> dict[str, Any]:
+        deprecated: tuple[str, ...] = (), also_argument: bool = False) -> dict[str, Any]:
     """How a settings field appears on the command line (``json_schema_extra`` of the field); ``deprecated``
-    flags still work for a release, with a warning naming the new one."""
+    flags still work for a release, with a warning naming the new one; ``also_argument``: an option that may
+    also be given as the command's (optional) argument, as a user who has just saved the file types it
+    (``rpbench suite run my-suite.toml``)."""
     out: dict[str, Any] = {}
+    if also_argument:
+        out["also_argument"] = True
     if flag:
         out["cli"] = flag
     if deprecated:
