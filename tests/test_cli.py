@@ -369,3 +369,12 @@ def test_a_mistyped_choice_is_refused_in_plain_words_with_the_likely_one():
     assert "'numbr' is not one of 'json', 'number' (did you mean 'number'?)" in said, said
     far = rpbench("rolellm", "eval", "--data", "x", "--mode", "xyz")
     assert far.returncode == 2 and "'xyz' is not one of 'zsp', 'fsp', 'fsd'." in far.stdout + far.stderr
+
+
+def test_trigger_refuses_a_timeout_that_is_no_number_of_seconds(monkeypatch):
+    """Checked before any server is asked: a negative, NaN or infinite --timeout is an input error."""
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # nothing answers there: never reached
+    for value, message in (("-5", "Invalid value for '--timeout'"), ("nan", "Invalid value for '--timeout'"),
+                           ("inf", "error: --timeout: inf is not a number of seconds")):
+        ran = rpbench("trigger", "rpbench-evaluate/nightly", "--timeout", value)
+        assert ran.returncode == 2 and message in ran.stderr and "no Prefect server" not in ran.stderr, ran.stderr

@@ -62,12 +62,17 @@ def trigger_run(
                                                                    "such as 3 or [1,2] are read as JSON; a key "
                                                                    "given twice makes a list). Repeat.")] = None,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait for the run to finish.")] = True,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="Stop waiting after this many seconds.")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", min=0, help="Stop waiting after this many seconds.")
+                       ] = None,
 ) -> None:
     """Start a run of a served deployment on the Prefect server at PREFECT_API_URL, with settings fields over the
     deployment's own; exit 1 if the run does not complete."""
+    import math
+
     from rpbench.deployments.trigger import parse_params, trigger
 
+    if timeout is not None and not math.isfinite(timeout):
+        raise InputError(f"--timeout: {timeout} is not a number of seconds (leave it out to wait until the end)")
     run = trigger(deployment, parse_params(param or []), wait=wait, timeout=timeout)
     typer.echo(f"{run.deployment}: flow run {run.flow_run_name} ({run.flow_run_id}) {run.state_name}")
     if run.ui_url:
