@@ -131,9 +131,15 @@ def test_a_batch_created_but_never_journaled_is_found_again_by_its_digest(server
                      batch=True, batch_poll_s=0.05)
     cache = CallCache(tmp_path / "calls.sqlite")
     items = [(f"key-{k}", [{"role": "user", "content": f"question {k}"}], None, 0) for k in range(3)]
-    server.batch_delay = 0.3
+    server.batch_delay = 3600  # in flight until the run has looked at it once (a timed delay raced a busy machine)
     seen: list[str] = []
-    first = asyncio.run(send_batch(spec, items, cache, "test", on_poll=seen.append))
+
+    def polled(line: str) -> None:
+        seen.append(line)
+        for batch in server.batches.values():
+            batch["_ready_at"] = 0.0
+
+    first = asyncio.run(send_batch(spec, items, cache, "test", on_poll=polled))
     assert len(server.batches) == 1 and len(first[1]) == 3
     assert seen and seen[0] == f"batch {first[0]} in_progress, 0 of 3 answered"  # what the progress line shows
     digest = batch_digest(spec, [i[0] for i in items])
