@@ -91,8 +91,8 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
         [n for n in LAST if n in model.model_fields]
 
     old = _deprecated(model, names)
-    loose = [n for n in names if _extra(model, n).get("also_argument")]  # options also taken as the argument
-    assert len(loose) <= 1, f"{model.__name__}: one field at most may also be the command's argument"
+    also_arguments = [n for n in names if _extra(model, n).get("also_argument")]
+    assert len(also_arguments) <= 1, f"{model.__name__}: one field at most may also be the command's argument"
 
     plans = plans and issubclass(model, RunSettings) and starts_workers  # it calls models: it can plan first
 
@@ -110,7 +110,7 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
             typer.secho(f"warning: {flag} is deprecated and will go in the next release: use {new}", err=True,
                         fg=typer.colors.YELLOW)
             values[name] = given
-        for name in loose:
+        for name in also_arguments:
             given = values.pop(f"{name}__argument")
             if given is not None:
                 if values.get(name) is not None:
@@ -164,7 +164,7 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
     arguments = [inspect.Parameter(f"{name}__argument", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
                                    default=typer.Argument(None, metavar=name, show_default=False,
                                                           help=f"The same as {flag_of(model, name)}."))
-                 for name in loose]
+                 for name in also_arguments]
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         arguments + [_parameter(model, n) for n in names] + planning + hidden)
     command.__doc__ = run.__doc__
