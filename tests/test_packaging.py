@@ -132,3 +132,22 @@ def test_a_new_mode_needs_its_folder_and_its_entry_point_only(tmp_path, loopback
     assert proc.returncode == 0, (proc.stdout[-1500:], proc.stderr[-3000:])
     assert "quizzer: accuracy 50.0" in proc.stdout
     assert len(loopback.requests) == 2
+
+
+def test_a_sample_folder_seen_through_an_editable_installs_links_is_the_source_folder(tmp_path):
+    """An editable install links each file from folders of its own: a sample folder is shown (and read) where
+    the sources are, so a user sees no build/ path and a file added since the install is there."""
+    from rpbench.samples import source_of
+
+    source = tmp_path / "src" / "samples" / "rolellm"
+    (source / "profiles").mkdir(parents=True)
+    (source / "profiles" / "a.json").write_text("{}", encoding="utf-8")
+    (source / "added-since.jsonl").write_text("", encoding="utf-8")
+    tree = tmp_path / "build" / "__editable__" / "samples" / "rolellm"
+    (tree / "profiles").mkdir(parents=True)
+    (tree / "profiles" / "a.json").symlink_to(source / "profiles" / "a.json")
+    assert source_of(tree) == source
+    assert source_of(tree / "profiles" / "a.json") == source / "profiles" / "a.json"
+    plain = tmp_path / "wheel" / "samples"
+    plain.mkdir(parents=True)
+    assert source_of(plain) == plain  # no links: as it is

@@ -285,6 +285,8 @@ def test_suite_show_prints_the_shipped_suite_which_names_every_mode_and_runs_whe
     copy.write_text(ran.stdout, encoding="utf-8")
     paths = [v for table in tomllib.loads(ran.stdout).values() for v in _strings(table) if "/" in v]
     assert paths and all(Path(p).is_absolute() and Path(p).exists() for p in paths), paths
+    # A folder is shown where its files are, not under an editable install's link tree (build/__editable__...).
+    assert not any("__editable__" in p for p in paths), paths
     planned = rpbench("suite", "run", "--suite", str(copy), "--model", "test", "--plan", "--mode", "roleinteract",
                       "--out", str(tmp_path / "o"))
     assert planned.returncode == 0, planned.stderr
