@@ -56,6 +56,14 @@ def _run(*args: str) -> Ran:
           "openai/gpt-4o", "--out", "OUT"], "--base: 'openai/gpt-4o' is not a local model"),
         (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--objective", "dpo", "--out", "OUT"],
          "preference pairs come from benchmark folders"),
+        # A mix the data cannot keep is one line before the flow (it was a traceback in the training stage).
+        (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--part", "test", "--mix", "general=0",
+          "--mix", "role_specific=0", "--out", "OUT"], "--mix: keeps no sample (the data holds only general, "
+         "role_specific, weighted 0)"),
+        (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--part", "test", "--mix", "dialogue=1",
+          "--out", "OUT"], "--mix: no dialogue samples in the data to mix"),
+        (["train", "--data", "/tmp", "--objective", "dpo", "--mix", "general=1", "--out", "OUT"],
+         "--mix: mixes the kinds of sft samples"),
         # Checked against the base's modules built on the meta device, before its weights load.
         (["train", "--data", str(ROOT / "samples" / "rolellm" / "rolebench"), "--part", "test", "--target", "q_proj",
           "--target", "nosuch_proj", "--out", "OUT"],

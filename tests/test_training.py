@@ -90,6 +90,8 @@ def test_mixing_keeps_the_ratio_and_holding_out_is_seeded():
     assert len(mix(samples, parse_mix(["general=0"]), seed=0)) == 10
     held = hold_out(samples, 0.1, seed=1)
     assert sum(s.split == "heldout" for s in held) == 4 and held == hold_out(samples, 0.1, seed=1)
+    with pytest.raises(InputError, match=r"keeps no sample \(the data holds only general, role_specific, weighted 0\)"):
+        mix(samples, parse_mix(["general=0", "role_specific=0"]), seed=0)
     with pytest.raises(InputError, match="kind=weight"):
         parse_mix(["dialog"])
     with pytest.raises(InputError, match="'dialog=1': unknown kind 'dialog' \\(did you mean 'dialogue'\\?"):

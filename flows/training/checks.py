@@ -19,7 +19,7 @@ from rpbench.tasks.llm.local.models import (
     split_adapter,
     weights_path,
 )
-from rpbench.tasks.training.data import parse_mix
+from rpbench.tasks.training.data import mix, parse_mix
 from rpbench.tasks.training.recipe import recipe
 from rpbench.tasks.training.sources import TrainingRequest, TrainingSource
 from rpbench.tasks.training.targets import check_targets, module_names
@@ -89,6 +89,8 @@ def check_train(s: TrainSettings) -> Inputs:
     """Every input error before anything runs: the data paths, the profiles, the mix, the preset, the base."""
     recipe(s.preset, s.max_steps)
     parse_mix(s.mix)
+    if s.mix and s.objective == "dpo":
+        raise InputError("--mix: mixes the kinds of sft samples; dpo's preference pairs are of one kind")
     request = TrainingRequest(tuple(s.parts), tuple(s.profiles), s.objective)
     claimed = claim(s.data, request)
     sources = training_sources()
@@ -99,6 +101,11 @@ def check_train(s: TrainSettings) -> Inputs:
                 raise InputError(f"--data: {paths[0]}: preference pairs come from {with_pairs}, not "
                                  f"{sources[name].what}")
     files = [f for name, paths in claimed.items() for f in sources[name].check(paths, request)]
+    if s.mix:
+        # The data's kinds decide whether a mix can be kept (a kind absent, every kind weighted 0): read them
+        # now, so that is one line here rather than a failed flow.
+        mix([x for name, paths in claimed.items() for x in sources[name].samples(paths, request)],
+            parse_mix(s.mix), s.seed)
     if s.eval_bench:
         evaluator(s.eval_bench, request)
     base = base_name(s)

@@ -61,6 +61,8 @@ def mix(samples: Sequence[SftSample], weights: Mapping[str, float], seed: int) -
             keep = round(unit * weights[kind]) if kind in weighted else 0
             group = sorted(rng.sample(group, min(keep, len(group))), key=lambda s: s.sample_id)
         out += group
+    if samples and not out:
+        raise InputError(f"--mix: keeps no sample (the data holds only {', '.join(sorted(by_kind))}, weighted 0)")
     return out
 
 
