@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import random
 
@@ -155,6 +156,46 @@ def test_the_toy_mode_runs_from_its_command_with_a_model_and_a_file_of_answers(t
     assert again.returncode == 0 and len(loopback.requests) == 3
     both = rpbench(*args[:-4], "--answers", f"quizzer={mine}", *args[-4:])
     assert both.returncode == 2 and "'quizzer' is also a --model" in both.stderr
+
+
+def test_bad_input_found_only_inside_a_stage_ends_the_run_in_one_line_with_no_traceback(toy, harness, loopback,
+                                                                                        tmp_path, monkeypatch):
+    """A file that turns bad between the command's check and the stage that reads it (edited meanwhile): the
+    run ends Failed with the input error's one line, exit 2, and no traceback in the log (it was Prefect's
+    traceback of the task and of the flow before the line)."""
+    import prefect.context
+
+    import tests.toy_quiz as quiz_mode
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _quiz_reply
+    quiz = tmp_path / "quiz.jsonl"
+    quiz.write_text("".join(json.dumps(q) + "\n" for q in QUIZ))
+    real = quiz_mode.read_questions
+
+    def edited_meanwhile(path):
+        if prefect.context.TaskRunContext.get() is not None:  # read by the stage, after the check
+            raise InputError(f"{path}: line 2: field 'answer': missing")
+        return real(path)
+
+    monkeypatch.setattr(quiz_mode, "read_questions", edited_meanwhile)
+    logged: list[logging.LogRecord] = []
+    collect = logging.Handler(logging.ERROR)
+    collect.emit = logged.append  # type: ignore[method-assign]
+    prefect_log = logging.getLogger("prefect")  # the task's and the flow's loggers are below it
+    prefect_log.addHandler(collect)
+    try:
+        ran = rpbench("toy-quiz", "run", "--questions", str(quiz), "--model", "quizzer", "--out",
+                      str(tmp_path / "out"), "--models-file",
+                      str(loopback_models_file(tmp_path / "models.toml", loopback)), "--cache", str(tmp_path / "c.sqlite"))
+    finally:
+        prefect_log.removeHandler(collect)
+    assert ran.returncode == 2, ran.stderr[-2000:]
+    assert "Traceback" not in ran.stderr, ran.stderr[-3000:]
+    shown = [logging.Formatter().format(r) for r in logged]  # as a console or the UI's log shows each record
+    assert shown and not [text for text in shown if "Traceback" in text], shown
+    assert any("line 2: field 'answer': missing" in r.getMessage() for r in logged)  # the UI's log says why
+    assert ran.stderr.strip().splitlines()[-1] == f"error: {quiz}: line 2: field 'answer': missing"
 
 
 def test_lower_is_better_headline_ranks_ascending():

@@ -22,7 +22,7 @@ from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.storage.runs import RunDir
 from rpbench.storage.schemas import CALLS
 from rpbench.storage.tables import read_records, write_records
-from rpbench.tasks.core.errors import ModelUnusable, RunFailed
+from rpbench.tasks.core.errors import InputError, ModelUnusable, RunFailed
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.llm.budget import BudgetReached
 from rpbench.tasks.llm.ledger import summarize_calls
@@ -149,9 +149,9 @@ def stopped_by_budget(settings: Any, flow: str, error: BudgetReached) -> None:
                          "rpbench run summary")
 
 
-def failed_state(error: RunFailed | ModelUnusable) -> Any:
-    """Prefect's Failed state for a run that failed by its rule, or stopped on a model it cannot use: the UI
-    shows the reasons, no traceback; whoever called the flow gets ``error`` raised."""
+def failed_state(error: RunFailed | ModelUnusable | InputError) -> Any:
+    """Prefect's Failed state for a run that failed by its rule, or stopped on a model it cannot use or on bad
+    input: the UI shows the reasons, no traceback; whoever called the flow gets ``error`` raised."""
     from prefect.states import Failed
 
     return Failed(message=str(error), data=error)

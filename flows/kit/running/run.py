@@ -23,7 +23,7 @@ from rpbench.flows.kit.running.notes import run_notes
 from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import with_chosen_runner
-from rpbench.tasks.core.errors import ModelUnusable
+from rpbench.tasks.core.errors import InputError, ModelUnusable
 from rpbench.tasks.llm.batches import batch_every_role
 from rpbench.tasks.llm.budget import BudgetReached, start_run_budget
 from rpbench.tasks.llm.event_loop import run_coroutine
@@ -69,8 +69,9 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
     - a flow declared ``def f(s: Settings, stages: Stages)`` is served and called as ``f(settings)``, its run's
       ``Stages`` made and handed to it;
 
-    - a model the run cannot use (a refused or missing key, a model the provider does not know) ends it
-      Failed with one line, instead of a traceback in the log and the UI;
+    - a model the run cannot use (a refused or missing key, a model the provider does not know), or bad input
+      found only once the run reads it, ends it Failed with one line, instead of a traceback in the log and
+      the UI (the caller still gets the error raised);
     - the gateway's worker processes start with the run, and its first stage to use them takes them over
       (``run_workers.workers_for_run``);
     - the first flow of the process puts what it has loaded out of the garbage collector's sight;
@@ -114,12 +115,12 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
             try:
                 with outermost(args, kwargs), workers_for_run(models_file(args, kwargs)):
                     return await fn(*args, **kwargs)
-            except ModelUnusable as exc:
+            except (ModelUnusable, InputError) as exc:
                 return stopped(exc, args, kwargs)
 
         return _typed_like(run_async, fn)
 
-    def stopped(exc: ModelUnusable, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def stopped(exc: ModelUnusable | InputError, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if isinstance(exc, BudgetReached):
             stopped_by_budget(kwargs.get("settings", args[0] if args else None), fn.__name__, exc)
         return failed_state(exc)
@@ -131,7 +132,7 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
         try:
             with outermost(args, kwargs), workers_for_run(models_file(args, kwargs)):
                 return fn(*args, **kwargs)
-        except ModelUnusable as exc:
+        except (ModelUnusable, InputError) as exc:
             return stopped(exc, args, kwargs)
 
     return _typed_like(run, fn)

@@ -41,7 +41,7 @@ from rpbench.flows.kit.running.runtime import shared_gateway
 from rpbench.flows.kit.running.ui import publish_table
 from rpbench.storage.schemas import CALLS, TableSpec
 from rpbench.storage.tables import to_arrow, write_records, write_table
-from rpbench.tasks.core.errors import ModelUnusable
+from rpbench.tasks.core.errors import InputError, ModelUnusable
 from rpbench.tasks.llm.gateway import Gateway
 from rpbench.tasks.llm.ledger import Ledger, read_journal
 from rpbench.tasks.llm.local.engines import local_activity
@@ -406,7 +406,7 @@ def stage(name: str, *, templates: Templates = (), roles: Roles = (), inputs: Se
             with run.progress:
                 try:
                     result = await fn(run, **kwargs)
-                except ModelUnusable as exc:  # one line in the log and the UI, not a traceback
+                except (ModelUnusable, InputError) as exc:  # one line in the log and the UI, not a traceback
                     from prefect.states import Failed
 
                     return Failed(message=str(exc), data=exc)  # type: ignore[return-value]
