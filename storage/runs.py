@@ -21,10 +21,29 @@ import pyarrow.parquet as pq
 from rpbench.storage.recorded_paths import PATHS_KEY, PATHS_RELATIVE
 from rpbench.storage.schemas import TableSpec
 from rpbench.storage.tables import atomic_write_bytes
+from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.secrets import scrub
 
 MANIFEST = "manifest.json"
 TRACKED_PACKAGES = ("rpbench", "prefect", "litellm", "transformers", "torch", "pyarrow", "polars", "peft", "xgrammar")
+
+
+def manifest_of(folder: Path) -> dict[str, Any] | None:
+    """A run folder's manifest; None when it has none. One that is not a JSON object is an input error naming
+    it: rpbench writes it whole or not at all (atomically), so such a file was damaged or written by hand, and
+    a run must neither trust it nor fail on it after its work is done."""
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        why = (f"not UTF-8 text (byte {exc.start})" if isinstance(exc, UnicodeDecodeError)
+               else f"not JSON ({exc.msg}, line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else "not JSON")
+        raise InputError(f"{path}: {why}; not a manifest rpbench wrote") from None
+    if not isinstance(manifest, dict):
+        raise InputError(f"{path}: not a JSON object; not a manifest rpbench wrote")
+    return manifest
 
 
 def _nan_as_null(obj: Any) -> Any:
@@ -69,9 +88,7 @@ class RunDir:
         return self.root / MANIFEST
 
     def read_manifest(self) -> dict[str, Any]:
-        if not self.manifest_path.is_file():
-            return {}
-        return json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        return manifest_of(self.root) or {}
 
     def row_counts(self) -> dict[str, int]:
         return {p.stem: pq.ParquetFile(p).metadata.num_rows for p in sorted(self.root.glob("*.parquet"))}

@@ -80,6 +80,22 @@ def test_report_on_a_manifest_that_is_not_utf8(tmp_path):
     _refused(rpbench("report", str(run), "--out", str(tmp_path / "index")), "manifest.json: not UTF-8")
 
 
+@pytest.mark.parametrize(("manifest", "phrase"), [(b"{broken", "manifest.json: not JSON (Expecting property name"),
+                                                  (b"[]", "manifest.json: not a JSON object")])
+def test_a_damaged_manifest_is_named_by_report_and_refused_as_a_runs_folder_before_any_flow(tmp_path, manifest,
+                                                                                            phrase, no_flow):
+    """A manifest.json that is not a JSON object (damaged, or written by hand; rpbench writes it atomically): the
+    index named nothing for a list (a traceback), and a run into its folder did all its work, then failed with
+    a traceback writing its own manifest over it."""
+    run = _run_folder(tmp_path / "run", manifest)
+    _refused(rpbench("report", str(run), "--out", str(tmp_path / "index")), phrase)
+    _refused(rpbench("roleinteract", "run", "--data", str(ROLEINTERACT), "--model", "roleinteract-player",
+                     "--out", str(run)), str(run / "manifest.json"), phrase)
+    suite_run = _run_folder(tmp_path / "suite" / "roleinteract", manifest)  # a suite's run of one benchmark
+    _refused(rpbench("suite", "run", "--mode", "roleinteract", "--model", "test", "--out", str(tmp_path / "suite")),
+             str(suite_run / "manifest.json"), phrase)
+
+
 def test_report_on_a_folder_whose_name_is_not_utf8(tmp_path):
     name = os.fsdecode(b"run-\xe9t\xe9")
     run = _run_folder(tmp_path / name)

@@ -4,7 +4,6 @@ anything runs, so a typo in the file is one line naming the file, the table and 
 from __future__ import annotations
 
 import inspect
-import json
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from rpbench.flows.kit.front.registry import BenchmarkMode, SuitePart, load_ref, modes
 from rpbench.flows.kit.front.settings import RunSettings, path_fields
 from rpbench.flows.suite.settings import SuiteSettings
+from rpbench.storage.runs import manifest_of
 from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError, close_match, first_error, unknown_name
 
@@ -171,11 +171,9 @@ def plan_suite(s: SuiteSettings) -> SuitePlan:
 
 def _finished(folder: Path) -> bool:
     """Whether a run folder holds a run that finished (its manifest says so; a stopped or killed one does not)."""
-    try:
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return (manifest.get("outcome") or {}).get("status") == "ok"
+    manifest = manifest_of(folder) or {}  # a damaged one is an error naming it
+    outcome = manifest.get("outcome")
+    return isinstance(outcome, dict) and outcome.get("status") == "ok"
 
 
 def check_suite(s: SuiteSettings) -> SuitePlan:

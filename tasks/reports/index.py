@@ -13,6 +13,7 @@ from typing import Any
 
 from jinja2 import Environment, StrictUndefined
 
+from rpbench.storage.runs import manifest_of
 from rpbench.storage.tables import atomic_write_bytes
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.reports.render import fmt, fmt_interval
@@ -58,15 +59,11 @@ def read_run(folder: Path, label: str) -> RunEntry:
         raise InputError(f"{folder}: no such folder" if not folder.exists() else f"{folder}: a file, not a run folder")
     if not manifest_path.is_file():
         raise InputError(f"{folder}: not a run folder (no manifest.json in it)")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{manifest_path}: not JSON ({exc.msg}, line {exc.lineno})") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{manifest_path}: not UTF-8 text (byte {exc.start}); not a manifest rpbench wrote") from None
-    outcome = manifest.get("outcome") or {}
+    manifest = manifest_of(folder) or {}
+    outcome: dict[str, Any] = manifest["outcome"] if isinstance(manifest.get("outcome"), dict) else {}
     entry = RunEntry(label=label, folder=folder, flow=str(manifest.get("flow", "?")),
-                     status=str(outcome.get("status", "unknown")), reasons=list(outcome.get("reasons", [])))
+                     status=str(outcome.get("status", "unknown")),
+                     reasons=[str(r) for r in outcome.get("reasons") or [] if isinstance(outcome.get("reasons"), list)])
     board = folder / "leaderboard.parquet"
     if board.is_file():
         import pyarrow.parquet as pq

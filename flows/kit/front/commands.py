@@ -201,13 +201,11 @@ def refuse_a_budget_it_cannot_keep(run: Callable[[Any], None], settings: RunSett
 
 
 def flow_of_run(folder: Path) -> str | None:
-    """The flow a run folder's manifest says made it; None without a manifest, or with one that cannot say."""
-    import json
+    """The flow a run folder's manifest says made it; None without a manifest, or with one that cannot say. A
+    manifest that is not one (damaged, or written by hand) is an input error naming it."""
+    from rpbench.storage.runs import manifest_of
 
-    try:
-        made_by = json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("flow")
-    except (OSError, ValueError, AttributeError):
-        return None
+    made_by = (manifest_of(folder) or {}).get("flow")
     return made_by if isinstance(made_by, str) else None
 
 
@@ -219,7 +217,7 @@ def refuse_another_modes_folder(run: Callable[[Any], None], folder: str, flag: s
 
     made_by = flow_of_run(Path(folder))
     if made_by is None:
-        return  # no run there yet, or a damaged manifest: the run rewrites it
+        return  # no run there yet, or one whose manifest does not say what made it
     mine, theirs = getattr(run, "rpbench_mode", None) or mode_of_module(run.__module__), mode_of_flow(made_by)
     if mine is not None and theirs != mine:
         raise InputError(f"{flag} {folder}: the folder holds a finished {theirs or made_by} run ({made_by}); give "
