@@ -8,10 +8,12 @@ real characters, scenes or models file, and each refusal is one line naming the 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
+import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -285,4 +287,12 @@ def check_cache_file(value: str | None) -> str | None:
         with path.open("rb") as fh:
             if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
                 raise ValueError(f"{path} is not a SQLite call cache (give a new file name, or an earlier cache)")
+        # Its list of tables (nothing written): a damaged first page shows here, not in the middle of a run. Not
+        # opened read-only: that would leave the journal files of a WAL database beside it.
+        try:
+            with contextlib.closing(sqlite3.connect(path)) as db:
+                db.execute("SELECT name FROM sqlite_master").fetchall()
+        except sqlite3.Error as exc:
+            raise ValueError(f"{path}: a damaged SQLite file ({exc}); give a new file name, or an earlier "
+                             "cache") from None
     return value

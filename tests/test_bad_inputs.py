@@ -4,10 +4,12 @@ what a run folder held before exactly as it was."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -93,6 +95,8 @@ CASES = [
      "--out: {work}/a-file/eval: {work}/a-file is a file"),
     ("cache-not-sqlite", "eval --bench {work}/bench --model judge --out {work}/eval --cache {work}/a-file",
      "--cache: {work}/a-file is not a SQLite call cache"),
+    ("cache-damaged", "eval --bench {work}/bench --model judge --out {work}/eval --cache {work}/damaged.sqlite",
+     "--cache: {work}/damaged.sqlite: a damaged SQLite file (database disk image is malformed)"),
     ("export-out-is-file", "export {work}/bench --out {work}/a-file", "--out: {work}/a-file is a file"),
     # benchmark folders with bad tables
     ("bench-truncated", "eval --bench {work}/bench-truncated --model judge --out {work}/eval",
@@ -143,6 +147,11 @@ def work(tmp_path_factory):
     write_scenes(work / "pool" / SCENES.filename, [SCENE])
     write_characters(work / "chars.yaml", [TEST])
     (work / "a-file").write_text("not a folder, not a database\n")
+    with contextlib.closing(sqlite3.connect(work / "damaged.sqlite")) as db:  # a cache whose first page is lost
+        db.execute("CREATE TABLE calls (key TEXT PRIMARY KEY, response TEXT)")
+        db.commit()
+    whole = (work / "damaged.sqlite").read_bytes()
+    (work / "damaged.sqlite").write_bytes(whole[:100] + bytes(len(whole) - 100))
     shutil.copytree(bench, work / "bench-truncated")
     (work / "bench-truncated" / ITEMS.filename).write_bytes((BAD / "truncated.parquet").read_bytes())
     shutil.copytree(bench, work / "bench-dimension")
@@ -270,3 +279,14 @@ def test_no_command_takes_a_negative_seed(tmp_path):
     options = [p for words, cmd in commands for p in cmd.params if "--seed" in getattr(p, "opts", [])
                and words == "rpbench annotate push"]  # a plain option, not a settings field
     assert options and options[0].min == 0
+
+
+def test_a_call_cache_that_cannot_be_opened_is_an_input_error_naming_it(tmp_path):
+    """The gateway opens the cache in the run's first stage: a place checked at the command line can still fail
+    there (a folder made read-only meanwhile, a special file system), and that is the input's one line."""
+    from rpbench.tasks.core.errors import InputError
+    from rpbench.tasks.llm.cache import CallCache
+
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(InputError, match=r"--cache: .*a-file/c.sqlite: cannot open it as the call cache \("):
+        CallCache(tmp_path / "a-file" / "c.sqlite")

@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from rpbench.tasks.core.errors import InputError
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
     key TEXT PRIMARY KEY,
@@ -65,16 +67,20 @@ class CallCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        # Runs at once may share one cache: a write waits its turn (up to a minute) rather than losing a reply
-        # that was paid for to "database is locked" after sqlite3's default five seconds.
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=60)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode survives a killed process; only a power cut can lose the last commits.
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(SCHEMA)
-        self._conn.execute(BATCHES)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Runs at once may share one cache: a write waits its turn (up to a minute) rather than losing a
+            # reply that was paid for to "database is locked" after sqlite3's default five seconds.
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=60)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode survives a killed process; only a power cut can lose the last commits.
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(SCHEMA)
+            self._conn.execute(BATCHES)
+        except (OSError, sqlite3.Error) as exc:  # a place it cannot be made, a damaged file: before any call
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise InputError(f"--cache: {self.path}: cannot open it as the call cache ({reason})") from None
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
