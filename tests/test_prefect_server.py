@@ -172,6 +172,16 @@ def test_a_trigger_with_no_server_is_one_line():
         assert message in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("pool", [[], ["--pool", "rpbench-workers"]])
+def test_deploy_with_no_server_answering_is_one_line(pool):
+    """`rpbench deploy` at a server that is down was Prefect's connection traceback (exit 1)."""
+    closed = f"http://127.0.0.1:{_free_port()}/api"
+    proc = subprocess.run([*CLI, "deploy", *pool], cwd=ROOT, env={**os.environ, "PREFECT_API_URL": closed},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [proc.stderr.strip()], proc.stderr
+    assert f"no Prefect server answers at {closed} (ConnectError" in proc.stderr
+
+
 def test_a_command_run_against_a_server_of_its_own_does_not_load_prefects_server_to_shut_down():
     """Stopping a temporary server looks for one only where one was started: loading Prefect's server module
     to find none cost every command run against a real server seconds at exit (benchmarks/ measure such costs)."""

@@ -116,14 +116,17 @@ def deploy(
     """Serve every rpbench flow as a Prefect deployment (on demand, plus the example schedules: a nightly
     evaluation and a weekly pool refresh) on the server at PREFECT_API_URL; runs until stopped (Ctrl-C).
     With --pool, register them in a work pool instead."""
+    from prefect.settings import PREFECT_API_URL
+
     from rpbench.deployments.serve import main as serve
     from rpbench.deployments.serve import register_in_pool
+    from rpbench.deployments.trigger import check_server
 
+    if PREFECT_API_URL.value():
+        check_server()  # a server that does not answer is one line, not Prefect's traceback
     if pool is None:
         serve()
         return
-    from prefect.settings import PREFECT_API_URL
-
     if not PREFECT_API_URL.value():
         raise InputError("deploy --pool: PREFECT_API_URL is not set; workers need a Prefect server to poll "
                          "(prefect server start, or python -m rpbench.deployments.cluster)")
