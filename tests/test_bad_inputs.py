@@ -290,3 +290,16 @@ def test_a_call_cache_that_cannot_be_opened_is_an_input_error_naming_it(tmp_path
     (tmp_path / "a-file").write_text("x")
     with pytest.raises(InputError, match=r"--cache: .*a-file/c.sqlite: cannot open it as the call cache \("):
         CallCache(tmp_path / "a-file" / "c.sqlite")
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("RPBENCH_JUDGE_TEMPERATURE", "-1", "field 'roles.judge.temperature': Input should be greater than or equal to 0"),
+    ("RPBENCH_JUDGE_TOP_P", "0", "field 'roles.judge.top_p': Input should be greater than 0"),
+    ("RPBENCH_JUDGE_TOP_P", "1.5", "field 'roles.judge.top_p': Input should be less than or equal to 1"),
+    ("RPBENCH_JUDGE_TIMEOUT", "0", "field 'roles.judge.timeout': Input should be greater than 0"),
+])
+def test_sampling_settings_out_of_every_providers_range_are_refused_when_read(variable, value, message):
+    """A negative temperature, a top_p of 0 or above 1, a timeout of 0: every provider refuses them, so they were
+    accepted by `rpbench models` and failed every request of a run instead."""
+    ran = rpbench("models", env={variable: value})
+    assert ran.returncode == 2 and ran.stderr.strip() == f"error: environment variable {variable}: {message}", ran.stderr

@@ -59,12 +59,14 @@ class ModelSpec(BaseModel):
     api_key_env: str | None = Field(
         default=None, description="Name of the environment variable holding the key (never the key itself)."
     )
-    temperature: float | None = Field(default=0.0, description='"none" (or None): not sent, so the provider\'s '
-                                      "own default applies.")
-    top_p: float | None = None
+    # Ranges every provider shares (a negative temperature, a top_p of 0 or above 1 are refused by all of them):
+    # checked when the file is read, not by the first request of a run. Upper bounds differ, so they are left.
+    temperature: float | None = Field(default=0.0, ge=0, description='"none" (or None): not sent, so the '
+                                      "provider's own default applies.")
+    top_p: float | None = Field(default=None, gt=0, le=1)
     max_tokens: int = Field(default=1024, ge=1)
     seed: int | None = 0
-    timeout: float = 120.0
+    timeout: float = Field(default=120.0, gt=0, description="Seconds a request may take.")
     max_concurrency: int = Field(default=16, ge=1, description="Requests in flight to this model's endpoint.")
     rpm: int | None = Field(default=None, ge=1, description="Requests per minute for this model; None for no limit.")
     processes: int = Field(
