@@ -232,6 +232,60 @@ async def test_a_call_that_misses_the_cache_just_as_its_twin_finishes_is_not_sen
     assert len(loopback.requests) == 1 and second.text == "reply number 0"
 
 
+async def test_two_runs_sharing_a_cache_send_a_request_they_both_make_once(make_gateway, loopback):
+    """Two runs at once on one call cache (two processes; here two gateways, each with its own connection): the
+    run that claims a request sends it, the other waits for its reply in the cache. Both sent it before: paid
+    twice, and a sampling model's two answers left one run's tables unlike what its rerun reads back."""
+    import itertools
+
+    counter = itertools.count()
+    loopback.responder = lambda body: f"reply number {next(counter)}"
+    loopback.latency = 0.3
+    one, other = make_gateway(), make_gateway()
+    asks = [[{"role": "user", "content": f"line {i}"}] for i in range(6)]
+    mine, theirs = await asyncio.wait_for(asyncio.gather(
+        asyncio.gather(*(one.complete("judge", m) for m in asks)),
+        asyncio.gather(*(other.complete("judge", m) for m in asks))), 60)
+    assert len(loopback.requests) == 6, len(loopback.requests)
+    assert [r.text for r in mine] == [r.text for r in theirs] and all(r.ok for r in mine + theirs)
+    sent = one.ledger.totals()["calls_sent"] + other.ledger.totals()["calls_sent"]
+    assert sent == 6  # each request counted (and paid) by the run that sent it
+
+
+async def test_a_claim_left_by_a_process_that_is_gone_is_taken_over_at_once(make_gateway, loopback):
+    """A run killed while sending leaves its claims behind: the next run must send those requests, not wait."""
+    import subprocess
+    import sys
+    import time
+
+    from rpbench.tasks.llm.cache import HOST, Claim
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gateway = make_gateway()
+    assert gateway.cache is not None
+    first = await gateway.complete("judge", MSG)  # learns the request's key (then forgotten below)
+    key = next(iter(gateway._written))
+    with gateway.cache._lock:
+        gateway.cache._conn.execute("DELETE FROM calls")
+        gateway.cache._conn.execute("INSERT INTO claims (key, owner, at) VALUES (?, ?, ?)",
+                                    (key, f"{HOST}:{gone.stdout.strip()}:killed", time.time()))  # just now
+    gateway._written.clear()
+    assert Claim(f"{HOST}:{os.getpid()}:alive", time.time()).abandoned(600) is False  # a live one is waited for
+    again = await asyncio.wait_for(gateway.complete("judge", MSG), 60)
+    assert again.ok and again.text == first.text and len(loopback.requests) == 2
+
+
+async def test_when_the_run_sending_a_request_fails_the_waiting_run_sends_it(make_gateway, loopback):
+    """A claim ends with its request's failure: the other run then sends the request itself."""
+    loopback.latency = 0.3
+    one, other = make_gateway(), make_gateway()
+    for gateway in (one, other):
+        gateway.config.retry.transient_attempts = 1
+    loopback.inject("500")  # the first request sent fails
+    results = await asyncio.wait_for(asyncio.gather(one.complete("judge", MSG), other.complete("judge", MSG)), 60)
+    assert sorted(r.ok for r in results) == [False, True] and len(loopback.requests) == 2
+
+
 async def test_a_refused_key_stops_every_call_to_that_model_at_once(make_gateway, loopback):
     """A 401 is never retried, and no later call to the model is sent: each would be refused the same way."""
     from rpbench.tasks.core.errors import ModelUnusable

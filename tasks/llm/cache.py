@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
 import sqlite3
 import threading
+import time
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +40,43 @@ CREATE TABLE IF NOT EXISTS batches (
     created REAL NOT NULL DEFAULT (julianday('now'))
 )
 """
+
+
+# Requests being sent, by cache key (``claims``): a run sharing the cache with another (two runs at once, Dask
+# workers) waits for that one's reply instead of sending the same request again. Sent twice, it is paid twice,
+# and a sampling model could answer each differently while the cache keeps one of the answers.
+CLAIMS = """
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    at REAL NOT NULL
+)
+"""
+HOST = socket.gethostname()
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Who is sending a request (``host:pid:instance``) and since when (seconds since the epoch)."""
+
+    owner: str
+    at: float
+
+    def abandoned(self, patience: float) -> bool:
+        """Whether no reply will come from its owner: a process of this machine that is gone, or a claim older
+        than ``patience`` seconds (a process elsewhere, one that hangs, a reused process id)."""
+        if time.time() - self.at > patience:
+            return True
+        host, pid, _ = [*self.owner.rsplit(":", 2), "", "", ""][:3]
+        if host != HOST or os.name != "posix" or not pid.isdigit():
+            return False
+        try:
+            os.kill(int(pid), 0)  # signal 0: only asks whether the process exists
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False  # it exists (another user's) or cannot be asked
+        return False
 
 
 def request_key(
@@ -68,6 +110,7 @@ class CallCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self.owner = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # this cache object, in claims
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # Runs at once may share one cache: a write waits its turn (up to a minute) rather than losing a
@@ -78,6 +121,7 @@ class CallCache:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(SCHEMA)
             self._conn.execute(BATCHES)
+            self._conn.execute(CLAIMS)
         except (OSError, sqlite3.Error) as exc:  # a place it cannot be made, a damaged file: before any call
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise InputError(f"--cache: {self.path}: cannot open it as the call cache ({reason})") from None
@@ -88,9 +132,35 @@ class CallCache:
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, response: dict[str, Any]) -> None:
+        """Store a reply (and end this object's claim on it, once the reply is there to be read)."""
         blob = json.dumps(response, ensure_ascii=False)
         with self._lock:
             self._conn.execute("INSERT OR REPLACE INTO calls (key, response) VALUES (?, ?)", (key, blob))
+            self._conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner))
+
+    def claim(self, key: str) -> Claim | None:
+        """Claim the sending of ``key`` for this object: None once it holds the claim, else who holds it."""
+        with self._lock:
+            made = self._conn.execute("INSERT OR IGNORE INTO claims (key, owner, at) VALUES (?, ?, ?)",
+                                      (key, self.owner, time.time()))
+            if made.rowcount == 1:
+                return None
+            row = self._conn.execute("SELECT owner, at FROM claims WHERE key = ?", (key,)).fetchone()
+        if row is None or row[0] == self.owner:  # released meanwhile (look again), or this object's own
+            return None if row is not None else self.claim(key)
+        return Claim(row[0], row[1])
+
+    def take_over(self, key: str, abandoned: Claim) -> bool:
+        """Claim ``key`` from an abandoned claim, unless someone else took it over (or it ended) first."""
+        with self._lock:
+            moved = self._conn.execute("UPDATE claims SET owner = ?, at = ? WHERE key = ? AND owner = ? AND at = ?",
+                                       (self.owner, time.time(), key, abandoned.owner, abandoned.at))
+        return moved.rowcount == 1
+
+    def release(self, key: str) -> None:
+        """End this object's claim on ``key`` without a reply (the request failed, or was never sent)."""
+        with self._lock:
+            self._conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner))
 
     def batch_state(self, digest: str) -> dict[str, Any] | None:
         """What was journaled of the batch ``digest`` (its file, its id), or None if it was never started."""

@@ -336,13 +336,18 @@ class Gateway:
                 self._in_flight[record.cache_key] = mine
         if shared is not None:
             return await asyncio.wrap_future(shared)  # answered by the call that sent it (cached stays True)
-        reserved, cost = 0.0, None
+        reserved, cost, claimed = 0.0, None, False
         try:
             # A twin on another thread may have stored its reply and left the table between this call's look in
             # the cache and its look in the table: look again, now that a later twin would wait for this one.
             if self.cache is not None and (stored := self.cache.get(record.cache_key)) is not None:
                 mine.set_result(stored)
                 return stored
+            if self.cache is not None:  # the same request sent by another process sharing the cache: its reply
+                claimed, stored = await self._claim(spec, record.cache_key)
+                if stored is not None:
+                    mine.set_result(stored)
+                    return stored
             await gate()  # a stopped run sends nothing new (and journals nothing as sent)
             if run_budget.active(spec.max_cost):  # what it may cost, reserved (or the run stops, sending nothing)
                 reserved = await run_budget.reserve(record.role, spec.model, spec.max_cost, prices_of(spec), [convo],
@@ -356,8 +361,9 @@ class Gateway:
             reply = await self._send(spec, convo, response_format, record)
             cost = reply["cost_usd"]
             if self.cache is not None:
-                self.cache.put(record.cache_key, reply)
+                self.cache.put(record.cache_key, reply)  # (which ends the claim)
                 self._written.add(record.cache_key)
+                claimed = False
             mine.set_result(reply)
             return reply
         except BaseException as exc:
@@ -365,10 +371,33 @@ class Gateway:
             mine.exception()  # retrieved: no "never retrieved" warning when nobody else was waiting
             raise
         finally:
+            if claimed and self.cache is not None:  # no reply stored: another process may send it now
+                self.cache.release(record.cache_key)
             if reserved:
                 run_budget.settle(record.role, reserved, cost)
             with self._in_flight_lock:
                 self._in_flight.pop(record.cache_key, None)
+
+    async def _claim(self, spec: ModelSpec, key: str) -> tuple[bool, dict[str, Any] | None]:
+        """Claim the sending of ``key`` in the cache: (True, None) once this process holds the claim and sends;
+        (False, reply) when another process sharing the cache was sending it and has stored its reply. A claim
+        whose process is gone, or older than every try of the request could take, is taken over."""
+        assert self.cache is not None
+        retry = self.config.retry
+        patience = (spec.timeout + retry.backoff_max) * retry.transient_attempts + 60
+        pause = 0.05
+        while True:
+            held = self.cache.claim(key)
+            if held is None or (held.abandoned(patience) and self.cache.take_over(key, held)):
+                stored = self.cache.get(key)  # stored by its sender just before this claim
+                if stored is not None:
+                    self.cache.release(key)
+                return stored is None, stored
+            await asyncio.sleep(pause)  # its reply comes within the sender's latency: look again soon
+            pause = min(1.0, pause * 2)
+            stored = self.cache.get(key)
+            if stored is not None:
+                return False, stored
 
     # -- public ---------------------------------------------------------------------------------
     def model_of(self, role: str) -> str:
