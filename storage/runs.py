@@ -37,10 +37,10 @@ def manifest_of(folder: Path) -> dict[str, Any] | None:
         return None
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        why = (f"not UTF-8 text (byte {exc.start})" if isinstance(exc, UnicodeDecodeError)
-               else f"not JSON ({exc.msg}, line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else "not JSON")
-        raise InputError(f"{path}: {why}; not a manifest rpbench wrote") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); not a manifest rpbench wrote") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON ({exc.msg}, line {exc.lineno}); not a manifest rpbench wrote") from None
     if not isinstance(manifest, dict):
         raise InputError(f"{path}: not a JSON object; not a manifest rpbench wrote")
     return manifest

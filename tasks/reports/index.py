@@ -54,16 +54,16 @@ def _labels(folders: Sequence[Path]) -> list[str]:
 
 
 def read_run(folder: Path, label: str) -> RunEntry:
-    manifest_path = folder / "manifest.json"
     if not folder.is_dir():
         raise InputError(f"{folder}: no such folder" if not folder.exists() else f"{folder}: a file, not a run folder")
-    if not manifest_path.is_file():
+    manifest = manifest_of(folder)
+    if manifest is None:
         raise InputError(f"{folder}: not a run folder (no manifest.json in it)")
-    manifest = manifest_of(folder) or {}
     outcome: dict[str, Any] = manifest["outcome"] if isinstance(manifest.get("outcome"), dict) else {}
+    reasons = outcome.get("reasons")
     entry = RunEntry(label=label, folder=folder, flow=str(manifest.get("flow", "?")),
                      status=str(outcome.get("status", "unknown")),
-                     reasons=[str(r) for r in outcome.get("reasons") or [] if isinstance(outcome.get("reasons"), list)])
+                     reasons=[str(r) for r in reasons] if isinstance(reasons, list) else [])
     board = folder / "leaderboard.parquet"
     if board.is_file():
         import pyarrow.parquet as pq
