@@ -146,9 +146,9 @@ class CallCache:
             if made.rowcount == 1:
                 return None
             row = self._conn.execute("SELECT owner, at FROM claims WHERE key = ?", (key,)).fetchone()
-        if row is None or row[0] == self.owner:  # released meanwhile (look again), or this object's own
-            return None if row is not None else self.claim(key)
-        return Claim(row[0], row[1])
+        if row is None:  # released between the two statements: claim again
+            return self.claim(key)
+        return None if row[0] == self.owner else Claim(row[0], row[1])
 
     def take_over(self, key: str, abandoned: Claim) -> bool:
         """Claim ``key`` from an abandoned claim, unless someone else took it over (or it ended) first."""
