@@ -125,6 +125,11 @@ CASES = [
      "none of the annotated item ids is in"),
     ("annotations-not-objects", "validate --annotations {bad}/annotations_not_objects.jsonl --eval {work}/eval",
      "annotations_not_objects.jsonl: line 1: expected an object"),
+    ("annotations-dimension-number",
+     "validate --annotations {bad}/annotations_dimension_number.jsonl --eval {work}/eval",
+     "record 0: field 'dimension': unknown dimension '3'"),
+    ("annotations-twice", "validate --annotations {bad}/annotations_twice.csv --eval {work}/eval",
+     "record 2: field 'score': annotator 'ann1' already gave item 'i1' a score in record 0"),
 ]
 
 # The module's tests share module-scoped fixtures (a server, a trained adapter, a work folder): one worker

@@ -374,6 +374,21 @@ def test_the_judge_against_annotators_pulled_from_label_studio(loopback, tmp_pat
     other.write_text('{"item_id": "engagement:9", "model": "x", "language": "zh", "score": 2}\n', encoding="utf-8")
     none = rpbench("annotate", "agreement", "--annotations", str(other), "--run", str(out))
     assert none.returncode == 2 and "no annotated reply is one" in none.stderr
+    # An annotation of a reply the run lacks is left out and said so; a second score of one reply by one
+    # annotator and a score that is no finite number are errors (both were counted: twice, or as NaN).
+    with pulled.open("a", encoding="utf-8") as f:
+        f.write(other.read_text(encoding="utf-8"))
+    some = rpbench("annotate", "agreement", "--annotations", str(pulled), "--run", str(out), "--resamples", "50")
+    assert some.returncode == 0 and "note: annotations left out: 1 of replies the run does not have (first: " \
+        "engagement:9/zh/x)" in some.stderr
+    assert pq.read_table(out / "agreement_annotators.parquet").to_pylist() == found
+    for bad, said in [({"score": 5}, "record 7: field 'score': annotator 'a' already scored this reply in record 0"),
+                      ({"score": "nan"}, "record 7: field 'score': 'nan' is not a finite number")]:
+        twice = tmp_path / "twice.jsonl"
+        first = json.loads(pulled.read_text(encoding="utf-8").splitlines()[0])
+        twice.write_text(pulled.read_text(encoding="utf-8") + json.dumps({**first, **bad}) + "\n", encoding="utf-8")
+        refused = rpbench("annotate", "agreement", "--annotations", str(twice), "--run", str(out))
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
 
 
 def test_people_s_scores_count_only_for_the_reply_they_scored(loopback, tmp_path, monkeypatch):

@@ -267,6 +267,48 @@ def test_validation_accuracy_correlation_and_agreement(tmp_path):
     assert f"dimension (nominal) {expected:.3f}, score (ordinal) 1.000" in validation_markdown(result)
 
 
+def test_annotations_that_would_match_nothing_or_count_twice_are_errors(tmp_path):
+    """A score naming no judged model, a score without a model where several were judged, a second answer by one
+    annotator to one question, and a field of the wrong type: each was left out or counted twice in silence."""
+    from rpbench.tasks.core.errors import InputError
+    from rpbench.tasks.modes.furina.evaluation.validation import check_models, load_annotations
+
+    path = tmp_path / "labels.jsonl"
+
+    def write(*records: dict) -> None:
+        path.write_text("\n".join(json.dumps(r) for r in records))
+
+    write({"item_id": "i1", "annotator": "a", "score": 2, "model": "m1"},
+          {"item_id": "i1", "annotator": "a", "score": 2, "model": "m2"},  # another model's reply: fine
+          {"item_id": "i1", "annotator": "b", "score": 4, "model": "m1"},  # another annotator: fine
+          {"item_id": "i1", "annotator": "a", "dimension": "CR"})
+    labels = load_annotations(path)
+    assert [a["model"] for a in labels] == ["m1", "m2", "m1", None]
+    check_models(labels, ["m1", "m2"], path)
+    with pytest.raises(InputError, match=r"record 1: field 'model': 'm2' is not a model of this evaluation "
+                                         r"\(it has m1, m3\)"):
+        check_models(labels, ["m1", "m3"], path)
+    write({"item_id": "i1", "annotator": "a", "score": 2})
+    check_models(load_annotations(path), ["m1"], path)  # one model: the score is its reply's
+    with pytest.raises(InputError, match=r"record 0: field 'model': missing; this evaluation judged 2 models"):
+        check_models(load_annotations(path), ["m1", "m2"], path)
+    write({"item_id": "i1", "annotator": "a", "dimension": "CR"}, {"item_id": "i1", "annotator": "a",
+                                                                   "dimension": "PA"})
+    with pytest.raises(InputError, match=r"record 1: field 'dimension': annotator 'a' already gave item 'i1' a "
+                                         r"dimension in record 0"):
+        load_annotations(path)
+    write({"item_id": "i1", "annotator": "a", "score": 2, "model": "m"}, {"item_id": "i1", "annotator": "a",
+                                                                          "score": 2, "model": "m"})
+    with pytest.raises(InputError, match=r"record 1: field 'score': .* a score \(model 'm'\) in record 0"):
+        load_annotations(path)
+    write({"item_id": "i1", "annotator": ["a"], "score": 2})
+    with pytest.raises(InputError, match=r"record 0: field 'annotator': not text"):
+        load_annotations(path)
+    write({"item_id": "i1", "annotator": "a", "dimension": 3})  # was a traceback ('int' has no strip)
+    with pytest.raises(InputError, match=r"record 0: field 'dimension': unknown dimension '3'"):
+        load_annotations(path)
+
+
 def test_bad_annotations_name_the_record_and_field(tmp_path):
     from rpbench.tasks.core.errors import InputError
     from rpbench.tasks.modes.furina.evaluation.validation import load_annotations

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from rpbench.flows.kit.front.settings import MIN_RESAMPLES
 from rpbench.tasks.core.errors import InputError
 
 app = typer.Typer(help="Human validation of the judge through Label Studio: push items as tasks, pull the "
@@ -129,7 +130,8 @@ def pull(
 SCORED = typer.Option("--annotations", help="Pulled scores of replies (`rpbench annotate pull` of a reply-score "
                                             "project, such as characterbench's).")
 SCORED_RUN = typer.Option("--run", help="The run whose replies were scored (its item table holds the judge's scores).")
-RESAMPLES = typer.Option("--resamples", help="Bootstrap resamples for the intervals.")
+RESAMPLES = typer.Option("--resamples", min=MIN_RESAMPLES, help="Bootstrap resamples for the intervals (at least "
+                         f"{MIN_RESAMPLES}: fewer leave a 2.5% tail with no resample in it).")
 
 
 @app.command("agreement")
@@ -139,32 +141,30 @@ def agreement(annotations: Annotated[Path, SCORED], run: Annotated[Path, SCORED_
     Spearman, Kendall's tau-b and exact agreement with intervals, the table every benchmark with human scores
     writes (into the run folder as agreement_annotators.parquet)."""
     from rpbench.flows.kit.front.registry import get_mode, mode_of_flow
+    from rpbench.storage.runs import manifest_of
     from rpbench.storage.schemas import AGREEMENT
     from rpbench.storage.tables import read_rows, write_table
     from rpbench.storage.user_files import load_rows
+    from rpbench.tasks.annotation.reply_scores import pair_reply_scores
     from rpbench.tasks.reports.judges import agreement_rows, judge_agreement_lines
 
-    manifest = run / "manifest.json"
-    mode = mode_of_flow(json.loads(manifest.read_text("utf-8")).get("flow", "")) if manifest.is_file() else None
+    if not run.is_dir():
+        raise InputError(f"--run {run}: no such folder")
+    mode = mode_of_flow((manifest_of(run) or {}).get("flow", ""))
     if mode is None:
         raise InputError(f"--run {run}: no finished benchmark run here (its manifest.json names none)")
     table = get_mode(mode).load_item_table()
-    judged = {(r["item_id"], r.get("language"), r["model"]): r for r in read_rows(run / table.filename, table)
-              if r.get("score") is not None}
-    pairs = []
-    for n, row in enumerate(load_rows(annotations, "an annotations file", "item_id, model, language, score")):
-        try:
-            human = float(row["score"])
-        except (KeyError, TypeError, ValueError):
-            raise InputError(f"{annotations}: record {n}: field 'score': missing or not a number (a reply-score "
-                             "annotation?)") from None
-        found = judged.get((row.get("item_id"), row.get("language"), row.get("model")))
-        if found is not None:
-            pairs.append((f"{mode} judge", str(found.get("dimension", "all")), str(row.get("language")), human,
-                          float(found["score"])))
-    if not pairs:
-        raise InputError(f"{annotations}: no annotated reply is one {run} scored (annotations of another run?)")
+    found = pair_reply_scores(annotations, load_rows(annotations, "an annotations file",
+                                                     "item_id, model, language, score"),
+                              read_rows(run / table.filename, table))
+    if not found.pairs:
+        raise InputError(f"{annotations}: no annotated reply is one {run} scored (annotations of another run?); "
+                         f"{found.left_out()}")
+    pairs = [(f"{mode} judge", str(row.get("dimension", "all")), str(row.get("language")), human,
+              float(row["score"])) for row, human in found.pairs]
     rows = agreement_rows(mode, pairs, resamples)
     write_table(run / "agreement_annotators.parquet", [r.model_dump() for r in rows], AGREEMENT)
     typer.echo("\n".join(judge_agreement_lines(rows)))
+    if found.left_out():
+        typer.echo(f"note: {found.left_out()}", err=True)
     typer.echo(f"{len(pairs)} annotations paired; written: {run / 'agreement_annotators.parquet'}")

@@ -138,13 +138,15 @@ def validate(
     from rpbench.flows.kit.front.agreement import publish_agreement, recorded_model
     from rpbench.storage.tables import read_rows, run_table
     from rpbench.tasks.core.records import JudgeAgreement
-    from rpbench.tasks.modes.furina.evaluation.validation import load_annotations, validation_markdown
+    from rpbench.tasks.modes.furina.evaluation.validation import check_models, load_annotations, validation_markdown
     from rpbench.tasks.modes.furina.evaluation.validation import validate as validate_judge
     from rpbench.tasks.modes.furina.tables import ITEM_SCORES
 
     labels = load_annotations(annotations)
     scores_file = run_table(eval_dir, ITEM_SCORES, "rpbench furina eval")
-    result = validate_judge(labels, read_rows(scores_file, ITEM_SCORES), recorded_model(eval_dir, "judge"))
+    item_scores = read_rows(scores_file, ITEM_SCORES)
+    check_models(labels, sorted({s["model"] for s in item_scores}), annotations)
+    result = validate_judge(labels, item_scores, recorded_model(eval_dir, "judge"))
     if len(result["unknown_items"]) == len({a["item_id"] for a in labels}):
         # Nothing to compare: say so, and leave any earlier validation of this folder as it was.
         raise InputError(f"{annotations}: none of the annotated item ids is in {scores_file} "

@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from rpbench.storage.user_files import load_rows, whole_number
+from rpbench.storage.user_files import Fields, load_rows, whole_number
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import JudgeAgreement
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
@@ -21,15 +21,18 @@ from rpbench.tasks.stats.agreement import judge_agreement
 
 
 def load_annotations(path: str | Path) -> list[dict[str, Any]]:
+    """The annotations in a file, one per record in its order; each field checked, and one annotator's second
+    dimension for an item (or second score for an item and model) an error naming both records."""
     rows = load_rows(path, "an annotations file", "item_id, annotator, ...")
-    out = []
+    out: list[dict[str, Any]] = []
+    first_seen: dict[tuple[str | None, ...], int] = {}
     for i, row in enumerate(rows):
-        for field in ("item_id", "annotator"):
-            if not str(row.get(field) or "").strip():
-                raise InputError(f"{path}: record {i}: field '{field}': missing")
-        dim = (row.get("dimension") or "").strip() or None
+        fields = Fields(row, f"{path}: record {i}")
+        item, annotator = fields.text("item_id"), fields.text("annotator")
+        dim = fields.text("dimension", required=False)
+        dim = dim.strip() or None if dim is not None else None
         if dim is not None and dim not in DIMENSIONS:
-            raise InputError(f"{path}: record {i}: field 'dimension': unknown dimension '{dim}'")
+            raise fields.fail("dimension", f"unknown dimension '{dim}' (one of {', '.join(DIMENSIONS)})")
         score = row.get("score")
         if score in ("", None):
             score = None
@@ -37,14 +40,41 @@ def load_annotations(path: str | Path) -> list[dict[str, Any]]:
             try:
                 score = whole_number(score)
             except (TypeError, ValueError):
-                raise InputError(f"{path}: record {i}: field 'score': not an integer 1-5") from None
+                raise fields.fail("score", "not an integer 1-5") from None
             if not 1 <= score <= 5:
-                raise InputError(f"{path}: record {i}: field 'score': {score} is outside 1-5")
+                raise fields.fail("score", f"{score} is outside 1-5")
         if dim is None and score is None:
             raise InputError(f"{path}: record {i}: needs a 'dimension' or a 'score'")
-        out.append({"item_id": str(row["item_id"]), "annotator": str(row["annotator"]), "dimension": dim,
-                    "score": score, "model": (row.get("model") or None)})
+        model = fields.text("model", required=False)
+        # One person's two answers to one question would be counted twice (and the later one would win where
+        # answers are paired): a copy-paste slip, said rather than averaged.
+        keys = ([("dimension", annotator, item)] if dim else []) + \
+            ([("score", annotator, item, model or "")] if score is not None else [])
+        for key in keys:
+            if key in first_seen:
+                what = "dimension" if key[0] == "dimension" else "score" + (f" (model '{model}')" if model else "")
+                raise fields.fail(key[0], f"annotator '{annotator}' already gave item '{item}' a {what} in "
+                                          f"record {first_seen[key]}")
+            first_seen[key] = i
+        out.append({"item_id": item, "annotator": annotator, "dimension": dim, "score": score, "model": model})
     return out
+
+
+def check_models(annotations: list[dict[str, Any]], models: list[str], path: str | Path) -> None:
+    """Every score names a model the evaluation judged, or the evaluation judged one model only: a score that
+    matched no judged reply would be left out of the comparison without a word. (An evaluation with no judged
+    item is the caller's "nothing to compare".)"""
+    if not models:
+        return
+    for i, a in enumerate(annotations):
+        if a["score"] is None:
+            continue
+        if a["model"] is None and len(models) > 1:
+            raise InputError(f"{path}: record {i}: field 'model': missing; this evaluation judged "
+                             f"{len(models)} models ({', '.join(models)}), so a score must say whose reply it is")
+        if a["model"] is not None and a["model"] not in models:
+            raise InputError(f"{path}: record {i}: field 'model': '{a['model']}' is not a model of this evaluation "
+                             f"(it has {', '.join(models)})")
 
 
 def _pearson(pairs: list[tuple[float, float]]) -> tuple[float | None, float | None]:
