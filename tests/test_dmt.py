@@ -298,6 +298,13 @@ def test_the_agreement_command_writes_the_table_every_benchmark_reports(tmp_path
                                                     "metric": {"Flu": 1}, "label": "bad"}))
     ran = rpbench("dmt", "agreement", "--labels", str(tmp_path / "bad.jsonl"), "--run", str(run))
     assert ran.returncode == 2 and "bad.jsonl: record 0: field 'metric': unknown metric" in ran.stderr
+    # One annotator's second label of a round was a second vote in its majority.
+    (tmp_path / "twice.jsonl").write_text("\n".join(json.dumps(
+        {"model": "m", "dialogue_id": "d1", "round": 1, "metric": "Flu", "label": v, "annotator": "p"})
+        for v in ("bad", "good")))
+    ran = rpbench("dmt", "agreement", "--labels", str(tmp_path / "twice.jsonl"), "--run", str(run))
+    assert ran.returncode == 2 and "twice.jsonl: record 1: annotator 'p' already labelled this round's Flu in " \
+        "record 0" in ran.stderr
 
 
 def test_human_labels_take_whole_rounds_and_keep_each_round_s_majority(tmp_path):

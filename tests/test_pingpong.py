@@ -385,6 +385,17 @@ def test_agreement_spearman_per_judge_and_krippendorff_between_annotators(tmp_pa
     (tmp_path / "whole.jsonl").write_text(json.dumps({"model": "m", "conversation_id": "c", "annotator": "x",
                                                       "in_character": 4.0, "fluency": " 2 "}))
     assert load_ratings(tmp_path / "whole.jsonl")["in_character"] == {"x": {("m", "c"): 4.0}}
+    # One person's second rating of one conversation replaced the first without a word; an id that is a list
+    # was read as its text.
+    record = {"model": "m", "conversation_id": "c", "annotator": "x", "in_character": 4}
+    (tmp_path / "twice.jsonl").write_text("\n".join(json.dumps(r) for r in (
+        record, {**record, "annotator": "y"}, {**record, "in_character": 2})))
+    with pytest.raises(InputError, match="record 2: annotator 'x' already rated conversation 'c' of model 'm' in "
+                                         "record 0"):
+        load_ratings(tmp_path / "twice.jsonl")
+    (tmp_path / "list.jsonl").write_text(json.dumps({**record, "conversation_id": ["c"]}))
+    with pytest.raises(InputError, match="record 0: field 'conversation_id': not text"):
+        load_ratings(tmp_path / "list.jsonl")
 
 
 def test_the_agreement_command_writes_the_table_every_benchmark_reports(tmp_path):

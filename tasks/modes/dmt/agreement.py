@@ -27,6 +27,7 @@ def load_human_labels(path: str | Path) -> tuple[dict[Key, str], int]:
     """(model, dialogue, round, metric) -> the majority label, and how many ties were left out."""
     rows = load_rows(path, "a labels file", "model, dialogue_id, round, metric, label")
     votes: dict[Key, Counter[str]] = {}
+    voted: dict[tuple[str, Key], int] = {}
     for i, row in enumerate(rows):
         for field in ("model", "dialogue_id", "round", "metric", "label"):
             if str(row.get(field) or "").strip() == "":
@@ -40,8 +41,14 @@ def load_human_labels(path: str | Path) -> tuple[dict[Key, str], int]:
             k = whole_number(row["round"])
         except (TypeError, ValueError):
             raise InputError(f"{path}: record {i}: field 'round': not an integer") from None
-        votes.setdefault((str(row["model"]), str(row["dialogue_id"]), k, str(row["metric"])), Counter())[
-            str(row["label"])] += 1
+        key = (str(row["model"]), str(row["dialogue_id"]), k, str(row["metric"]))
+        # One person's second label of one round would be a second vote in its majority.
+        if str(row.get("annotator") or "").strip():
+            if (str(row["annotator"]), key) in voted:
+                raise InputError(f"{path}: record {i}: annotator '{row['annotator']}' already labelled this "
+                                 f"round's {key[3]} in record {voted[(str(row['annotator']), key)]}")
+            voted[(str(row["annotator"]), key)] = i
+        votes.setdefault(key, Counter())[str(row["label"])] += 1
     majority, ties = {}, 0
     for key, c in votes.items():
         if c["good"] == c["bad"]:

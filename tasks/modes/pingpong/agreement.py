@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rpbench.storage.user_files import load_rows, whole_number
+from rpbench.storage.user_files import Fields, load_rows, whole_number
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import JudgeAgreement
 from rpbench.tasks.modes.pingpong.records import CRITERIA, TurnJudgment
@@ -36,15 +36,22 @@ def load_ratings(path: str | Path) -> dict[str, dict[str, dict[Unit, float]]]:
     """criterion (and "final") -> annotator -> (model, conversation) -> rating."""
     rows = load_rows(path, "an annotations file", "model, conversation_id, annotator and ratings")
     out: dict[str, dict[str, dict[Unit, float]]] = {c: {} for c in (*CRITERIA, FINAL)}
+    first_seen: dict[tuple[str, Unit], int] = {}
     for i, row in enumerate(rows):
+        fields = Fields(row, f"{path}: record {i}")
         for field in ("model", "conversation_id", "annotator"):
-            if not str(row.get(field) or "").strip():
-                raise InputError(f"{path}: record {i}: field '{field}': missing")
+            if not (fields.text(field) or "").strip():
+                raise fields.fail(field, "missing")
         unknown = sorted(set(row) - {"model", "conversation_id", "annotator", *CRITERIA, "comment", *PULLED})
         if unknown:
             raise InputError(f"{path}: record {i}: unknown field '{unknown[0]}' (known: model, conversation_id, "
                              f"annotator, {', '.join(CRITERIA)}, comment)")
         unit, who = (str(row["model"]), str(row["conversation_id"])), str(row["annotator"])
+        # A second rating of one conversation by one person would replace the first without a word.
+        if (who, unit) in first_seen:
+            raise InputError(f"{path}: record {i}: annotator '{who}' already rated conversation "
+                             f"'{unit[1]}' of model '{unit[0]}' in record {first_seen[(who, unit)]}")
+        first_seen[(who, unit)] = i
         rated = {}
         for c in CRITERIA:
             value = row.get(c)
