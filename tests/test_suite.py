@@ -234,6 +234,11 @@ def _write(tmp_path: Path, text: str) -> Path:
     ("[roleinteract]\ndat = ['x.json']\n", "[roleinteract] 'dat': "),
     ("[roleinteract]\ndata = ['x.json']\ncache = 'c.sqlite'\n", "[roleinteract] 'cache': set by the suite command"),
     ("[roleinteract]\ndata = ['x.json']\nmodels = ['a']\n", "'models': the models under test come from the suite"),
+    # A near name the suite sets itself is not offered as the fix (it would be the next error).
+    ("[roleinteract]\ndata = ['x.json']\nmodel = ['a']\n", "'model': no such setting of roleinteract ('models' is "
+     "set by the suite command for every mode (--model), not in a suite file)"),
+    ("[roleinteract]\ndata = ['x.json']\nmax_cst = 1\n", "'max_cst': no such setting of roleinteract ('max_cost' is "
+     "set by the suite command"),
     ("[roleinteract]\ndata = ['x.json']\n[weights]\ndmt = 1\n", "[weights] 'dmt': not a mode of this suite"),
     ("[roleinteract]\ndata = ['x.json']\n[weights]\nroleinteract = 'high'\n", "[weights] 'roleinteract': a weight"),
     ("[roleinteract\n", "not a TOML file"),

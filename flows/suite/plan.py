@@ -114,8 +114,11 @@ def _run(mode: BenchmarkMode, part: SuitePart, s: SuiteSettings, suite: SuiteFil
     unknown = [k for k in part.values if k not in model.model_fields]
     if unknown:
         close = close_match(unknown[0], model.model_fields, cutoff=0.6)
-        raise InputError(f"{where} '{unknown[0]}': no such setting of {part.flow}"
-                         + (f" (did you mean '{close}'?)" if close else ""))
+        # The near name may be one a suite file cannot set either: pointing there would lead to a second error.
+        hint = "" if not close else f" (did you mean '{close}'?)" if close not in (*SHARED, "models") else \
+            f" ('{close}' is set by the suite command for every mode" + (" (--model)" if close == "models" else "") \
+            + ", not in a suite file)"
+        raise InputError(f"{where} '{unknown[0]}': no such setting of {part.flow}{hint}")
     given = [k for k in SHARED if k in part.values]
     if given:
         raise InputError(f"{where} '{given[0]}': set by the suite command for every mode, not in a suite file")
