@@ -98,15 +98,20 @@ def write_records(path: str | Path, records: Iterable[R], spec: TableSpec[R]) ->
     return write_table(path, pa.concat_tables(batches), spec)
 
 
+def read_parquet(path: str | Path) -> pa.Table:
+    """A Parquet file whatever its columns (a leaderboard's vary by mode); a damaged one is one clear line."""
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+
+
 def read_table(path: str | Path, spec: TableSpec[Any]) -> pa.Table:
     """Read a table and check that it is the table ``spec`` describes, failing with one clear line."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: table '{spec.name}' not found")
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+    table = read_parquet(path)
     meta = table.schema.metadata or {}
     name = meta.get(META_NAME, b"").decode()
     if name and name != spec.name:

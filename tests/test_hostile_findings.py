@@ -96,6 +96,21 @@ def test_a_damaged_manifest_is_named_by_report_and_refused_as_a_runs_folder_befo
              str(suite_run / "manifest.json"), phrase)
 
 
+@pytest.mark.parametrize(("name", "content", "phrase"), [
+    ("leaderboard.parquet", b"not parquet", "leaderboard.parquet: not a readable Parquet file"),
+    ("viewer.html", b'<html><script type="application/json" id="viewer-data">{"title": "x"}</script>',
+     "viewer.html: its viewer data is not what rpbench writes"),
+    ("viewer.html", b"<html>\xff\xfe", "viewer.html: 'utf-8' codec can't decode"),
+])
+def test_report_on_a_damaged_table_or_viewer_names_the_file(tmp_path, name, content, phrase):
+    """A run folder's leaderboard that is not Parquet was pyarrow's traceback; a viewer page whose data lacks its
+    samples was a KeyError."""
+    run = _run_folder(tmp_path / "run")
+    (run / name).write_bytes(content)
+    _refused(rpbench("report", str(run), "--out", str(tmp_path / "index")), phrase)
+    assert not (tmp_path / "index" / "index.html").exists()
+
+
 def test_report_on_a_folder_whose_name_is_not_utf8(tmp_path):
     name = os.fsdecode(b"run-\xe9t\xe9")
     run = _run_folder(tmp_path / name)

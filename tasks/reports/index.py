@@ -14,7 +14,7 @@ from typing import Any
 from jinja2 import Environment, StrictUndefined
 
 from rpbench.storage.runs import manifest_of
-from rpbench.storage.tables import atomic_write_bytes
+from rpbench.storage.tables import atomic_write_bytes, read_parquet
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.reports.render import fmt, fmt_interval
 from rpbench.tasks.reports.spec import Column
@@ -66,9 +66,7 @@ def read_run(folder: Path, label: str) -> RunEntry:
                      reasons=[str(r) for r in reasons] if isinstance(reasons, list) else [])
     board = folder / "leaderboard.parquet"
     if board.is_file():
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(board)
+        table = read_parquet(board)
         entry.columns = [c for c in table.column_names if c not in _FIXED]
         entry.shown = {c.key: c for c in columns_shown(table) or ()}
         entry.board = table.to_pylist()

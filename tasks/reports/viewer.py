@@ -119,8 +119,11 @@ def read_viewer(path: str | Path) -> dict[str, Any]:
     """The title, links and samples a viewer page holds (``rpbench report`` gathers several runs' samples)."""
     found = _DATA.search(Path(path).read_text(encoding="utf-8"))
     if found is None:
-        raise ValueError(f"{path}: not a sample viewer page (no viewer data in it)")
-    data: dict[str, Any] = json.loads(found.group(1))
+        raise ValueError("not a sample viewer page (no viewer data in it)")
+    data = json.loads(found.group(1))
+    if not isinstance(data, dict) or not isinstance(data.get("title"), str) or not isinstance(data.get("samples"),
+                                                                                               list):
+        raise ValueError("its viewer data is not what rpbench writes (a title and a list of samples)")
     return data
 
 
