@@ -180,6 +180,32 @@ def test_a_missing_key_is_one_line_before_any_flow_or_request(loopback, tmp_path
     assert missing_key(ModelSpec(model="anthropic/claude-3-5-haiku-20241022")) == "ANTHROPIC_API_KEY"
 
 
+def test_a_model_litellm_cannot_route_is_one_line_before_any_flow_or_request(loopback, tmp_path, monkeypatch):
+    """A models file binding a role to a bare name litellm does not know (or a misspelt provider): every request
+    of the run failed with litellm's "LLM Provider NOT provided" (exit 3, after the run had started)."""
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    data = str(sample_path("roleinteract", "example.json"))
+    models = tmp_path / "models.toml"
+    for model in ("mine", "opnai/mine"):
+        models.write_text(f'[roles.mine]\nmodel = "{model}"\napi_base = "{loopback.base_url}"\n'
+                          f'api_key_env = "{TEST_KEY_ENV}"\n')
+        ran = rpbench("roleinteract", "run", "--data", data, "--model", "mine", "--out", str(tmp_path / "o"),
+                      "--models-file", str(models))
+        assert ran.returncode == 2 and ran.stderr.strip().splitlines() == [
+            f"error: --model: model {model} (role mine): litellm cannot tell which provider serves it (LLM "
+            f"Provider NOT provided. Pass in the LLM provider you are trying to call. You passed model={model}); "
+            "write it as <provider>/<model>, for example openai/gpt-4o, or hosted_vllm/<model> with api_base for "
+            "a server of your own"], ran.stderr
+    assert not loopback.requests and not (tmp_path / "o").exists()
+    from rpbench.tasks.llm.config import ModelSpec
+    from rpbench.tasks.llm.keys import unroutable
+
+    # What litellm routes: a provider prefix, a name in its price map, a known endpoint; and our local models.
+    for spec in (ModelSpec(model="hosted_vllm/mine", api_base=loopback.base_url), ModelSpec(model="gpt-4o"),
+                 ModelSpec(model="mine", api_base="https://api.perplexity.ai"), ModelSpec()):
+        assert unroutable(spec) is None, spec.model
+
+
 def test_a_rerun_after_an_outage_sends_the_failed_items_again_and_heals(harness, loopback, tmp_path, monkeypatch):
     monkeypatch.setenv(TEST_KEY_ENV, "k")
     loopback.responder = lambda body: "I choose B."

@@ -37,6 +37,22 @@ def missing_key(spec: ModelSpec) -> str | None:
     return " or ".join(missing) or None
 
 
+def unroutable(spec: ModelSpec) -> str | None:
+    """Why litellm cannot tell which provider serves this model (a bare name it does not know, a provider
+    prefix it has not heard of), or None. The same look-up every request makes first, done once before the
+    run: otherwise every request fails with it, after the run has started."""
+    if spec.model.startswith(LOCAL_PROVIDER + "/"):
+        return None
+    import litellm
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # litellm prints its provider list for models it can't place
+            litellm.get_llm_provider(model=spec.model, api_base=spec.api_base)
+    except Exception as exc:
+        return str(exc).splitlines()[0].removeprefix("litellm.BadRequestError: ")
+    return None
+
+
 # Off where the run does not start in this process (`rpbench trigger`: its worker reads its own environment).
 _CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("rpbench_key_checks", default=True)
 
@@ -52,14 +68,20 @@ def keys_checked_elsewhere() -> Iterator[None]:
 
 
 def require_keys(config: ModelsConfig, roles: Iterable[str], option: str = "") -> None:
-    """An InputError for the first role whose model lacks its key, naming the model and the variable."""
+    """An InputError for the first role whose model litellm cannot route, or lacks its key, naming the model
+    (and the variable)."""
     if not _CHECKING.get():
         return
     for role in roles:
         spec = config.for_role(role)
+        where = f"{option}: " if option else ""
+        why = unroutable(spec)
+        if why is not None:
+            raise InputError(f"{where}model {spec.model} (role {role.split('@')[0]}): litellm cannot tell which "
+                             f"provider serves it ({why}); write it as <provider>/<model>, for example "
+                             "openai/gpt-4o, or hosted_vllm/<model> with api_base for a server of your own")
         var = missing_key(spec)
         if var is not None:
-            where = f"{option}: " if option else ""
             raise InputError(f"{where}model {spec.model} (role {role.split('@')[0]}) needs its key in {var}, which "
                              "is not set: export it where the run starts, or name another variable with "
                              "api_key_env in a models file")
