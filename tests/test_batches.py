@@ -337,3 +337,44 @@ def test_where_batches_cannot_be_listed_a_failed_creation_is_not_tried_again(mon
     with pytest.raises(AssertionError, match="alist_batches was called"):
         asyncio.run(batches._create("openai", "digest", "file-1", {}, policy))
     assert asked == ["acreate_batch", "alist_batches"]
+
+
+@pytest.mark.parametrize("apart", [False, True], ids=["two-stages-of-one-process", "two-processes"])
+def test_calls_two_stages_batch_at_once_go_in_one_batch_and_are_paid_once(server, tmp_path, apart):
+    """Two stage shards batching at once, their calls overlapping (the same judgment asked by both): each call
+    went into both batches and was paid twice (seen as the FURINA batch test failing under load). The second
+    stage now leaves a call in the first one's batch to it and reads its reply; across processes sharing the
+    call cache (here: two cache objects), through the call's claim."""
+    import threading
+
+    from rpbench.tasks.llm import Request
+    from rpbench.tasks.llm.gateway import Gateway
+    from rpbench.tasks.llm.ledger import Ledger
+    from tests.helpers import loopback_config
+
+    config = loopback_config(server, batch=True, batch_poll_s=0.05)
+    first = Gateway(config, CallCache(tmp_path / "calls.sqlite"))
+    second = Gateway(config, CallCache(tmp_path / "calls.sqlite")) if apart else first
+    ledgers = {"a": Ledger(), "b": Ledger()}
+    forks = {"a": first.fork(ledgers["a"]), "b": second.fork(ledgers["b"])}
+    asked = {"a": range(0, 6), "b": range(3, 9)}  # 3, 4 and 5 asked by both
+    started = threading.Barrier(2)
+
+    def stage(tag: str) -> None:
+        fork = forks[tag]
+        fork.stage, fork.batchable = f"stage-{tag}", True
+        requests = [Request("judge", [{"role": "user", "content": f"judge line {k}"}]) for k in asked[tag]]
+        started.wait()
+        results = asyncio.run(fork.run_all(requests))
+        assert all(r.ok for r in results), [r.error for r in results]
+
+    threads = [threading.Thread(target=stage, args=(tag,)) for tag in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    batched = [line["custom_id"] for line in server.batch_requests]
+    assert len(batched) == len(set(batched)) == 9, sorted(batched)
+    assert not server.requests  # none sent alone either
+    paid = [r.cache_key for ledger in ledgers.values() for r in ledger.records() if not r.cached]
+    assert len(paid) == len(set(paid)) == 9

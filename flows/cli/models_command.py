@@ -10,6 +10,7 @@ import typer
 from pydantic import Field
 
 from rpbench.flows.kit.front.settings import ModelsFileSettings, cli
+from rpbench.tasks.core.secrets import redact_url, scrub
 
 PING = [{"role": "user", "content": "Reply with the single word: ready"}]
 
@@ -38,6 +39,8 @@ def show_models(s: ModelsFileSettings) -> None:
         spec = config.default if role == "default" else config.for_role(role)
         sources = config.sources_of(role)
         values = spec.model_dump()
+        values["api_base"] = redact_url(values["api_base"]) if values["api_base"] else None
+        values["extra"] = scrub(values["extra"], [])  # a header's key, by its name
         parts = [f"{name}={values[name]!r} ({sources.get(name, 'built in')})" for name in SHOWN
                  if name in ("model", "temperature", "max_tokens") or name in sources]
         typer.echo(f"{role}:\n    " + "\n    ".join(parts))
@@ -71,7 +74,7 @@ async def _ask_each(s: ModelsFileSettings) -> list[tuple[str, str, str | None, f
             error = exc.error + (f" (key read from {exc.key_env})" if exc.key_env else "")
         spec = small.for_role(role)
         # Where it was asked, with the model: "Connection error" alone does not say which server refused.
-        where = f"{spec.model} at {spec.api_base}" if spec.api_base and error is not None else spec.model
+        where = f"{spec.model} at {redact_url(spec.api_base)}" if spec.api_base and error is not None else spec.model
         return role, where, error, time.monotonic() - started
 
     try:

@@ -14,9 +14,16 @@ import logging
 import os
 import re
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
-SECRET_FIELD = re.compile(r"^(api_key|authorization|password|secret|token)$", re.IGNORECASE)
+# A field (or an HTTP header a models file's ``extra`` sends) holding a secret. Not a bare "key": a profile's
+# entries are {key, value} pairs.
+SECRET_FIELD = re.compile(r"^(x-)?(api[-_]?key|authorization|password|secret|token|access[-_]token|auth[-_]token)$",
+                          re.IGNORECASE)
+# A server address's query parameter holding one (``?key=...`` is how some proxies take a key).
+SECRET_PARAMETER = re.compile(r"^(key|api[-_]?key|token|access[-_]token|auth[-_]token|password|secret|sig|"
+                              r"signature)$", re.IGNORECASE)
 MASK = "***"
 _MIN_SECRET_LEN = 6
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -33,6 +40,36 @@ def register_pasted_key(value: str) -> None:
     """A key written where a variable name belongs: masked everywhere from now on."""
     if len(value) >= _MIN_SECRET_LEN:
         _pasted.add(value)
+
+
+def url_secrets(url: str) -> list[str]:
+    """What in a server address is a secret: a password written into it (``https://user:pw@host``) and the
+    values of query parameters named like keys (``?key=...``, as some proxies take one)."""
+    parts = urlsplit(url)
+    found = [parts.password] if parts.password else []
+    return found + [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if SECRET_PARAMETER.match(k) and v]
+
+
+def redact_url(url: str) -> str:
+    """The address with ``url_secrets`` masked, whatever their length (``scrub`` masks only long values)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password:
+        netloc = netloc.replace(f":{parts.password}@", f":{MASK}@", 1)
+    query = "&".join(f"{k}={MASK}" if SECRET_PARAMETER.match(k) and v else (f"{k}={v}" if v else k)
+                     for k, v in parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)) if url_secrets(url) else url
+
+
+def field_secrets(obj: Any) -> list[str]:
+    """The text values of secret-named fields anywhere in ``obj`` (a header ``Authorization`` in ``extra``)."""
+    if isinstance(obj, dict):
+        return [x for k, v in obj.items() for x in
+                ([v] if isinstance(k, str) and SECRET_FIELD.match(k) and isinstance(v, str) and v
+                 else field_secrets(v))]
+    if isinstance(obj, (list, tuple)):
+        return [x for v in obj for x in field_secrets(v)]
+    return []
 
 
 def looks_like_key(name: str) -> bool:

@@ -36,7 +36,15 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from rpbench.storage.user_files import load_yaml, read_user_text
 from rpbench.tasks.core.errors import InputError, close_match, first_error
-from rpbench.tasks.core.secrets import looks_like_key, register_pasted_key, register_secret_names
+from rpbench.tasks.core.secrets import (
+    field_secrets,
+    looks_like_key,
+    redact_url,
+    register_pasted_key,
+    register_secret_names,
+    scrub,
+    url_secrets,
+)
 from rpbench.tasks.llm.local.models import EMBEDDED, LocalModelSpec, local_name, model_fingerprint, split_adapter
 from rpbench.tasks.llm.local.models import PROVIDER as LOCAL_PROVIDER
 from rpbench.tasks.llm.provider_schema import BATCH_PROVIDERS, Family, batch_provider
@@ -125,6 +133,14 @@ class ModelSpec(BaseModel):
         return name
 
     @model_validator(mode="after")
+    def _secrets_are_masked_from_now_on(self) -> ModelSpec:
+        # A password in the server's address, a key in its query or in a header ``extra`` sends: masked in
+        # every log line and manifest, as keys read from the environment are.
+        for value in [*url_secrets(self.api_base or ""), *field_secrets(self.extra)]:
+            register_pasted_key(value)
+        return self
+
+    @model_validator(mode="after")
     def _local_model_stays_in_process(self) -> ModelSpec:
         if self.processes > 1 and self.model.startswith(LOCAL_PROVIDER + "/"):
             raise ValueError("the embedded local model runs in the rpbench process: processes must be 1")
@@ -140,7 +156,8 @@ class ModelSpec(BaseModel):
         through an OpenAI-style files client that refuses to start without a key (the other routes read their
         provider's own variable)."""
         if not self.api_key_env and batch_provider(self.model) == "hosted_vllm":
-            return (f"{self.model} at {self.api_base or 'its server'} sends batches through an OpenAI-style files API, "
+            where = redact_url(self.api_base) if self.api_base else "its server"
+            return (f"{self.model} at {where} sends batches through an OpenAI-style files API, "
                     "whose client needs a key: give api_key_env (a variable holding any value, if your server takes "
                     "none)")
         return None
@@ -332,8 +349,13 @@ class ModelsConfig(BaseModel):
         return {spec.api_key_env for spec in specs if spec.api_key_env}
 
     def redacted(self) -> dict[str, Any]:
-        """A dump safe for manifests: only env-var names, never values, are in here by construction."""
-        return self.model_dump(mode="json")
+        """A dump safe for manifests: keys are here only as their variables' names, and a secret written into a
+        server's address or a header is masked."""
+        dump = self.model_dump(mode="json")
+        for spec in [dump.get("default"), *(dump.get("roles") or {}).values()]:
+            if isinstance(spec, dict) and spec.get("api_base"):
+                spec["api_base"] = redact_url(spec["api_base"])
+        return dict(scrub(dump, []))  # the secret-named fields (a header in ``extra``) masked by their names
 
 
 def _coerce(field_type: Any, raw: str) -> Any:

@@ -174,6 +174,9 @@ class Gateway:
         self.batchable = False
         # Replies a batch of this run brought, by cache key, until the call that asked is made (see _reply).
         self._batched: dict[str, dict[str, Any]] = {}
+        # Keys in a batch some fork (stage) has in flight, each with the batch's end: another stage asking one
+        # waits for that batch rather than sending (and paying for) it again. Under ``_in_flight_lock``.
+        self._batching: dict[str, concurrent.futures.Future[None]] = {}
         self._prefixes = PrefixMemory()  # recent prompts, to mark the prefixes Anthropic should cache
         self.batch_status = ""  # where this fork's batch in flight stands, for the stage's progress line
         # litellm (seconds to import) comes in with the first gateway, not with every module that names one.
@@ -310,6 +313,10 @@ class Gateway:
         are sent once and share the reply: sent twice, a sampling model could answer each differently
         while the cache keeps only one answer, and a rerun would then read back a different one.
         """
+        with self._in_flight_lock:
+            batching = self._batching.get(record.cache_key)
+        if batching is not None:  # in another stage's batch, in flight: its reply comes from there
+            await asyncio.wrap_future(batching)
         batched = self._batched.pop(record.cache_key, None)
         if batched is not None:  # sent by this run, in a batch: paid for here
             record.cached = False
@@ -383,8 +390,7 @@ class Gateway:
         (False, reply) when another process sharing the cache was sending it and has stored its reply. A claim
         whose process is gone, or older than every try of the request could take, is taken over."""
         assert self.cache is not None
-        retry = self.config.retry
-        patience = (spec.timeout + retry.backoff_max) * retry.transient_attempts + 60
+        patience = self._patience(spec)
         pause = 0.05
         while True:
             held = self.cache.claim(key)
@@ -557,18 +563,51 @@ class Gateway:
             if key not in group[2] and key not in self._batched and self.cache.get(key) is None:
                 group[2][key] = (key, convo, response_format, req.sample_index)
         for spec, role, items in groups.values():
+            items = self._take_for_batch(spec, items)
             if not items:
                 continue
+            ended: concurrent.futures.Future[None] = concurrent.futures.Future()
+            with self._in_flight_lock:
+                self._batching.update(dict.fromkeys(items, ended))
             # Two shards asking the very same batch (two models under test whose answers coincide) at once: the
             # second waits for the first, then finds every reply in the cache.
             lock = _batch_lock(batch_digest(spec, list(items)))
-            await asyncio.to_thread(lock.acquire)
             try:
-                items = {k: item for k, item in items.items() if self.cache.get(k) is None}
-                if items:
-                    await self._send_batch(spec, role, items)
+                await asyncio.to_thread(lock.acquire)
+                try:
+                    todo = {k: item for k, item in items.items() if self.cache.get(k) is None}
+                    if todo:
+                        await self._send_batch(spec, role, todo)
+                finally:
+                    lock.release()
             finally:
-                lock.release()
+                for key in items:  # a line the batch did not answer goes out on its own, claimed again then
+                    if self.cache.get(key) is None:
+                        self.cache.release(key)
+                with self._in_flight_lock:
+                    for key in items:
+                        self._batching.pop(key, None)
+                ended.set_result(None)
+
+    def _take_for_batch(self, spec: ModelSpec, items: dict[str, Item]) -> dict[str, Item]:
+        """The items this stage's batch sends: not in another stage's batch, nor sent alone, in this process
+        now, and claimed in the cache, so another process sharing it does not batch or send them too (a call
+        there waits for the reply, as for an interactive request in flight). The others are left to their
+        sender; a claim left by a process that is gone is taken over."""
+        assert self.cache is not None
+        with self._in_flight_lock:
+            items = {k: item for k, item in items.items() if k not in self._batching and k not in self._in_flight}
+        taken = {}
+        for key, item in items.items():
+            held = self.cache.claim(key)
+            if held is None or (held.abandoned(self._patience(spec)) and self.cache.take_over(key, held)):
+                taken[key] = item
+        return taken
+
+    def _patience(self, spec: ModelSpec) -> float:
+        """How long a claim may stand before it is taken as abandoned: every try the request could take."""
+        retry = self.config.retry
+        return (spec.timeout + retry.backoff_max) * retry.transient_attempts + 60
 
     async def _send_batch(self, spec: ModelSpec, role: str, items: dict[str, Item]) -> None:
         """One batch of ``items`` (reserved under the budget whole, before it is submitted); its replies go

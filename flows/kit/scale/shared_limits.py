@@ -27,6 +27,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
+from rpbench.tasks.core.secrets import redact_url
 from rpbench.tasks.llm.bounds import share_limits
 
 OFF = "RPBENCH_SHARED_LIMITS"
@@ -35,8 +36,10 @@ _made: set[str] = set()
 
 @functools.lru_cache(maxsize=1024)
 def limit_name(endpoint: str) -> str:
-    """A readable, stable name for an endpoint's limit (the digest keeps two long names apart)."""
-    readable = re.sub(r"[^a-z0-9]+", "-", endpoint.lower()).strip("-")[:48]
+    """A readable, stable name for an endpoint's limit (the digest keeps two long names apart). The Prefect UI
+    lists it: a password or key written into the server's address is masked in the readable part."""
+    model, at, base = endpoint.partition("@")
+    readable = re.sub(r"[^a-z0-9]+", "-", f"{model}{at}{redact_url(base)}".lower()).strip("-")[:48]
     return f"rpbench-{readable}-{hashlib.sha256(endpoint.encode()).hexdigest()[:8]}"
 
 
