@@ -378,3 +378,26 @@ def test_calls_two_stages_batch_at_once_go_in_one_batch_and_are_paid_once(server
     assert not server.requests  # none sent alone either
     paid = [r.cache_key for ledger in ledgers.values() for r in ledger.records() if not r.cached]
     assert len(paid) == len(set(paid)) == 9
+
+
+def test_a_call_is_marked_for_one_stage_s_batch_as_it_is_taken(server, tmp_path):
+    """Looked at and marked at once: a second stage taking calls for its batch before the first one's batch has
+    even been submitted leaves the first one's calls out (two looks, then two marks, let both take them)."""
+    import concurrent.futures
+
+    from rpbench.tasks.llm.gateway import Gateway
+    from tests.helpers import loopback_config
+
+    config = loopback_config(server, batch=True)
+    gateway = Gateway(config, CallCache(tmp_path / "calls.sqlite"))
+    spec = config.default
+    items = {k: (k, [{"role": "user", "content": k}], None, 0) for k in ("k1", "k2", "k3")}
+    first: concurrent.futures.Future[None] = concurrent.futures.Future()
+    assert list(gateway.fork()._take_for_batch(spec, {k: items[k] for k in ("k1", "k2")}, first)) == ["k1", "k2"]
+    second: concurrent.futures.Future[None] = concurrent.futures.Future()
+    assert list(gateway.fork()._take_for_batch(spec, {k: items[k] for k in ("k2", "k3")}, second)) == ["k3"]
+    assert gateway._batching == {"k1": first, "k2": first, "k3": second}
+    # Another process (its own cache object) takes none of them: each is claimed.
+    other = Gateway(config, CallCache(tmp_path / "calls.sqlite"))
+    assert other._take_for_batch(spec, items, concurrent.futures.Future()) == {}
+    assert other._batching == {}

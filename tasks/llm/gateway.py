@@ -313,10 +313,6 @@ class Gateway:
         are sent once and share the reply: sent twice, a sampling model could answer each differently
         while the cache keeps only one answer, and a rerun would then read back a different one.
         """
-        with self._in_flight_lock:
-            batching = self._batching.get(record.cache_key)
-        if batching is not None:  # in another stage's batch, in flight: its reply comes from there
-            await asyncio.wrap_future(batching)
         batched = self._batched.pop(record.cache_key, None)
         if batched is not None:  # sent by this run, in a batch: paid for here
             record.cached = False
@@ -337,10 +333,14 @@ class Gateway:
         if cached is not None:
             return cached
         mine: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
-        with self._in_flight_lock:
-            shared = self._in_flight.get(record.cache_key)
-            if shared is None:
+        with self._in_flight_lock:  # one look at both, so a batch cannot take the key between them
+            batching = self._batching.get(record.cache_key)
+            shared = self._in_flight.get(record.cache_key) if batching is None else None
+            if batching is None and shared is None:
                 self._in_flight[record.cache_key] = mine
+        if batching is not None:  # in another stage's batch, in flight: its reply comes from there
+            await asyncio.wrap_future(batching)
+            return await self._reply(spec, record, convo, response_format, sample_index, plan_schema, ends, attempts)
         if shared is not None:
             return await asyncio.wrap_future(shared)  # answered by the call that sent it (cached stays True)
         reserved, cost, claimed = 0.0, None, False
@@ -563,12 +563,11 @@ class Gateway:
             if key not in group[2] and key not in self._batched and self.cache.get(key) is None:
                 group[2][key] = (key, convo, response_format, req.sample_index)
         for spec, role, items in groups.values():
-            items = self._take_for_batch(spec, items)
-            if not items:
-                continue
             ended: concurrent.futures.Future[None] = concurrent.futures.Future()
-            with self._in_flight_lock:
-                self._batching.update(dict.fromkeys(items, ended))
+            items = self._take_for_batch(spec, items, ended)
+            if not items:
+                ended.set_result(None)  # a call that looked at a key it marked for a moment goes on
+                continue
             # Two shards asking the very same batch (two models under test whose answers coincide) at once: the
             # second waits for the first, then finds every reply in the cache.
             lock = _batch_lock(batch_digest(spec, list(items)))
@@ -589,19 +588,26 @@ class Gateway:
                         self._batching.pop(key, None)
                 ended.set_result(None)
 
-    def _take_for_batch(self, spec: ModelSpec, items: dict[str, Item]) -> dict[str, Item]:
-        """The items this stage's batch sends: not in another stage's batch, nor sent alone, in this process
-        now, and claimed in the cache, so another process sharing it does not batch or send them too (a call
-        there waits for the reply, as for an interactive request in flight). The others are left to their
-        sender; a claim left by a process that is gone is taken over."""
+    def _take_for_batch(self, spec: ModelSpec, items: dict[str, Item],
+                        ended: concurrent.futures.Future[None]) -> dict[str, Item]:
+        """The items this stage's batch sends, each marked as in it until ``ended``: not in another stage's
+        batch, nor sent alone, in this process now, and claimed in the cache, so another process sharing it
+        does not batch or send them too (a call there waits for the reply, as for an interactive request in
+        flight). The others are left to their sender; a claim left by a process that is gone is taken over."""
         assert self.cache is not None
-        with self._in_flight_lock:
+        with self._in_flight_lock:  # looked at and marked at once: two stages cannot both take a key
             items = {k: item for k, item in items.items() if k not in self._batching and k not in self._in_flight}
-        taken = {}
+            self._batching.update(dict.fromkeys(items, ended))
+        taken, left = {}, []
         for key, item in items.items():
             held = self.cache.claim(key)
             if held is None or (held.abandoned(self._patience(spec)) and self.cache.take_over(key, held)):
                 taken[key] = item
+            else:
+                left.append(key)
+        with self._in_flight_lock:
+            for key in left:
+                self._batching.pop(key, None)
         return taken
 
     def _patience(self, spec: ModelSpec) -> float:
