@@ -401,3 +401,8 @@ def test_a_call_is_marked_for_one_stage_s_batch_as_it_is_taken(server, tmp_path)
     other = Gateway(config, CallCache(tmp_path / "calls.sqlite"))
     assert other._take_for_batch(spec, items, concurrent.futures.Future()) == {}
     assert other._batching == {}
+    # ... for as long as a batch may take: its claims are not taken as abandoned after an interactive request's
+    # tries (another process would then send them alone, and they would be paid twice).
+    held = other.cache.claim("k1")
+    assert held is not None and not held.abandoned(other._patience(spec))
+    assert held.at >= time.time() + 23 * 3600

@@ -36,6 +36,9 @@ from rpbench.tasks.llm.config import ModelSpec, RetryPolicy
 from rpbench.tasks.llm.provider_schema import BATCH_PROVIDERS, LISTED_BATCH_PROVIDERS, batch_provider
 
 ENDPOINT = "/v1/chat/completions"
+# The window rpbench asks a provider to answer a batch in (a claim on its calls stands as long).
+WINDOW = "24h"
+BATCH_WINDOW_S = 24 * 3600.0
 DONE, GIVEN_UP = "completed", ("failed", "expired", "cancelled", "cancelling")
 log = logging.getLogger("rpbench")
 
@@ -199,7 +202,7 @@ async def _create(provider: str, digest: str, file_id: str, credentials: dict[st
 
     async def once() -> str:
         try:
-            created = await _api("acreate_batch", provider, credentials, completion_window="24h",
+            created = await _api("acreate_batch", provider, credentials, completion_window=WINDOW,
                                  endpoint=ENDPOINT, input_file_id=file_id, metadata={"rpbench_digest": digest})
             return str(created.id)
         except Exception as exc:

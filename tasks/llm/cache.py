@@ -138,23 +138,25 @@ class CallCache:
             self._conn.execute("INSERT OR REPLACE INTO calls (key, response) VALUES (?, ?)", (key, blob))
             self._conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner))
 
-    def claim(self, key: str) -> Claim | None:
-        """Claim the sending of ``key`` for this object: None once it holds the claim, else who holds it."""
+    def claim(self, key: str, longer: float = 0.0) -> Claim | None:
+        """Claim the sending of ``key`` for this object: None once it holds the claim, else who holds it.
+        ``longer``: seconds the reply may take beyond a request's tries (a batch's window), dated forward so
+        that no other process takes the claim as abandoned while its owner lives."""
         with self._lock:
             made = self._conn.execute("INSERT OR IGNORE INTO claims (key, owner, at) VALUES (?, ?, ?)",
-                                      (key, self.owner, time.time()))
+                                      (key, self.owner, time.time() + longer))
             if made.rowcount == 1:
                 return None
             row = self._conn.execute("SELECT owner, at FROM claims WHERE key = ?", (key,)).fetchone()
         if row is None:  # released between the two statements: claim again
-            return self.claim(key)
+            return self.claim(key, longer)
         return None if row[0] == self.owner else Claim(row[0], row[1])
 
-    def take_over(self, key: str, abandoned: Claim) -> bool:
+    def take_over(self, key: str, abandoned: Claim, longer: float = 0.0) -> bool:
         """Claim ``key`` from an abandoned claim, unless someone else took it over (or it ended) first."""
         with self._lock:
             moved = self._conn.execute("UPDATE claims SET owner = ?, at = ? WHERE key = ? AND owner = ? AND at = ?",
-                                       (self.owner, time.time(), key, abandoned.owner, abandoned.at))
+                                       (self.owner, time.time() + longer, key, abandoned.owner, abandoned.at))
         return moved.rowcount == 1
 
     def release(self, key: str) -> None:

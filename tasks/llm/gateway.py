@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from rpbench.tasks.core.errors import ModelUnusable, plain_error
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.core.secrets import scrub_text
-from rpbench.tasks.llm.batches import Item, batch_digest, batching_every_role, send_batch
+from rpbench.tasks.llm.batches import BATCH_WINDOW_S, Item, batch_digest, batching_every_role, send_batch
 from rpbench.tasks.llm.bounds import bounds_for
 from rpbench.tasks.llm.budget import run_budget
 from rpbench.tasks.llm.cache import CallCache, request_key
@@ -600,8 +600,9 @@ class Gateway:
             self._batching.update(dict.fromkeys(items, ended))
         taken, left = {}, []
         for key, item in items.items():
-            held = self.cache.claim(key)
-            if held is None or (held.abandoned(self._patience(spec)) and self.cache.take_over(key, held)):
+            held = self.cache.claim(key, longer=BATCH_WINDOW_S)
+            if held is None or (held.abandoned(self._patience(spec))
+                                and self.cache.take_over(key, held, longer=BATCH_WINDOW_S)):
                 taken[key] = item
             else:
                 left.append(key)
