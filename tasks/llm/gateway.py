@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from rpbench.tasks.core.errors import ModelUnusable, plain_error
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.core.secrets import scrub_text
-from rpbench.tasks.llm.batches import BATCH_WINDOW_S, Item, batch_digest, batching_every_role, send_batch
+from rpbench.tasks.llm.batches import BATCH_WINDOW_S, Item, batching_every_role, send_batch
 from rpbench.tasks.llm.bounds import bounds_for
 from rpbench.tasks.llm.budget import run_budget
 from rpbench.tasks.llm.cache import CallCache, request_key
@@ -125,15 +125,6 @@ def call_cost(spec: ModelSpec, prompt_tokens: int, completion_tokens: int, batch
     written = min(cache_write_tokens or 0, prompt_tokens - cached)
     return (prices[0] * (prompt_tokens - cached - written) + cached_prompt_price(spec, prices) * cached
             + cache_write_price(spec, prices) * written + prices[1] * completion_tokens)
-
-
-_batch_locks: dict[str, threading.Lock] = {}
-_batch_locks_lock = threading.Lock()
-
-
-def _batch_lock(digest: str) -> threading.Lock:
-    with _batch_locks_lock:
-        return _batch_locks.setdefault(digest, threading.Lock())
 
 
 def _plain(exc: BaseException) -> str:
@@ -568,17 +559,11 @@ class Gateway:
             if not items:
                 ended.set_result(None)  # a call that looked at a key it marked for a moment goes on
                 continue
-            # Two shards asking the very same batch (two models under test whose answers coincide) at once: the
-            # second waits for the first, then finds every reply in the cache.
-            lock = _batch_lock(batch_digest(spec, list(items)))
             try:
-                await asyncio.to_thread(lock.acquire)
-                try:
-                    todo = {k: item for k, item in items.items() if self.cache.get(k) is None}
-                    if todo:
-                        await self._send_batch(spec, role, todo)
-                finally:
-                    lock.release()
+                # (A reply stored meanwhile by a process that held the claim until then is not asked again.)
+                todo = {k: item for k, item in items.items() if self.cache.get(k) is None}
+                if todo:
+                    await self._send_batch(spec, role, todo)
             finally:
                 for key in items:  # a line the batch did not answer goes out on its own, claimed again then
                     if self.cache.get(key) is None:
