@@ -112,7 +112,7 @@ def files_in(paths: Sequence[str], keep: Callable[[Path], bool], what: str, hint
 def load_records(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_BYTES) -> list[Any]:
     """The raw records in a JSON or YAML file; ``what`` names them in errors ("scene", "character")."""
     data = parse_json_or_yaml(path, f"a {what} file", max_bytes)
-    if data is None:
+    if data is None or data == []:  # `[]` too: an empty pool or cast must not pass for a checked one
         raise InputError(f"{path}: the file holds no {what}")
     return data if isinstance(data, list) else [data]
 

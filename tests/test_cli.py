@@ -33,6 +33,10 @@ def _run(*args: str) -> Ran:
          "no character named Nobody"),
         (["models", "--models-file", "/nonexistent.toml"], "/nonexistent.toml: models config not found"),
         (["characters", "synthesize", "--out", "OUT", "--lang", "fr"], "unknown language 'fr'"),
+        # A world of one character would make a scene no pool takes (a scene has two characters or more).
+        (["characters", "synthesize", "--out", "OUT", "--n", "1"], "--n: Input should be greater than or equal to 2"),
+        (["characters", "synthesize", "--out", "OUT", "--pool", "/nonexistent"],
+         "/nonexistent: no scenes.parquet (run `rpbench furina pool build` into it first)"),
         (["export", "/tmp", "--format", "csv"], "unknown format 'csv'"),
         # A typo in a model name is an error listing the names there are, never the default model.
         (["eval", "--bench", "/nonexistent", "--model", "local-greedyy", "--out", "OUT"],
@@ -87,6 +91,12 @@ def test_every_command_has_help():
     # Options and their defaults come from the flows' settings models.
     build = _run("build", "--help").stdout
     assert "--threshold" in build and "[default: 10]" in build and "--wave-size" in build
+    # The bounds the settings check are said in --help too (they were only found by breaking them).
+    synthesize = " ".join(rpbench("furina", "characters", "synthesize", "--help").stdout.replace("│", " ").split())
+    assert "(they share a world and a scene, and a scene takes two or more). From 2 to 6." in synthesize
+    assert "Independent worlds to synthesize. At least 1." in synthesize
+    coser = " ".join(rpbench("coser", "run", "--help").stdout.replace("│", " ").split())
+    assert "(the critic is told so). From 0 to 19." in coser
 
 
 def test_eval_from_the_command_line_is_clean_and_a_rerun_sends_nothing(loopback, tmp_path):

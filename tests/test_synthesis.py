@@ -98,3 +98,18 @@ def test_bm25_flags_a_profile_that_copies_a_known_one():
     index = OriginalityIndex(known)
     assert index.too_close("Captain Brand", "captain of the whaler pequod obsessed with the white whale") == "Ahab"
     assert index.too_close("Mira Vell", "a glassblower who trades songs for salt in a desert market") is None
+
+
+def test_a_synthesis_whose_worlds_all_fail_ends_failed_not_completed(loopback, tmp_path):
+    """Every reply unusable (the loopback server's default answer fits no synthesis step): the run writes an
+    empty characters file, says which world failed, and exits 3 (Failed), not 0 with nothing made."""
+    from tests.helpers import TEST_KEY_ENV, loopback_models_file, rpbench
+
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    ran = rpbench("furina", "characters", "synthesize", "--n", "2", "--max-refine", "0", "--out",
+                  str(tmp_path / "c.yaml"), "--run-dir", str(tmp_path / "run"), "--models-file", str(models),
+                  "--cache", str(tmp_path / "calls.sqlite"),
+                  env={TEST_KEY_ENV: "sk-synth-test", "PREFECT_HOME": str(tmp_path / "prefect")})
+    assert ran.returncode == 3, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert "1 of 1 worlds failed (100%, more than 10%)" in ran.stderr
+    assert "failed: en-2-0:" in ran.stderr and yaml.safe_load((tmp_path / "c.yaml").read_text()) == []

@@ -10,8 +10,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import annotated_types
 import typer
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 from rich.markup import escape
 
 from rpbench.flows.kit.front.registry import builtin_roles, models_config
@@ -44,12 +46,28 @@ def _deprecated(model: type[BaseModel], names: list[str]) -> dict[str, tuple[str
             for k, flag in enumerate(_extra(model, name).get("deprecated_flags") or [])}
 
 
+def value_range(field: FieldInfo) -> str:
+    """The bounds a field's value must keep, as --help says them ("At least 1.", "From 0 to 1."); empty when
+    it has none or its description gives them already."""
+    rules = {type(rule).__name__: getattr(rule, type(rule).__name__.lower()) for rule in field.metadata
+             if isinstance(rule, annotated_types.Ge | annotated_types.Gt | annotated_types.Le)}
+    if not rules or "at least" in (field.description or ""):
+        return ""
+    if "Ge" in rules and "Le" in rules:
+        return f"From {rules['Ge']} to {rules['Le']}."
+    said = [f"at least {rules['Ge']}" if "Ge" in rules else "", f"above {rules['Gt']}" if "Gt" in rules else "",
+            f"at most {rules['Le']}" if "Le" in rules else ""]
+    text = " and ".join(x for x in said if x)
+    return text[0].upper() + text[1:] + "."
+
+
 def _parameter(model: type[BaseModel], name: str) -> inspect.Parameter:
     field = model.model_fields[name]
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     default: Any = ... if field.is_required() else field.get_default(call_default_factory=True)
     # --help reads help as Rich markup: a bracketed word in a description ("no [thoughts]") would vanish.
-    described = escape(field.description or "")
+    # The bounds are said too: they are checked when the settings are read, not by the option itself.
+    described = escape(" ".join(x for x in (field.description or "", value_range(field)) if x))
     if extra.get("argument"):
         info = typer.Argument(default, help=described, show_default=False)
     elif field.annotation is bool:

@@ -100,8 +100,12 @@ def synthesize_characters(settings: SynthesisSettings) -> dict:
             earlier=[w.path("characters") for w in worlds], shard=f"world-{g}"))
     done = stages.run(collect, characters=[w.path("characters") for w in worlds],
                       scenes=[w.path("scenes") for w in worlds], characters_file=s.out)
+    failed = [w.summary["failed"] for w in worlds if w.summary["failed"]]
     summary = {"characters": done.summary["characters"], "scenes": done.summary["scenes"],
-               "scenes_file": done.summary["scenes_file"],
-               "failed_groups": [w.summary["failed"] for w in worlds if w.summary["failed"]]}
-    return finish_run(s.run_dir, stages, s, "synthesize-characters", synthesis=summary,
+               "scenes_file": done.summary["scenes_file"], "failed_groups": failed}
+    # A world is this flow's item: more of them failed than the run allows fails the run, as failed items do
+    # elsewhere (a run that made no character at all must not end Completed).
+    too_many = ([f"{len(failed)} of {s.groups} worlds failed ({len(failed) / s.groups:.0%}, more than "
+                 f"{s.max_failure_share:.0%})"] if len(failed) / s.groups > s.max_failure_share else [])
+    return finish_run(s.run_dir, stages, s, "synthesize-characters", failed_parts=too_many, synthesis=summary,
                       synthesis_settings=s.recorded(s.run_dir))

@@ -9,6 +9,7 @@ from pathlib import Path
 from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.front.systems import System, read_systems
 from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings, PoolSettings, SynthesisSettings
+from rpbench.storage.tables import run_table
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm.given import read_answers
 from rpbench.tasks.llm.keys import require_keys
@@ -86,4 +87,4 @@ def check_synthesis(s: SynthesisSettings) -> None:
     """The seed roles resolve and the pool (if given) has scenes."""
     resolve_all(models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer", option="--seed-role")
     if s.pool:
-        read_scenes(Path(s.pool) / SCENES.filename)
+        read_scenes(run_table(s.pool, SCENES, "rpbench furina pool build"))

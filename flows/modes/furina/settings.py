@@ -160,8 +160,9 @@ class SynthesisSettings(RunSettings):
 
     out: OutputFile = Field(description="Characters file to write (YAML); its scenes go beside it: "
                                  "chars.yaml -> chars.scenes.json.")
-    n: int = Field(default=SynthesisConfig.n_characters, ge=1, le=6,
-                   description="Characters per group (they share a world and a scene).")
+    n: int = Field(default=SynthesisConfig.n_characters, ge=2, le=6,
+                   description="Characters per group (they share a world and a scene, and a scene takes two or "
+                               "more).")
     language: str = Field(default=SynthesisConfig.language, json_schema_extra=cli("--lang"),
                           description="en or zh.")
     groups: int = Field(default=1, ge=1, description="Independent worlds to synthesize.")

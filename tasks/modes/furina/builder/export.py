@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rpbench.storage.runs import RunDir
-from rpbench.storage.tables import atomic_write_bytes, read_rows, read_table, write_table
+from rpbench.storage.tables import atomic_write_bytes, read_rows, read_table, run_table, write_table
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
 from rpbench.tasks.modes.furina.tables import ITEMS
 
@@ -37,7 +37,8 @@ def dataset_card(items: list[dict[str, Any]], manifest: dict[str, Any], fmt: str
 
 def export_benchmark(bench: str | Path, out: str | Path, fmt: str) -> Path:
     bench, out = Path(bench), Path(out)
-    items = read_rows(bench / ITEMS.filename, ITEMS)  # read (and checked) before anything is made
+    # Read (and checked) before anything is made; a folder with no items is told which command makes them.
+    items = read_rows(run_table(bench, ITEMS, "rpbench furina build"), ITEMS)
     out.mkdir(parents=True, exist_ok=True)
     if fmt == "jsonl":
         text = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items)
