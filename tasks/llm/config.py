@@ -122,6 +122,14 @@ class ModelSpec(BaseModel):
         # TOML has no null: a models file says "none" for a temperature the request should not carry.
         return None if isinstance(value, str) and value.strip().lower() == "none" else value
 
+    @field_validator("model", mode="before")
+    @classmethod
+    def _named(cls, value: Any) -> Any:
+        # A blank model string routes nowhere: said here, not by every request of a run failing.
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise ValueError("no model named: give a litellm model string (openai/gpt-4o) or local/<name>")
+        return value
+
     @field_validator("api_key_env")
     @classmethod
     def _a_variable_name(cls, name: str | None) -> str | None:
