@@ -401,8 +401,51 @@ def test_a_call_is_marked_for_one_stage_s_batch_as_it_is_taken(server, tmp_path)
     other = Gateway(config, CallCache(tmp_path / "calls.sqlite"))
     assert other._take_for_batch(spec, items, concurrent.futures.Future()) == {}
     assert other._batching == {}
-    # ... for as long as a batch may take: its claims are not taken as abandoned after an interactive request's
-    # tries (another process would then send them alone, and they would be paid twice).
+    # ... longer than an interactive request's tries (another process would then send them alone, and they would
+    # be paid twice): dated forward, and renewed while the batch is waited for (the next test).
+    from rpbench.tasks.llm.batches import BATCH_CLAIM_S
+
     held = other.cache.claim("k1")
     assert held is not None and not held.abandoned(other._patience(spec))
-    assert held.at >= time.time() + 23 * 3600
+    assert held.at >= time.time() + BATCH_CLAIM_S - 60
+
+
+def test_a_batch_s_claims_are_renewed_while_it_is_waited_for_and_lapse_when_its_owner_is_gone(
+        server, tmp_path, monkeypatch):
+    """A batch's claims stood for 24 hours: a process on another machine sharing the cache (whose pid cannot be
+    asked) that died with its batch in flight made every run waiting on those calls wait a day. Now they are
+    dated a short while forward and renewed as long as their owner waits for the batch; here the batch takes
+    several claim periods and its claims never lapse, and a claim left by a process elsewhere lapses."""
+    from rpbench.tasks.llm import Request, gateway
+    from rpbench.tasks.llm.cache import Claim
+    from tests.helpers import loopback_config
+
+    monkeypatch.setattr(gateway, "BATCH_CLAIM_S", 1.0)  # renewed every 0.25 s
+    server.batch_delay = 3.0
+    config = loopback_config(server, batch=True, batch_poll_s=0.05)
+    owner = gateway.Gateway(config, CallCache(tmp_path / "calls.sqlite"))
+    owner.batchable = True
+    watcher = CallCache(tmp_path / "calls.sqlite")  # another process's view of the cache
+    patience = 0.0  # the strictest waiter: any claim dated in the past is taken as abandoned
+
+    async def run_and_watch() -> list[tuple[float, bool]]:
+        requests = [Request("judge", [{"role": "user", "content": f"judge line {k}"}]) for k in range(3)]
+        running = asyncio.create_task(owner.run_all(requests))
+        looks = []
+        while not running.done():
+            await asyncio.sleep(0.1)
+            rows = watcher._conn.execute("SELECT owner, at FROM claims").fetchall()
+            looks += [(time.monotonic(), not Claim(o, at).abandoned(patience)) for o, at in rows]
+        results = await running
+        assert all(r.ok for r in results) and len(server.batch_requests) == 3
+        return looks
+
+    looks = asyncio.run(run_and_watch())
+    assert all(standing for _, standing in looks)
+    assert looks[-1][0] - looks[0][0] > 2.0  # seen standing over twice the claims' period
+    assert not watcher._conn.execute("SELECT * FROM claims").fetchall()  # each ended with its reply
+    # A batch's claim whose owner, on another machine, stopped renewing it: taken over once its period is past.
+    gone = Claim("elsewhere:123:abcd1234", time.time() + 0.4)
+    assert not gone.abandoned(patience)
+    time.sleep(0.5)
+    assert gone.abandoned(patience)

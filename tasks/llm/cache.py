@@ -140,8 +140,9 @@ class CallCache:
 
     def claim(self, key: str, longer: float = 0.0) -> Claim | None:
         """Claim the sending of ``key`` for this object: None once it holds the claim, else who holds it.
-        ``longer``: seconds the reply may take beyond a request's tries (a batch's window), dated forward so
-        that no other process takes the claim as abandoned while its owner lives."""
+        ``longer``: seconds the reply may take beyond a request's tries (a batch's), dated forward (and
+        ``renew``ed while its owner waits) so that no other process takes the claim as abandoned while its owner
+        lives."""
         with self._lock:
             made = self._conn.execute("INSERT OR IGNORE INTO claims (key, owner, at) VALUES (?, ?, ?)",
                                       (key, self.owner, time.time() + longer))
@@ -151,6 +152,15 @@ class CallCache:
         if row is None:  # released between the two statements: claim again
             return self.claim(key, longer)
         return None if row[0] == self.owner else Claim(row[0], row[1])
+
+    def renew(self, longer: float) -> int:
+        """Date this object's forward-dated claims (a batch's) ``longer`` seconds from now: its owner still
+        waits for their replies. Claims of requests sent alone are left as they are. Returns how many."""
+        now = time.time()
+        with self._lock:
+            renewed = self._conn.execute("UPDATE claims SET at = ? WHERE owner = ? AND at > ?",
+                                         (now + longer, self.owner, now))
+        return renewed.rowcount
 
     def take_over(self, key: str, abandoned: Claim, longer: float = 0.0) -> bool:
         """Claim ``key`` from an abandoned claim, unless someone else took it over (or it ended) first."""

@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from rpbench.tasks.core.errors import ModelUnusable, plain_error
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.core.secrets import scrub_text
-from rpbench.tasks.llm.batches import BATCH_WINDOW_S, Item, batching_every_role, send_batch
+from rpbench.tasks.llm.batches import BATCH_CLAIM_S, Item, batching_every_role, send_batch
 from rpbench.tasks.llm.bounds import bounds_for
 from rpbench.tasks.llm.budget import run_budget
 from rpbench.tasks.llm.cache import CallCache, request_key
@@ -563,7 +563,11 @@ class Gateway:
                 # (A reply stored meanwhile by a process that held the claim until then is not asked again.)
                 todo = {k: item for k, item in items.items() if self.cache.get(k) is None}
                 if todo:
-                    await self._send_batch(spec, role, todo)
+                    renewing = asyncio.create_task(self._renew_claims())
+                    try:
+                        await self._send_batch(spec, role, todo)
+                    finally:
+                        renewing.cancel()
             finally:
                 for key in items:  # a line the batch did not answer goes out on its own, claimed again then
                     if self.cache.get(key) is None:
@@ -585,9 +589,9 @@ class Gateway:
             self._batching.update(dict.fromkeys(items, ended))
         taken, left = {}, []
         for key, item in items.items():
-            held = self.cache.claim(key, longer=BATCH_WINDOW_S)
+            held = self.cache.claim(key, longer=BATCH_CLAIM_S)
             if held is None or (held.abandoned(self._patience(spec))
-                                and self.cache.take_over(key, held, longer=BATCH_WINDOW_S)):
+                                and self.cache.take_over(key, held, longer=BATCH_CLAIM_S)):
                 taken[key] = item
             else:
                 left.append(key)
@@ -595,6 +599,13 @@ class Gateway:
             for key in left:
                 self._batching.pop(key, None)
         return taken
+
+    async def _renew_claims(self) -> None:
+        """Keep this process's batch claims standing while it waits for its batches (until cancelled)."""
+        assert self.cache is not None
+        while True:
+            await asyncio.sleep(BATCH_CLAIM_S / 4)
+            self.cache.renew(BATCH_CLAIM_S)
 
     def _patience(self, spec: ModelSpec) -> float:
         """How long a claim may stand before it is taken as abandoned: every try the request could take."""
