@@ -43,10 +43,12 @@ def register_pasted_key(value: str) -> None:
 
 
 def url_secrets(url: str) -> list[str]:
-    """What in a server address is a secret: a password written into it (``https://user:pw@host``) and the
-    values of query parameters named like keys (``?key=...``, as some proxies take one)."""
+    """What in a server address is a secret: a password written into it (``https://user:pw@host``), with the
+    part of the address holding it (``user:pw@host``: another library's log line quoting the address hides
+    even a password too short to be masked by itself), and the values of query parameters named like keys
+    (``?key=...``, as some proxies take one)."""
     parts = urlsplit(url)
-    found = [parts.password] if parts.password else []
+    found = [parts.password, parts.netloc] if parts.password else []
     return found + [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if SECRET_PARAMETER.match(k) and v]
 
 
