@@ -448,7 +448,9 @@ def models_path(path: str | Path | None) -> Path:
         return given
     if given.suffix == "" and len(given.parts) == 1 and (PRESETS_DIR / f"{given}.toml").is_file():
         return PRESETS_DIR / f"{given}.toml"
-    raise InputError(f"{path}: models config not found (neither a file nor a preset; presets: "
+    near = close_match(str(path), presets()) if given.suffix == "" and len(given.parts) == 1 else None
+    guess = f"did you mean '{near}'? " if near else ""
+    raise InputError(f"{path}: models config not found (neither a file nor a preset; {guess}presets: "
                      f"{', '.join(presets())})")
 
 
