@@ -143,6 +143,13 @@ def test_a_folder_holding_another_flows_run_of_the_same_benchmark_is_refused(tmp
     ran = rpbench("pingpong", "run", "--settings", str(sample_path("pingpong", "settings.yaml")), "--model",
                   "no-such-role", "--out", str(bench))
     assert ran.returncode == 2 and "unknown model 'no-such-role'" in ran.stderr, ran.stderr
+    # A rejudge of another benchmark's run (no --out: it writes where it reads) was told about an --out it was
+    # never given; it is told the run it named is not a PingPong run.
+    (bench / "manifest.json").write_text(json.dumps({"flow": "characterbench"}))
+    ran = rpbench("pingpong", "rejudge", str(bench), "--judge", "judge")
+    assert ran.returncode == 2 and ran.stderr.strip() == (
+        f"error: {bench}: not a finished PingPong run (no conversations.parquet; run `rpbench pingpong run --out` "
+        "into it first)"), ran.stderr
 
 
 @pytest.mark.parametrize(("setting", "message"), [

@@ -153,7 +153,9 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
                     if problem := spec.batch_key_problem():
                         raise InputError(f"--batch: role {role}: {problem}")
         folder = run_folder(model, settings)
-        if folder:
+        # A folder that is also the command's input (a rejudge writes into the run it reads) is judged by the
+        # mode's own check of that input, which says what it should hold, not as an --out the user never gave.
+        if folder and folder not in _arguments(model, settings):
             refuse_another_modes_folder(run, folder, flag_of(model, "out"))
         lock = folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext()
         if plan and isinstance(settings, RunSettings):
@@ -216,6 +218,11 @@ def refuse_a_budget_it_cannot_keep(run: Callable[[Any], None], settings: RunSett
     verdict = budget_verdict(make_plan(run, settings), settings.max_cost)
     if verdict["status"] in ("unpriced", "below_floor"):
         raise InputError(f"--max-cost: {verdict['text']}")
+
+
+def _arguments(model: type[BaseModel], settings: BaseModel) -> set[str]:
+    """The values of the command's arguments (the input it works on)."""
+    return {str(getattr(settings, name)) for name in model.model_fields if _extra(model, name).get("argument")}
 
 
 def flow_of_run(folder: Path) -> str | None:
