@@ -118,6 +118,16 @@ CASES = [
      "--resamples: Input should be greater than or equal to 40"),
     ("target-tokens-zero", "pool build samples/books/the_keepers_ledger.en.txt --out {work}/p --target-tokens 0",
      "--target-tokens: Input should be greater than or equal to 64"),
+    # Options each valid alone, contradicting one another (they were accepted and made a run that could not work).
+    ("chunk-sizes-out-of-order", "pool build samples/books/the_keepers_ledger.en.txt --out {work}/p --min-tokens "
+     "5000 --max-tokens 1000", "chunk sizes out of order: --min-tokens 5000, --target-tokens 8192, --max-tokens 1000"),
+    ("rounds-out-of-order", f"build --characters {STARTERS} --pool {{work}}/pool --out {{work}}/b --min-rounds 10 "
+     "--max-rounds 4", "--min-rounds 10 is above --max-rounds 4"),
+    ("coser-all-from-the-book", "coser run --data samples/coser/example.json --model test --out {work}/p "
+     "--continue-from 3 --max-rounds 2", "--continue-from 3 with --max-rounds 2: every round would come from the "
+     "book and no model would act"),
+    ("chars-only-case", f"build --characters {STARTERS} --pool {{work}}/pool --out {{work}}/b --only alice",
+     "no character named alice (did you mean 'Alice'?)"),
     # annotations
     ("annotations-latin1", "validate --annotations {bad}/annotations_latin1.csv --eval {work}/eval",
      "annotations_latin1.csv: line 2: not UTF-8"),

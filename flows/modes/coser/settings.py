@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rpbench.flows.kit.front.settings import EvalSettings, InputPaths, OutputFolder, cli
 
@@ -38,3 +38,10 @@ class CoserSettings(EvalSettings):
     without_thoughts: bool = Field(default=False, description="Actors write actions and speech only, no "
                                    "[thoughts] (CoSER's wo_thought setting; each still reads its character's inner "
                                    "thought, as in CoSER).")
+
+    @model_validator(mode="after")
+    def _models_act(self) -> CoserSettings:
+        if self.continue_from >= self.max_rounds:
+            raise ValueError(f"--continue-from {self.continue_from} with --max-rounds {self.max_rounds}: every round "
+                             "would come from the book and no model would act (give fewer rounds from the book)")
+        return self

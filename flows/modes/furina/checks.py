@@ -10,7 +10,7 @@ from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.front.systems import System, read_systems
 from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings, PoolSettings, SynthesisSettings
 from rpbench.storage.tables import run_table
-from rpbench.tasks.core.errors import InputError
+from rpbench.tasks.core.errors import InputError, close_match
 from rpbench.tasks.llm.given import read_answers
 from rpbench.tasks.llm.keys import require_keys
 from rpbench.tasks.llm.names import resolve_all
@@ -30,9 +30,12 @@ from rpbench.tasks.modes.furina.tables import SCENES
 def selected_characters(s: BuildSettings) -> list[Character]:
     """The characters to build for; a name in ``--only`` that is not in the file is an input error."""
     characters = load_characters(s.characters)
-    unknown = sorted(set(s.only) - {c.name for c in characters})
+    names = [c.name for c in characters]
+    unknown = sorted(set(s.only) - set(names))
     if unknown:
-        raise InputError(f"{s.characters}: no character named {', '.join(unknown)}")
+        near = close_match(unknown[0], names, cutoff=0.6)
+        raise InputError(f"{s.characters}: no character named {', '.join(unknown)}"
+                         f"{f' (did you mean {near!r}?)' if near else ''}")
     return [c for c in characters if not s.only or c.name in s.only]
 
 

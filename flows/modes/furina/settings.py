@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rpbench.flows.kit.front import settings as kit
 from rpbench.flows.kit.front.settings import (
@@ -69,6 +69,13 @@ class ChunkSettings(BaseModel):
 
     _check_language = field_validator("language")(_language)
 
+    @model_validator(mode="after")
+    def _sizes_in_order(self) -> ChunkSettings:
+        if not self.min_tokens <= self.target_tokens <= self.max_tokens:
+            raise ValueError(f"chunk sizes out of order: --min-tokens {self.min_tokens}, --target-tokens "
+                             f"{self.target_tokens}, --max-tokens {self.max_tokens} (each at most the next)")
+        return self
+
     def chunking(self) -> ChunkingConfig:
         return ChunkingConfig(self.target_tokens, self.min_tokens, self.max_tokens)
 
@@ -129,6 +136,13 @@ class BuildSettings(RunSettings):
         if unknown or not grades:
             raise ValueError(f"unknown grade {unknown[0] if unknown else 'none given'} (use {', '.join(GRADES)})")
         return grades
+
+    @model_validator(mode="after")
+    def _rounds_in_order(self) -> BuildSettings:
+        if self.min_rounds > self.max_rounds:
+            raise ValueError(f"--min-rounds {self.min_rounds} is above --max-rounds {self.max_rounds}: every scene "
+                             "would end before the director may end it")
+        return self
 
     def build(self, sources: tuple[str, ...]) -> BuildConfig:
         """The builder's configuration, with the source names already resolved to roles."""
