@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rpbench.storage.user_files import Fields, files_in, load_records
+from rpbench.storage.user_files import Fields, files_in, parse_json_or_yaml
 from rpbench.tasks.core.errors import InputError, unknown_name
 from rpbench.tasks.modes.characterbench.dimensions import DIMENSIONS, Dimension, dimension_of
 from rpbench.tasks.modes.characterbench.records import Item, Turn
@@ -94,7 +94,9 @@ def _human_score(dim: Dimension, f: Fields) -> float | None:
 
 
 def load_file(path: str, languages: Sequence[str], released: bool = False) -> list[Item]:
-    data = load_records(path, "CharacterBench item", MAX_BYTES) or []  # first: a mistyped path is no such file
+    # Read first (a mistyped path is no such file), judged after the name (an empty file misnamed is its name).
+    data = parse_json_or_yaml(path, "a CharacterBench item file", MAX_BYTES) or []
+    data = data if isinstance(data, list) else [data]
     dim = dimension_of(Path(path).stem)
     if dim is None:
         raise InputError(f"{path}: the file's name must say its dimension, as the release names them (<dimension>"
