@@ -120,7 +120,7 @@ CASES = [
      "--target-tokens: Input should be greater than or equal to 64"),
     # Options each valid alone, contradicting one another (they were accepted and made a run that could not work).
     ("chunk-sizes-out-of-order", "pool build samples/books/the_keepers_ledger.en.txt --out {work}/p --min-tokens "
-     "5000 --max-tokens 1000", "chunk sizes out of order: --min-tokens 5000, --target-tokens 8192, --max-tokens 1000"),
+     "5000 --max-tokens 1000", "chunk sizes out of order: --min-tokens 5000, --max-tokens 1000 (each at most the next)"),
     ("rounds-out-of-order", f"build --characters {STARTERS} --pool {{work}}/pool --out {{work}}/b --min-rounds 10 "
      "--max-rounds 4", "--min-rounds 10 is above --max-rounds 4"),
     ("coser-all-from-the-book", "coser run --data samples/coser/example.json --model test --out {work}/p "

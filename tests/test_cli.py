@@ -396,3 +396,23 @@ def test_trigger_refuses_a_timeout_that_is_no_number_of_seconds(monkeypatch):
                            ("inf", "error: --timeout: inf is not a number of seconds")):
         ran = rpbench("trigger", "rpbench-evaluate/nightly", "--timeout", value)
         assert ran.returncode == 2 and message in ran.stderr and "no Prefect server" not in ran.stderr, ran.stderr
+
+
+def test_an_option_given_alone_moves_the_defaults_it_would_contradict(tmp_path):
+    """A default yields to an option given alone (--max-tokens 2048 brings the default target down to it;
+    --max-rounds 4 brings the default --min-rounds 6 down): only options given can contradict one another."""
+    from rpbench.flows.modes.furina.settings import BuildSettings, ChunkSettings
+
+    book = ROOT / "samples" / "books" / "the_keepers_ledger.en.txt"
+    ran = _run("pool", "build", str(book), "--out", str(tmp_path / "p"), "--plan", "--max-tokens", "2048")
+    assert ran.returncode == 0, ran.stderr
+    chunks = ChunkSettings.model_validate({"books": [str(book)], "max_tokens": 2048})
+    assert chunks.min_tokens <= chunks.target_tokens == 2048
+    chunks = ChunkSettings.model_validate({"books": [str(book)], "min_tokens": 9000})
+    assert chunks.target_tokens >= 9000 and chunks.max_tokens >= chunks.target_tokens
+    base = {"characters": str(STARTERS), "pool": str(tmp_path), "out": str(tmp_path / "b")}
+    assert BuildSettings.model_validate({**base, "max_rounds": 4}).min_rounds == 4
+    with pytest.raises(ValueError, match="--min-rounds 10 is above --max-rounds 4"):
+        BuildSettings.model_validate({**base, "max_rounds": 4, "min_rounds": 10})
+    with pytest.raises(ValueError, match=r"--min-tokens 5000, --max-tokens 1000 \(each"):
+        ChunkSettings.model_validate({"books": [str(book)], "min_tokens": 5000, "max_tokens": 1000})

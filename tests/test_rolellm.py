@@ -465,6 +465,8 @@ def test_cli_errors_are_one_line(tmp_path):
         (["eval", "--data", str(BENCH), "--model", "rolellm-player", "--reference", "gpt-9"],
          "--reference: 'gpt-9' is neither rolegpt-baseline nor one of the models"),
         (["eval", "--data", str(BENCH), "--model", "rolellm-player", "--mode", "fsq"], "fsq"),
+        (["eval", "--data", str(BENCH), "--model", "rolellm-player", "--judge-per-role", "5"],
+         "--judge-per-role: how many questions the ranking judge ranks; give a judge with --judge"),
         (["context-instruct", "--role", str(ROLES), "--min-turns", "100"], "--role: no role has 100 turns"),
     ]:
         # In a process of its own: in this module's process, an error line written in-process once took pytest's

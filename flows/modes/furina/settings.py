@@ -71,9 +71,16 @@ class ChunkSettings(BaseModel):
 
     @model_validator(mode="after")
     def _sizes_in_order(self) -> ChunkSettings:
+        # A size left at its default yields to those given (--max-tokens 2048 alone brings the target down to
+        # it); sizes given that contradict one another are an error.
+        order, given = ("min_tokens", "target_tokens", "max_tokens"), set(self.model_fields_set)
+        for i, name in enumerate(order):
+            if name not in given:
+                value = max([getattr(self, n) for n in order[:i] if n in given] + [getattr(self, name)])
+                setattr(self, name, min([getattr(self, n) for n in order[i + 1:] if n in given] + [value]))
         if not self.min_tokens <= self.target_tokens <= self.max_tokens:
-            raise ValueError(f"chunk sizes out of order: --min-tokens {self.min_tokens}, --target-tokens "
-                             f"{self.target_tokens}, --max-tokens {self.max_tokens} (each at most the next)")
+            said = ", ".join(f"--{n.replace('_', '-')} {getattr(self, n)}" for n in order if n in given)
+            raise ValueError(f"chunk sizes out of order: {said} (each at most the next)")
         return self
 
     def chunking(self) -> ChunkingConfig:
@@ -139,6 +146,8 @@ class BuildSettings(RunSettings):
 
     @model_validator(mode="after")
     def _rounds_in_order(self) -> BuildSettings:
+        if self.min_rounds > self.max_rounds and "min_rounds" not in self.model_fields_set:
+            self.min_rounds = self.max_rounds  # the default yields to a shorter --max-rounds (a quick run)
         if self.min_rounds > self.max_rounds:
             raise ValueError(f"--min-rounds {self.min_rounds} is above --max-rounds {self.max_rounds}: every scene "
                              "would end before the director may end it")

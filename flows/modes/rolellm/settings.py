@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rpbench.flows.kit.front import settings as kit
 from rpbench.flows.kit.front.settings import InputPath, InputPaths, MaybeInputPath, OutputFolder, RunSettings, cli
@@ -50,6 +50,14 @@ class EvalSettings(kit.EvalSettings):
                            description="The system win rates are counted against: rolegpt-baseline (the answers in "
                                        "rolegpt_baseline.jsonl beside the test files) or one of the --model names.")
     judge_per_role: int = Field(default=20, ge=1, description="Questions per role and file the judge ranks.")
+
+    @model_validator(mode="after")
+    def _judge_options_need_a_judge(self) -> EvalSettings:
+        # Given alone it would change nothing, and the user would believe the judge ran on that many. (Compared
+        # with the default, not looked up among the fields given: a deployment's parameters carry every field.)
+        if self.judge_per_role != type(self).model_fields["judge_per_role"].default and not self.judges:
+            raise ValueError("--judge-per-role: how many questions the ranking judge ranks; give a judge with --judge")
+        return self
 
 
 class ContextInstructSettings(RunSettings):
