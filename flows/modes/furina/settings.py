@@ -112,7 +112,8 @@ class BuildSettings(RunSettings):
     tau: int = Field(default=BuildConfig.tau, ge=1, json_schema_extra=cli("--threshold"),
                      description="tau: items wanted per dimension per character.")
     min_rounds: int = Field(default=BuildConfig.min_rounds, ge=0,
-                            description="The director may not end a scene before this round.")
+                            description="The director may not end a scene before this round (at most "
+                                        "--max-rounds; left out, it comes down to a shorter --max-rounds).")
     max_rounds: int = Field(default=BuildConfig.max_rounds, ge=1, description="A scene ends at this round.")
     max_test_gap: int = Field(default=BuildConfig.max_test_gap, ge=1,
                               description="The test character speaks at least once every this many turns.")
