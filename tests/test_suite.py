@@ -246,6 +246,12 @@ def _write(tmp_path: Path, text: str) -> Path:
     ("[furina]\nbench = 'b'\neval = true\n", "[furina] 'eval' must be a table ([furina.eval]) of its settings"),
     ("[furina]\nbench = 3\n", "[furina] 'bench' must be a benchmark folder's path"),
     ("[roleinteract]\ndata = ['missing.json']\n", "missing.json"),
+    # A rule over several settings is told in the file's keys, not the command line's flags.
+    (f"[coser]\ndata = ['{sample_path('coser', 'example.json')}']\ncontinue_from = 3\nmax_rounds = 2\n",
+     "[coser]: 'continue_from' 3 with 'max_rounds' 2: every round would come from the book"),
+    (f"[furina.pool]\nbooks = ['{sample_path('books')}']\nmin_tokens = 900\nmax_tokens = 300\n"
+     "[furina.build]\ncharacters = 'c.yaml'\n",
+     "chunk sizes out of order: 'min_tokens' 900, 'max_tokens' 300 (each at most the next)"),
 ])
 def test_a_bad_suite_file_is_one_line_naming_the_file_and_the_table(tmp_path, text, message):
     path = _write(tmp_path, text)

@@ -4,6 +4,7 @@ anything runs, so a typo in the file is one line naming the file, the table and 
 from __future__ import annotations
 
 import inspect
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from rpbench.flows.kit.front.commands import flag_of
 from rpbench.flows.kit.front.registry import BenchmarkMode, SuitePart, load_ref, modes
 from rpbench.flows.kit.front.settings import RunSettings, path_fields
 from rpbench.flows.suite.settings import SuiteSettings
@@ -22,6 +24,13 @@ from rpbench.tasks.core.errors import InputError, close_match, first_error, unkn
 # Settings the suite command gives every mode alike; a suite file that sets them would split one suite's runs
 # over several caches or failure rules.
 SHARED = ("out", "models_file", "cache", "max_cost", "keep_failures", "max_failure_share")
+
+
+def in_file_keys(model: type[BaseModel], message: str) -> str:
+    """A mode's message in a suite file's words: each option of a setting the file can hold named by its key
+    (--min-tokens 5000 becomes 'min_tokens' 5000); the suite command's own options (--model) stay flags."""
+    keys = {flag_of(model, n): n for n in model.model_fields if n not in (*SHARED, "models")}
+    return re.sub(r"--[a-z][a-z0-9-]*", lambda m: f"'{keys[m[0]]}'" if m[0] in keys else m[0], message)
 WEIGHTS = "weights"
 
 
@@ -130,7 +139,8 @@ def _run(mode: BenchmarkMode, part: SuitePart, s: SuiteSettings, suite: SuiteFil
         settings = model.model_validate(values)
     except ValidationError as exc:
         name, msg = first_error(exc)
-        raise InputError(f"{where} '{name}': {msg}" if exc.errors()[0]["loc"] else f"{where}: {msg}") from None
+        raise InputError(f"{where} '{name}': {msg}" if exc.errors()[0]["loc"] else
+                         f"{where}: {in_file_keys(model, msg)}") from None
     assert isinstance(settings, RunSettings)
     return PlannedRun(flow, part.flow, settings, part.scored)
 
@@ -206,6 +216,7 @@ def check_suite(s: SuiteSettings) -> SuitePlan:
                 except InputError as exc:  # the mode's own words, with where in the suite they come from
                     if str(exc).startswith("--model:"):  # the suite command's own option, not the file's
                         raise
-                    raise InputError(f"{s.suite_file()}: [{p.mode.name}]: {exc}") from None
+                    raise InputError(f"{s.suite_file()}: [{p.mode.name}]: "
+                                     f"{in_file_keys(type(run.settings), str(exc))}") from None
     return planned
 
