@@ -38,6 +38,12 @@ def _run(*args: str) -> Ran:
         (["characters", "synthesize", "--out", "OUT", "--pool", "/nonexistent"],
          "/nonexistent: no scenes.parquet (run `rpbench furina pool build` into it first)"),
         (["export", "/tmp", "--format", "csv"], "unknown format 'csv'"),
+        # An option that only shapes how a model is asked, given with answers alone, would change nothing.
+        (["roleinteract", "run", "--data", str(ROOT / "samples" / "roleinteract" / "example.json"), "--answers",
+          "a=a.jsonl", "--reask", "2", "--out", "OUT"],
+         "--reask: shapes how a model under test is asked, and no --model is given (answers are scored as they stand)"),
+        (["coser", "run", "--data", str(ROOT / "samples" / "coser" / "example.json"), "--answers", "s.json",
+          "--without-thoughts", "--out", "OUT"], "--without-thoughts: shapes how a model under test is asked"),
         # A typo in a model name is an error listing the names there are, never the default model.
         (["eval", "--bench", "/nonexistent", "--model", "local-greedyy", "--out", "OUT"],
          f"--model: unknown model 'local-greedyy' (did you mean 'local-greedy'? known: {', '.join(sorted(_DEFAULT_ROLES))})"),

@@ -155,6 +155,9 @@ class EvalSettings(RunSettings):
     # judge (a role or model string) or several.
     judge_roles: ClassVar[tuple[str, ...]] = ()
     judge_fields: ClassVar[tuple[str, ...]] = ()
+    # Its fields that only shape how a model under test is asked: set with no --model (answers alone), they
+    # would change nothing, and the user would believe they had.
+    asks_only: ClassVar[tuple[str, ...]] = ()
 
     models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
                               description="Model under test: a litellm model string, or a role name. Repeat.")
@@ -185,6 +188,15 @@ class EvalSettings(RunSettings):
     def _something_to_score(self) -> EvalSettings:
         if self.needs_systems and not self.models and not self.answers:
             raise ValueError(f"give a model to ask (--model) or {self.answers_are} to score (--answers)")
+        # Compared with the default, not looked up among the fields given: a deployment's parameters carry all.
+        changed = [n for n in self.asks_only if getattr(self, n) != type(self).model_fields[n].get_default(
+            call_default_factory=True)]
+        if changed and not self.models:
+            flag = type(self).model_fields[changed[0]].json_schema_extra
+            name = flag.get("cli") if isinstance(flag, dict) and flag.get("cli") else \
+                "--" + changed[0].replace("_", "-")
+            raise ValueError(f"{name}: shapes how a model under test is asked, and no --model is given "
+                             f"({self.answers_are} are scored as they stand)")
         return self
 
     def judging(self) -> tuple[list[str], list[str]]:

@@ -21,6 +21,7 @@ class CoserSettings(EvalSettings):
     answers_layout: ClassVar[str] = ("in CoSER's simulation layout (a list of {book_title, i_p, i_c, simulation: "
                                      "[{role, content}]}); no actor, environment or next-speaker call")
     judge_fields: ClassVar[tuple[str, ...]] = ("judge",)
+    asks_only: ClassVar[tuple[str, ...]] = ("without_thoughts",)
 
     def helper_roles(self) -> list[str]:
         return ["coser-environment", "coser-next-speaker"] if self.models else []

@@ -70,6 +70,7 @@ class PingPongSettings(EvalSettings, Scoring):
     answers_layout: ClassVar[str] = ("JSONL of {\"id\": language/character/situation, \"turns\": [{\"user\", "
                                      "\"player\"}]}; v2 only")
     judge_fields: ClassVar[tuple[str, ...]] = ("judges",)
+    asks_only: ClassVar[tuple[str, ...]] = ("no_system_role",)
 
     def helper_roles(self) -> list[str]:
         return (["tester"] if self.version == "v1" else ["interrogator"]) if self.models else []

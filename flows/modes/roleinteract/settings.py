@@ -16,6 +16,7 @@ class RoleInteractSettings(EvalSettings):
     table with its unweighted average, and the analyses."""
 
     item_unit: ClassVar[str] = "items of each column and language, in file order"
+    asks_only: ClassVar[tuple[str, ...]] = ("reask", "with_instruction")
 
     data: InputPaths = Field(min_length=1, json_schema_extra=cli("--data"),
                             description="A RoleInteract JSON file as released (self_awareness.json, "
