@@ -38,6 +38,8 @@ def _run(*args: str) -> Ran:
         (["characters", "synthesize", "--out", "OUT", "--pool", "/nonexistent"],
          "/nonexistent: no scenes.parquet (run `rpbench furina pool build` into it first)"),
         (["export", "/tmp", "--format", "csv"], "unknown format 'csv'"),
+        (["dmt", "run", "--seeds", str(ROOT / "samples" / "dmt" / "seeds.yaml"), "--answers", "/dev/null",
+          "--out", "OUT"], "--answers /dev/null: /dev/null: not a regular file of answers"),
         # An option that only shapes how a model is asked, given with answers alone, would change nothing.
         (["roleinteract", "run", "--data", str(ROOT / "samples" / "roleinteract" / "example.json"), "--answers",
           "a=a.jsonl", "--reask", "2", "--out", "OUT"],

@@ -65,8 +65,10 @@ def given_systems(values: list[str], option: str = "--answers") -> dict[str, str
                              "leaderboard's row)")
         if Path(path).is_dir():
             raise InputError(f"{option} {value}: {path}: a folder, not a file of answers")
-        if not Path(path).is_file():
+        if not Path(path).exists():
             raise InputError(f"{option} {value}: {path}: no such file")
+        if not Path(path).is_file():  # a device or a pipe: read once, it would be gone for the rerun
+            raise InputError(f"{option} {value}: {path}: not a regular file of answers")
         if name in out:
             raise InputError(f"{option}: two answer files are named '{name}'; give NAME=FILE")
         out[name] = path
