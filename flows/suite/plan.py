@@ -13,9 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from rpbench.flows.kit.front.commands import flag_of
 from rpbench.flows.kit.front.registry import BenchmarkMode, SuitePart, load_ref, modes
-from rpbench.flows.kit.front.settings import RunSettings, path_fields
+from rpbench.flows.kit.front.settings import RunSettings, flag_of, path_fields
 from rpbench.flows.suite.settings import SuiteSettings
 from rpbench.storage.runs import manifest_of
 from rpbench.storage.user_files import read_user_text
@@ -24,6 +23,7 @@ from rpbench.tasks.core.errors import InputError, close_match, first_error, unkn
 # Settings the suite command gives every mode alike; a suite file that sets them would split one suite's runs
 # over several caches or failure rules.
 SHARED = ("out", "models_file", "cache", "max_cost", "keep_failures", "max_failure_share")
+WEIGHTS = "weights"
 
 
 def in_file_keys(model: type[BaseModel], message: str) -> str:
@@ -31,7 +31,6 @@ def in_file_keys(model: type[BaseModel], message: str) -> str:
     (--min-tokens 5000 becomes 'min_tokens' 5000); the suite command's own options (--model) stay flags."""
     keys = {flag_of(model, n): n for n in model.model_fields if n not in (*SHARED, "models")}
     return re.sub(r"--[a-z][a-z0-9-]*", lambda m: f"'{keys[m[0]]}'" if m[0] in keys else m[0], message)
-WEIGHTS = "weights"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pydantic.fields import FieldInfo
 from rich.markup import escape
 
 from rpbench.flows.kit.front.registry import builtin_roles, models_config
-from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings, output_fields
+from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings, flag_of, output_fields
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.storage.folder_lock import folder_lock
@@ -27,12 +27,6 @@ from rpbench.tasks.llm import ModelsConfig
 S = TypeVar("S", bound=BaseModel)
 # Shared options go at the end of --help.
 LAST = ("models_file", "cache", "max_cost", "batch", "keep_failures", "max_failure_share")
-
-
-def flag_of(model: type[BaseModel], name: str) -> str:
-    extra = model.model_fields[name].json_schema_extra
-    flag = extra.get("cli") if isinstance(extra, dict) else None
-    return str(flag) if flag else "--" + name.replace("_", "-")
 
 
 def _extra(model: type[BaseModel], name: str) -> dict[str, Any]:

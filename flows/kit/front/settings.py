@@ -137,6 +137,13 @@ class RunSettings(ModelsFileSettings):
 
 # A 95% percentile interval reads its ends from the 2.5% tails of the resamples: with fewer than 40 a tail holds
 # no resample, and the "interval" (from one resample, say) need not even contain the score.
+def flag_of(model: type[BaseModel], name: str) -> str:
+    """The command-line option of ``model``'s field ``name``."""
+    extra = model.model_fields[name].json_schema_extra
+    flag = extra.get("cli") if isinstance(extra, dict) else None
+    return str(flag) if flag else "--" + name.replace("_", "-")
+
+
 MIN_RESAMPLES = 40
 
 
@@ -192,10 +199,8 @@ class EvalSettings(RunSettings):
         changed = [n for n in self.asks_only if getattr(self, n) != type(self).model_fields[n].get_default(
             call_default_factory=True)]
         if changed and not self.models:
-            flag = type(self).model_fields[changed[0]].json_schema_extra
-            name = flag.get("cli") if isinstance(flag, dict) and flag.get("cli") else \
-                "--" + changed[0].replace("_", "-")
-            raise ValueError(f"{name}: shapes how a model under test is asked, and no --model is given "
+            raise ValueError(f"{flag_of(type(self), changed[0])}: shapes how a model under test is asked, and no "
+                             "--model is given "
                              f"({self.answers_are} are scored as they stand)")
         return self
 

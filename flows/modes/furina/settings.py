@@ -17,6 +17,7 @@ from rpbench.flows.kit.front.settings import (
     OutputFolder,
     RunSettings,
     cli,
+    flag_of,
 )
 from rpbench.storage.user_files import files_in
 from rpbench.tasks.core.errors import InputError
@@ -79,7 +80,7 @@ class ChunkSettings(BaseModel):
                 value = max([getattr(self, n) for n in order[:i] if n in given] + [getattr(self, name)])
                 setattr(self, name, min([getattr(self, n) for n in order[i + 1:] if n in given] + [value]))
         if not self.min_tokens <= self.target_tokens <= self.max_tokens:
-            said = ", ".join(f"--{n.replace('_', '-')} {getattr(self, n)}" for n in order if n in given)
+            said = ", ".join(f"{flag_of(type(self), n)} {getattr(self, n)}" for n in order if n in given)
             raise ValueError(f"chunk sizes out of order: {said} (each at most the next)")
         return self
 
