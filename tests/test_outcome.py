@@ -49,6 +49,14 @@ def test_a_stage_with_every_call_failed_fails_the_run_and_one_good_call_saves_it
         "error. x3)"]
     assert stage_reasons({"judge[m]": [*refused, _call("ok")]}) == []
     assert stage_reasons({"report": []}) == []  # a stage that sent nothing failed at nothing
+    # Every failure read from the call cache (an earlier run's unreadable replies, past their fresh round): a
+    # user who fixed the server would see the same failures and nothing sent, so the reason says why.
+    replayed = _call("parse_error", "no valid JSON object in the reply").model_copy(update={"cached": True})
+    assert stage_reasons({"judge[m]": [replayed] * 2}) == [
+        "stage judge[m]: every one of its 2 calls failed (no valid JSON object in the reply x2); all read from the "
+        "call cache, earlier runs' replies that a rerun does not ask again: give --cache a new file to ask the "
+        "model afresh"]
+    assert "call cache" not in stage_reasons({"judge[m]": [replayed, _call("parse_error", "no JSON")]})[0]
 
 
 def _models(tmp_path: Path, loopback) -> str:

@@ -67,7 +67,13 @@ def stage_reasons(calls_by_stage: Mapping[str, Sequence[CallRecord]]) -> list[st
             # litellm, which reads as the server answering 500.
             errors = Counter(plain_error(c.error or c.outcome, 120) for c in calls)
             common = ", ".join(f"{e} x{n}" for e, n in errors.most_common(2))
-            reasons.append(f"stage {stage}: every one of its {len(calls)} calls failed ({common})")
+            replayed = ""
+            if all(c.cached for c in calls):
+                # Nothing was asked: an earlier run's unreadable replies, past the one fresh round a rerun gives
+                # them (or kept by --keep-failures). Said, as a fixed server would otherwise look still broken.
+                replayed = ("; all read from the call cache, earlier runs' replies that a rerun does not ask "
+                            "again: give --cache a new file to ask the model afresh")
+            reasons.append(f"stage {stage}: every one of its {len(calls)} calls failed ({common}){replayed}")
     return reasons
 
 
