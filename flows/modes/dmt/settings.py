@@ -19,7 +19,7 @@ class DmtSettings(EvalSettings):
     answers_are: ClassVar[str] = "dialogues"
     answers_layout: ClassVar[str] = "JSONL of {\"id\": seed id/format, \"rounds\": [{\"query\", \"response\"}]}"
     judge_roles: ClassVar[tuple[str, ...]] = ("dmt-judge",)
-    asks_only: ClassVar[tuple[str, ...]] = ("no_system_role",)
+    asks_only: ClassVar[tuple[str, ...]] = ("no_system_role", "max_regenerations")
 
     def helper_roles(self) -> list[str]:
         return ["dmt-generator"] if self.models else []
