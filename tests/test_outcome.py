@@ -141,6 +141,21 @@ def test_the_run_summary_puts_what_went_wrong_first():
     assert "The run failed" not in run_summary_markdown({"outcome": {"status": "ok", "reasons": []}}, "runs/y")
 
 
+def test_calls_at_no_known_price_are_said_beside_the_cost_not_counted_free():
+    """A run on a model with no known price cost $0.0000 by its sum: the summary and the command's last line
+    say how many calls that sum leaves out."""
+    from rpbench.flows.kit.front.commands import stages_line
+    from rpbench.tasks.reports.summary import run_summary_markdown
+
+    manifest = {"outcome": {"status": "ok", "reasons": []},
+                "totals": {"calls_sent": 560, "cost_usd": 0.0, "cost_unknown_calls": 560},
+                "this_run": {"stages": 3, "cached": 0, "calls_sent": 560, "cost_usd": 0.0, "cost_unknown_calls": 560}}
+    assert "- cost: $0.0000 (and 560 calls of unknown cost)" in run_summary_markdown(manifest, "runs/x")
+    assert stages_line(manifest).endswith("calls sent by this run: 560, USD 0.0000 (and 560 calls of unknown cost)")
+    priced = {**manifest, "this_run": {**manifest["this_run"], "cost_unknown_calls": 0}}
+    assert stages_line(priced).endswith("USD 0.0000")
+
+
 def test_a_refused_key_stops_the_run_at_once_with_one_line_and_exit_3(harness, loopback, tmp_path, monkeypatch):
     secret = "sk-test-refused-0123456789abcdef"
     monkeypatch.setenv(TEST_KEY_ENV, secret)

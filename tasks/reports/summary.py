@@ -44,7 +44,7 @@ def run_summary_markdown(manifest: dict[str, Any], run_dir: str) -> str:
         f"{totals.get('calls_cached', 0)} from cache)",
         f"- parse errors: {totals.get('parse_errors', 0)}, failed calls: {totals.get('failed', 0)}",
         f"- tokens: {totals.get('prompt_tokens', 0)} prompt, {totals.get('completion_tokens', 0)} completion",
-        f"- cost: ${totals.get('cost_usd', 0.0):.4f}",
+        f"- cost: ${totals.get('cost_usd', 0.0):.4f}{unknown_cost(totals.get('cost_unknown_calls'))}",
         f"- wall time: {manifest.get('timings', {}).get('wall_s', 0):.1f} s",
     ]
     this_run = manifest.get("this_run")
@@ -60,6 +60,12 @@ def run_summary_markdown(manifest: dict[str, Any], run_dir: str) -> str:
                   f"{span_text(this_run.get('prompt_tokens'))} | "
                   f"{span_text(this_run.get('reply_tokens'))} | {span_text(this_run.get('cost_usd'), 4)} |"]
     return "\n".join(lines) + "\n"
+
+
+def unknown_cost(calls: int | None) -> str:
+    """Beside a cost: the calls it leaves out (a model with no known price, a request cut off in flight), so a
+    run on an unpriced model does not read as free."""
+    return f" (and {calls} call{'s' * (calls != 1)} of unknown cost)" if calls else ""
 
 
 def span_text(value: Any, digits: int = 0, between: str = " to ") -> str:

@@ -307,8 +307,11 @@ def stages_line(manifest: dict[str, Any]) -> str:
         from rpbench.flows.kit.running.plan import fmt_range
 
         planned = f" (planned: {fmt_range(plan.get('calls'))}, USD {fmt_range(plan.get('cost_usd'), 4)})"
+    from rpbench.tasks.reports.summary import unknown_cost
+
     return (f"stages: {this.get('stages', 0)} ({this.get('cached', 0)} cached); "
-            f"calls sent by this run: {this.get('calls_sent', 0)}, USD {this.get('cost_usd') or 0:.4f}{planned}")
+            f"calls sent by this run: {this.get('calls_sent', 0)}, USD {this.get('cost_usd') or 0:.4f}"
+            f"{unknown_cost(this.get('cost_unknown_calls'))}{planned}")
 
 
 def run_evaluation(settings: BaseModel, check: str | None, flow: str, section: str,

@@ -119,8 +119,8 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
         prompt_templates=dict(sorted(templates.items())),
         totals=totals,
         this_run={**stages.report(), "calls_sent": spent["calls_sent"], "cost_usd": spent["cost_usd"],
-                  "prompt_tokens": spent["prompt_tokens"], "reply_tokens": spent["completion_tokens"],
-                  "runner": chosen_runner()},
+                  "cost_unknown_calls": spent["cost_unknown_calls"], "prompt_tokens": spent["prompt_tokens"],
+                  "reply_tokens": spent["completion_tokens"], "runner": chosen_runner()},
         plan=planned["total"] if planned else None,  # replaces an earlier command's plan in a shared folder
         **sections,
     )
