@@ -215,3 +215,18 @@ def test_a_plan_scores_nothing_and_draws_no_report(tmp_path, monkeypatch):
     planned = json.loads(ran.stdout)
     assert planned["total"]["calls"] and {r["stage"] for r in planned["stages"]} == {"roleinteract-answers"}
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["plan.json"]  # no report.html, no viewer
+
+
+def test_a_plan_s_total_names_the_roles_it_could_not_price():
+    """The total sums the priced roles only: a role at no known price is named beside it, not counted free."""
+    from rpbench.flows.kit.running.plan import plan_text
+
+    row = {"stage": "answers", "role": "player", "model": "openai/lb", "calls": [4, 12], "cached_calls": 0,
+           "prompt_tokens": [100, 300], "reply_tokens": [10, 90], "cost_usd": None}
+    total = {"calls": [4, 12], "cached_calls": 0, "prompt_tokens": [100, 300], "reply_tokens": [10, 90],
+             "cost_usd": 0.0, "cacheable_prompt_tokens": 0, "cacheable_share": 0.0}
+    plan = {"stages": [row], "roles": [{"role": "player", "models": ["openai/lb"], "calls": [4, 12],
+                                        "cost_usd": None}], "total": total, "notes": []}
+    assert "USD 0.0000 (and player at no known price)" in plan_text(plan)
+    plan["roles"][0]["cost_usd"] = [0.0, 0.0]
+    assert "at no known price" not in plan_text(plan)

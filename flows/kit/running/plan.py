@@ -234,9 +234,11 @@ def plan_text(plan: dict[str, Any]) -> str:
     out += [f"  {r['role']} ({', '.join(r['models'])}): calls {fmt_range(r['calls'])}, "
             f"USD {fmt_range(r['cost_usd'], 4)}" for r in plan["roles"]]
     t = plan["total"]
+    unpriced = [r["role"] for r in plan["roles"] if r["cost_usd"] is None]  # left out of the total, not free
     out.append(f"total: calls {fmt_range(t['calls'])} ({t['cached_calls']} more from the cache, free); prompt tokens "
                f"{fmt_range(t['prompt_tokens'])}; reply tokens {fmt_range(t['reply_tokens'])}; "
-               f"USD {fmt_range(t['cost_usd'], 4)}")
+               f"USD {fmt_range(t['cost_usd'], 4)}" + (f" (and {', '.join(unpriced)} at no known price)"
+                                                      if unpriced else ""))
     out.append(f"prompt tokens in a prefix of 1,024 tokens or more sent earlier in the run (billed at the cached "
                f"price where the provider caches prompts): {t['cacheable_prompt_tokens']:,} "
                f"({100 * t['cacheable_share']:.0f}% of the low count)")
