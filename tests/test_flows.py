@@ -200,8 +200,8 @@ def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback
     assert set(_task_states(again)) == {(name, "Cached") for name, _ in first}
     assert len(loopback.requests) == sent
     assert {k: v for k, v in again.result()["this_run"].items() if k != "seconds"} == {
-        "stages": 6, "cached": 6, "run": [], "calls_sent": 0, "cost_usd": 0, "prompt_tokens": 0, "reply_tokens": 0,
-        "runner": "threads"}
+        "stages": 6, "cached": 6, "run": [], "calls_sent": 0, "cost_usd": 0, "cost_unknown_calls": 0,
+        "prompt_tokens": 0, "reply_tokens": 0, "runner": "threads"}
     assert read_records(out / "item_scores.parquet", ITEM_SCORES) == scores
     assert "sk-flow-test-secret" not in (out / "manifest.json").read_text()
 
