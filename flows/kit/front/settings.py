@@ -135,8 +135,6 @@ class RunSettings(ModelsFileSettings):
         return values
 
 
-# A 95% percentile interval reads its ends from the 2.5% tails of the resamples: with fewer than 40 a tail holds
-# no resample, and the "interval" (from one resample, say) need not even contain the score.
 def flag_of(model: type[BaseModel], name: str) -> str:
     """The command-line option of ``model``'s field ``name``."""
     extra = model.model_fields[name].json_schema_extra
@@ -144,6 +142,8 @@ def flag_of(model: type[BaseModel], name: str) -> str:
     return str(flag) if flag else "--" + name.replace("_", "-")
 
 
+# A 95% percentile interval reads its ends from the 2.5% tails of the resamples: with fewer than 40 a tail holds
+# no resample, and the "interval" (from one resample, say) need not even contain the score.
 MIN_RESAMPLES = 40
 
 
@@ -195,13 +195,16 @@ class EvalSettings(RunSettings):
     def _something_to_score(self) -> EvalSettings:
         if self.needs_systems and not self.models and not self.answers:
             raise ValueError(f"give a model to ask (--model) or {self.answers_are} to score (--answers)")
+        return self
+
+    @model_validator(mode="after")
+    def _asking_needs_a_model(self) -> EvalSettings:
         # Compared with the default, not looked up among the fields given: a deployment's parameters carry all.
-        changed = [n for n in self.asks_only if getattr(self, n) != type(self).model_fields[n].get_default(
-            call_default_factory=True)]
+        fields = type(self).model_fields
+        changed = [n for n in self.asks_only if getattr(self, n) != fields[n].get_default(call_default_factory=True)]
         if changed and not self.models:
             raise ValueError(f"{flag_of(type(self), changed[0])}: shapes how a model under test is asked, and no "
-                             "--model is given "
-                             f"({self.answers_are} are scored as they stand)")
+                             f"--model is given ({self.answers_are} are scored as they stand)")
         return self
 
     def judging(self) -> tuple[list[str], list[str]]:
