@@ -408,7 +408,8 @@ def test_trigger_refuses_a_timeout_that_is_no_number_of_seconds(monkeypatch):
 
 def test_an_option_given_alone_moves_the_defaults_it_would_contradict(tmp_path):
     """A default yields to an option given alone (--max-tokens 2048 brings the default target down to it;
-    --max-rounds 4 brings the default --min-rounds 6 down): only options given can contradict one another."""
+    --max-rounds 4 brings the default --min-rounds 6 down): only options given can contradict one another, on
+    the command line or in a form that fills in every default."""
     from rpbench.flows.modes.furina.settings import BuildSettings, ChunkSettings
 
     book = ROOT / "samples" / "books" / "the_keepers_ledger.en.txt"
@@ -424,3 +425,11 @@ def test_an_option_given_alone_moves_the_defaults_it_would_contradict(tmp_path):
         BuildSettings.model_validate({**base, "max_rounds": 4, "min_rounds": 10})
     with pytest.raises(ValueError, match=r"--min-tokens 5000, --max-tokens 1000 \(each"):
         ChunkSettings.model_validate({"books": [str(book)], "min_tokens": 5000, "max_tokens": 1000})
+    # A Prefect UI form fills in every default and submits them: a default still yields to the one changed.
+    form = BuildSettings.model_construct(**base).model_dump()
+    assert BuildSettings.model_validate({**form, "max_rounds": 4}).min_rounds == 4
+    with pytest.raises(ValueError, match="--min-rounds 10 is above --max-rounds 4"):
+        BuildSettings.model_validate({**form, "max_rounds": 4, "min_rounds": 10})
+    form = ChunkSettings.model_construct(books=[str(book)]).model_dump()
+    chunks = ChunkSettings.model_validate({**form, "max_tokens": 2048})
+    assert chunks.min_tokens <= chunks.target_tokens == 2048

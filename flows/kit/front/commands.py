@@ -109,11 +109,6 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
     plans = plans and issubclass(model, RunSettings) and starts_workers  # it calls models: it can plan first
 
     def command(**values: Any) -> None:
-        # Options left at their defaults are left to the settings model, so it knows which ones were given (a
-        # default can then yield to a value given with it: --max-rounds 4 alone brings --min-rounds down).
-        context = values.pop("command_context", None)
-        defaulted = {k for k in values if context is not None
-                     and getattr(context.get_parameter_source(k), "name", None) == "DEFAULT"}
         plan, as_json = values.pop("plan", False), values.pop("plan_json", False)
         if as_json and not plan:
             raise InputError("--json: prints the plan; give it with --plan")
@@ -127,7 +122,6 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
             typer.secho(f"warning: {flag} is deprecated and will go in the next release: use {new}", err=True,
                         fg=typer.colors.YELLOW)
             values[name] = given
-            defaulted.discard(name)
         for name in also_arguments:
             given = values.pop(f"{name}__argument")
             if given is not None:
@@ -135,8 +129,7 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
                     raise InputError(f"{flag_of(model, name)}: given twice, as the option and as the argument; "
                                      "give it once")
                 values[name] = given
-                defaulted.discard(name)
-        settings = parse_settings(model, {k: v for k, v in values.items() if k not in defaulted})
+        settings = parse_settings(model, values)
         if isinstance(settings, RunSettings):
             if settings.max_cost is not None and chosen_runner() != "threads":
                 raise InputError("--max-cost: the budget is kept by the process that sends the calls; on Dask each "
@@ -186,9 +179,8 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
                                    default=typer.Argument(None, metavar=name, show_default=False,
                                                           help=f"The same as {flag_of(model, name)}."))
                  for name in also_arguments]
-    context = [inspect.Parameter("command_context", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        context + arguments + [_parameter(model, n) for n in names] + planning + hidden)
+        arguments + [_parameter(model, n) for n in names] + planning + hidden)
     command.__doc__ = run.__doc__
     command.__name__ = run.__name__
     return command

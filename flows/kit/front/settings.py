@@ -142,6 +142,15 @@ def flag_of(model: type[BaseModel], name: str) -> str:
     return str(flag) if flag else "--" + name.replace("_", "-")
 
 
+def given_fields(settings: BaseModel) -> set[str]:
+    """The fields a user chose: set, and not to their default. A Prefect UI form fills in every default and
+    submits it, so being set alone would make each default a choice that can contradict the one option the user
+    changed."""
+    fields = type(settings).model_fields
+    return {name for name in settings.model_fields_set if fields[name].is_required()
+            or getattr(settings, name) != fields[name].get_default(call_default_factory=True)}
+
+
 # A 95% percentile interval reads its ends from the 2.5% tails of the resamples: with fewer than 40 a tail holds
 # no resample, and the "interval" (from one resample, say) need not even contain the score.
 MIN_RESAMPLES = 40

@@ -18,6 +18,7 @@ from rpbench.flows.kit.front.settings import (
     RunSettings,
     cli,
     flag_of,
+    given_fields,
 )
 from rpbench.storage.user_files import files_in
 from rpbench.tasks.core.errors import InputError
@@ -74,7 +75,7 @@ class ChunkSettings(BaseModel):
     def _sizes_in_order(self) -> ChunkSettings:
         # A size left at its default yields to those given (--max-tokens 2048 alone brings the target down to
         # it); sizes given that contradict one another are an error.
-        order, given = ("min_tokens", "target_tokens", "max_tokens"), set(self.model_fields_set)
+        order, given = ("min_tokens", "target_tokens", "max_tokens"), given_fields(self)
         for i, name in enumerate(order):
             if name not in given:
                 value = max([getattr(self, n) for n in order[:i] if n in given] + [getattr(self, name)])
@@ -114,7 +115,8 @@ class BuildSettings(RunSettings):
                      description="tau: items wanted per dimension per character.")
     min_rounds: int = Field(default=BuildConfig.min_rounds, ge=0,
                             description="The director may not end a scene before this round (at most "
-                                        "--max-rounds; left out, it comes down to a shorter --max-rounds).")
+                                        "--max-rounds; left at its default, it comes down to a shorter "
+                                        "--max-rounds).")
     max_rounds: int = Field(default=BuildConfig.max_rounds, ge=1, description="A scene ends at this round.")
     max_test_gap: int = Field(default=BuildConfig.max_test_gap, ge=1,
                               description="The test character speaks at least once every this many turns.")
@@ -148,7 +150,7 @@ class BuildSettings(RunSettings):
 
     @model_validator(mode="after")
     def _rounds_in_order(self) -> BuildSettings:
-        if self.min_rounds > self.max_rounds and "min_rounds" not in self.model_fields_set:
+        if self.min_rounds > self.max_rounds and "min_rounds" not in given_fields(self):
             self.min_rounds = self.max_rounds  # the default yields to a shorter --max-rounds (a quick run)
         if self.min_rounds > self.max_rounds:
             raise ValueError(f"--min-rounds {self.min_rounds} is above --max-rounds {self.max_rounds}: every scene "

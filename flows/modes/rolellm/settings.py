@@ -53,9 +53,8 @@ class EvalSettings(kit.EvalSettings):
 
     @model_validator(mode="after")
     def _judge_options_need_a_judge(self) -> EvalSettings:
-        # Given alone it would change nothing, and the user would believe the judge ran on that many. (Compared
-        # with the default, not looked up among the fields given: a deployment's parameters carry every field.)
-        if self.judge_per_role != type(self).model_fields["judge_per_role"].default and not self.judges:
+        # Given alone it would change nothing, and the user would believe the judge ran on that many.
+        if "judge_per_role" in kit.given_fields(self) and not self.judges:
             raise ValueError("--judge-per-role: how many questions the ranking judge ranks; give a judge with --judge")
         return self
 
