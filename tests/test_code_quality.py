@@ -30,3 +30,14 @@ def test_characterbench_is_its_own_logic_in_at_most_700_lines():
              *(root / "tasks" / "modes" / "characterbench").glob("*.py")]
     lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files)
     assert len(files) >= 10 and lines <= 700, lines
+
+
+@pytest.mark.xdist_group("grouping-check")
+def test_the_test_workers_keep_a_group_together(request):
+    """CI runs on two workers with --dist loadgroup, so each group of tests (a Label Studio server, a trained
+    adapter, a Prefect server made once for a module) stays on one worker. pytest 9.2 with pytest-xdist 3.8
+    dropped the group silently (the tests then ran spread out, each worker making those fixtures again);
+    xdist marks a grouped test's node id with its group, and that mark is what this checks."""
+    if not getattr(request.config.option, "loadgroup", False):
+        pytest.skip("runs under the CI's test command (pytest -n 2 --dist loadgroup)")
+    assert request.node.nodeid.endswith("@grouping-check"), request.node.nodeid
