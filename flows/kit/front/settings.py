@@ -208,9 +208,8 @@ class EvalSettings(RunSettings):
 
     @model_validator(mode="after")
     def _asking_needs_a_model(self) -> EvalSettings:
-        # Compared with the default, not looked up among the fields given: a deployment's parameters carry all.
-        fields = type(self).model_fields
-        changed = [n for n in self.asks_only if getattr(self, n) != fields[n].get_default(call_default_factory=True)]
+        chosen = given_fields(self)
+        changed = [n for n in self.asks_only if n in chosen]
         if changed and not self.models:
             raise ValueError(f"{flag_of(type(self), changed[0])}: shapes how a model under test is asked, and no "
                              f"--model is given ({self.answers_are} are scored as they stand)")
