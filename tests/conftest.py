@@ -20,6 +20,12 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
 setup_environment(prefect_home=Path(__file__).resolve().parent.parent
                   / f".prefect-test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}")
 
+# The benchmarks' released code (their prompts' words), beside the checkout as ../shared/data is: every run in the
+# tests reads it from there, as a user's runs read `rpbench releases fetch`'s copy.
+_RELEASES = Path(__file__).resolve().parents[1].parent / "shared" / "releases"
+if _RELEASES.is_dir():
+    os.environ.setdefault("RPBENCH_RELEASES", str(_RELEASES))
+
 import pytest  # noqa: E402
 
 from rpbench.tasks.llm.cache import CallCache  # noqa: E402

@@ -23,14 +23,14 @@ DIMENSIONS = ("attribute_consistency_bot", "attribute_consistency_human", "behav
 
 def _released_judge(language: str):
     """A stand-in CharacterJudge: for each judge request, the released prediction of the item it shows (found by
-    the reply and the user's last turn it quotes, and the dimension its criterion names)."""
-    from rpbench import prompts
+    the reply and the user's last turn it quotes, and the dimension its judge prompt's task names)."""
+    from rpbench.tasks.modes.characterbench.release import criterion
 
     by_reply: dict[str, list[tuple[str, str, float]]] = {}
     user = "用户" if language == "zh" else "User"
     marks = {}
     for dim in DIMENSIONS:
-        marks[dim] = prompts.render("characterbench/criteria", language, dimension=dim).text.splitlines()[0]
+        marks[dim] = criterion(dim, language)
         for x in json.loads(released(f"characterbench/{dim}_test.json").read_text()):
             source = x if language == "zh" else x["translation_en"]
             reply = source["response_messages"]["response"]
@@ -57,7 +57,9 @@ def test_the_released_predictions_give_the_release_s_pearson_and_scores(loopback
                   "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "50")
     assert ran.returncode == 0, (ran.stdout + ran.stderr)
     # No reply was generated: every request is the judge's, and every released reply was judged once.
-    assert all(b["messages"][0]["content"] == "You are a helpful assistant." for b in loopback.requests)
+    from rpbench.tasks.modes.characterbench.release import judge_system
+
+    assert all(b["messages"][0]["content"] == judge_system() for b in loopback.requests)
     assert len(loopback.requests) == 7 * 250
     expected = FIGURES["figures"][language]
     agreement = pq.read_table(out / "agreement.parquet").to_pylist()
@@ -76,9 +78,9 @@ def test_the_released_predictions_give_the_release_s_pearson_and_scores(loopback
 
 
 def _live(body: dict) -> str:
-    fmt = (body.get("response_format") or {}).get("json_schema") or {}
-    if fmt.get("name") == "ActorReply":
+    if len(body["messages"]) == 1:  # the reply request: one user message, as the release sends it
         return json.dumps({"response": "（收起缆绳）墨点在船头打盹呢。"})
+    fmt = (body.get("response_format") or {}).get("json_schema") or {}
     top = fmt["schema"]["properties"]["score"]["maximum"]
     return json.dumps({"reasoning": "stays in character", "score": top - 1})
 
@@ -97,9 +99,8 @@ def test_a_live_run_asks_the_model_and_the_judge_sees_its_reply(loopback, tmp_pa
     assert len(actor) == len(judge) == 6
     prompt = actor[0]["messages"][0]["content"]
     # The release's layout: the greeting as the character's first turn after an empty user turn, user/assistant
-    # lines, the 30-character ask.
+    # lines (tests/test_characterbench_release.py compares the whole request with the release's).
     assert "user: \nassistant: （解开缆绳）要过江吗？坐稳了。\nuser: 师傅，你每天几点开始摆渡？" in prompt
-    assert "30个字" in prompt
     assert all("林渡：（收起缆绳）墨点在船头打盹呢。" in b["messages"][1]["content"] for b in judge)
     scores = pq.read_table(out / "item_scores.parquet").to_pylist()
     assert {r["dimension"]: r["score"] for r in scores} == {"engagement": 4, "fact_accuracy": 3,
@@ -122,14 +123,13 @@ def test_the_judge_s_input_labels_turns_by_position_and_carries_the_dimension_s_
     from rpbench.tasks.modes.characterbench.loader import load_items
 
     memory, = [i for i in load_items([str(SAMPLES / "memory_consistency_test.json")], ["zh"], 1)]
-    text = judge_input(memory, "五点。", "number")
+    text = judge_input(memory, "五点。")
     # memory: the dialogue segments as the reference, and no dialogue (the release leaves it out)
     assert "林渡：五点，天还没亮就出船。" in text and "师傅，你每天几点" not in text
     assert "用户：你刚才说几点出船来着？" in text and "林渡：五点。" in text and "JSON" not in text
     engagement, = load_items([str(SAMPLES / "engagement_test.json")], ["en"], 1)
-    text = judge_input(engagement, "Sure.", "json")
-    assert "User：What time do you start ferrying each day?\nLin Du：Five." in text and "# Reference" not in text
-    assert '"score"' in text
+    text = judge_input(engagement, "Sure.")
+    assert "User：What time do you start ferrying each day?\nLin Du：Five." in text
 
 
 @pytest.mark.parametrize(("output", "reply", "ok"), [
@@ -268,54 +268,6 @@ def test_a_live_run_on_a_few_released_items_of_every_dimension(loopback, tmp_pat
     assert len(judge) == 14 and all("：（收起缆绳）墨点在船头打盹呢。" in b["messages"][1]["content"] for b in judge)
     rows = pq.read_table(out / "item_scores.parquet").to_pylist()
     assert sorted({r["dimension"] for r in rows}) == sorted(DIMENSIONS) and all(r["score"] for r in rows)
-
-
-# (kind, fact) -> (CharacterBench's code, rpbench, why): each stated under "Where rpbench differs" on the page.
-DIFFERENCES = {("actor", "also_sent"): ([], ["max_tokens", "response_format", "seed"],
-                                        "a 512-token cap, the JSON schema, the seed")}
-
-
-@pytest.mark.parametrize("language", ["zh", "en"])
-def test_what_a_live_run_sends_carries_the_facts_characterbench_s_code_sends(loopback, tmp_path, monkeypatch,
-                                                                             language):
-    from tests.characterbench_release_facts import REPLY, actor_facts, by_item, judge_facts
-
-    recorded = json.loads((Path(__file__).parent / "data" / "characterbench_release_requests.json").read_text())
-    theirs = by_item([r for r in recorded["records"] if r["language"] == language and r["kind"] == "actor"])
-    their_judge = by_item([r for r in recorded["records"] if r["language"] == language and r["kind"] == "judge"])
-    monkeypatch.setenv(TEST_KEY_ENV, "k")
-    loopback.responder = lambda body: (json.dumps({"response": REPLY}, ensure_ascii=False) if len(body["messages"]) == 1
-                                       else json.dumps({"reasoning": "fine", "score": 2}))
-    models = loopback_models_file(tmp_path / "models.toml", loopback)
-    files = [a for p in sorted(SAMPLES.glob("*.json")) for a in ("--data", str(p))]
-    ran = rpbench("characterbench", "run", *files, "--language", language, "--model", "characterbench-player",
-                  "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(tmp_path / "run"), "--resamples", "50")
-    assert ran.returncode == 0, ran.stderr[-2000:]
-    items = {(p.name.removesuffix("_test.json"), x["id"]): x for p in sorted(SAMPLES.glob("*.json"))
-             for x in json.loads(p.read_text(encoding="utf-8"))}
-    seen = 0
-    src = {k: x if language == "zh" else x["translation_en"] for k, x in items.items()}
-    for body in loopback.requests:
-        text, kind = body["messages"][-1]["content"], "actor" if len(body["messages"]) == 1 else "judge"
-        # The item a request is for: its user's last turn, and (a judge's) its dimension's criterion.
-        (dim, key), = [k for k, s in src.items() if s["dialogue"][-1]["utterance"] in text
-                       and (kind == "actor" or _criterion(k[0], language) in text)]
-        ours = actor_facts(body, items[(dim, key)], language) if kind == "actor" else \
-            judge_facts(text, items[(dim, key)], language, REPLY)
-        release = (theirs if kind == "actor" else their_judge)[f"{dim}:{key}:{language}"]
-        for fact, value in ours.items():
-            expected = release[fact]
-            if (kind, fact) in DIFFERENCES:
-                expected = DIFFERENCES[(kind, fact)][1] if release[fact] == DIFFERENCES[(kind, fact)][0] else None
-            assert value == expected, (kind, dim, key, fact, value, release[fact])
-        seen += 1
-    assert seen == 12  # six items: each one reply and one judgment
-
-
-def _criterion(dimension: str, language: str) -> str:
-    from rpbench import prompts
-
-    return prompts.render("characterbench/criteria", language, dimension=dimension).text.splitlines()[0]
 
 
 def test_a_run_works_out_its_judge_notes_once(loopback, tmp_path, monkeypatch):

@@ -182,6 +182,9 @@ def make_app() -> typer.Typer:
     from rpbench.flows.annotation.commands import app as annotate
 
     app.add_typer(annotate, name="annotate")
+    from rpbench.flows.cli.releases_command import app as releases
+
+    app.add_typer(releases, name="releases")
     return app
 
 

@@ -53,6 +53,7 @@ from rpbench.tasks.llm.structured import (
     parse_reply,
     repair_messages,
     schema_instruction,
+    stated_in_prompt,
     with_reasoning_cap,
 )
 
@@ -223,6 +224,8 @@ class Gateway:
 
     def _response_format(self, spec: ModelSpec, schema: type[Any] | None) -> dict[str, Any] | None:
         if schema is None or self._structured_mode(spec) == "prompt":
+            return None
+        if stated_in_prompt(schema) and spec.structured == "auto":  # sent as the release sends it
             return None
         if self._structured_mode(spec) == "json_object":
             return {"type": "json_object"}
@@ -518,7 +521,7 @@ class Gateway:
             schema = with_reasoning_cap(schema, spec.reasoning_chars)
         response_format = self._response_format(spec, schema)
         convo = list(messages)
-        if schema is not None and response_format is None:
+        if schema is not None and response_format is None and not stated_in_prompt(schema):
             convo = [*convo[:-1], {**convo[-1], "content": f"{convo[-1]['content']}\n\n{schema_instruction(schema)}"}]
         return schema, response_format, convo
 

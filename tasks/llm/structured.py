@@ -16,6 +16,17 @@ T = TypeVar("T", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
+class StatedInPrompt(BaseModel):
+    """A reply whose JSON the prompt asks for in its own words (a release's prompt, which shows the object it
+    wants): the request is sent as the prompt makes it, with no response format and no schema line added, and
+    the reply is read against this model. A role whose ``structured`` setting is ``json_schema`` or
+    ``json_object`` (the user's choice) still gets that response format."""
+
+
+def stated_in_prompt(schema: type[BaseModel] | None) -> bool:
+    return schema is not None and issubclass(schema, StatedInPrompt)
+
+
 # Marks a free-text field (a judge's reasoning, a director's reason) whose length a role's
 # ``reasoning_chars`` setting may change: Field(max_length=..., json_schema_extra=REASONING).
 REASONING: dict[str, Any] = {"free_text": True}

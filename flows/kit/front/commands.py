@@ -20,6 +20,7 @@ from rpbench.flows.kit.front.registry import builtin_roles, models_config
 from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings, flag_of, output_fields
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import chosen_runner
+from rpbench.prompts.releases import use_releases
 from rpbench.storage.folder_lock import folder_lock
 from rpbench.tasks.core.errors import InputError, RunFailed, close_match, first_error
 from rpbench.tasks.llm import ModelsConfig
@@ -131,6 +132,7 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
                 values[name] = given
         settings = parse_settings(model, values)
         if isinstance(settings, RunSettings):
+            use_releases(settings.releases)  # before the checks: they look for the release files there
             if settings.max_cost is not None and chosen_runner() != "threads":
                 raise InputError("--max-cost: the budget is kept by the process that sends the calls; on Dask each "
                                  "worker sends its own, so it could not hold: run with the threads runner")

@@ -169,6 +169,9 @@ class BenchmarkMode:
     # How a suite runs the mode: a function (its section of the suite file, the models under test, the mode's
     # folder in the suite's output) -> SuiteParts, the scored one last. A mode without one cannot be in a suite.
     suite: Ref | None = None
+    # The benchmark's released code whose words it sends (a ``Release``, or several: "release:RELEASES"), read at
+    # run time from pinned files; `rpbench releases` lists them and `rpbench releases fetch` downloads them.
+    releases: Ref | None = None
     # Where its flows, settings, checks and commands live, and its work (tables, analysis).
     package: str = ""
     work: str = ""
@@ -196,6 +199,7 @@ class BenchmarkMode:
         object.__setattr__(self, "commands", full_name(self.commands, package))
         object.__setattr__(self, "schedules", full_name(self.schedules, package))
         object.__setattr__(self, "training_data", full_name(self.training_data, work))
+        object.__setattr__(self, "releases", full_name(self.releases, work))
         object.__setattr__(self, "annotation", {k: full_name(v, work) for k, v in self.annotation.items()})
         for kind in ("flows", "checks", "settings"):
             refs = getattr(self, kind)
@@ -225,6 +229,13 @@ class BenchmarkMode:
 
     def load_schedules(self) -> list[Schedule]:
         return list(load_ref(self.schedules)()) if self.schedules is not None else []
+
+    def load_releases(self) -> list[Any]:
+        """Its releases (``prompts.releases.Release``), none for a benchmark that published no code."""
+        if self.releases is None:
+            return []
+        found = load_ref(self.releases)
+        return list(found) if isinstance(found, list | tuple) else [found]
 
     def add_commands(self, app: Any) -> None:
         if self.commands is not None:

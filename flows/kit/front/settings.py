@@ -92,6 +92,10 @@ class RunSettings(ModelsFileSettings):
     cache: CacheFile = Field(
         default=None, description="SQLite call cache; a rerun repeats no call found here. "
         "Default: .rpbench/calls.sqlite")
+    releases: str | None = Field(
+        default=None, description="A folder holding the benchmarks' released code (the words their prompts are read "
+        "from) in the layout <owner>__<name>@<commit>/<path>. Default: RPBENCH_RELEASES, else rpbench's own copy, "
+        "which `rpbench releases fetch` downloads.")
     keep_failures: bool = Field(
         default=False, description="Replay the failures of an earlier run of the same stages exactly. By default a "
         "rerun heals: calls that got no usable reply are sent again, and a reply that could not be read gets fresh "

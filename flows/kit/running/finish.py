@@ -99,6 +99,7 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
     write_records(run.root / CALLS.filename, calls, CALLS)
     totals = summarize_calls(calls)
     templates = {k: v for r in stages.results for k, v in r.templates.items()}
+    release_files = {k: v for r in stages.results for k, v in r.release_files.items()}
     stage_calls = {f"{r.stage}[{r.shard}]" if r.shard else r.stage: r.calls for r in stages.results if r.calls}
     outcome = judge_run(run.root, stage_calls, settings.max_failure_share)
     if failed_parts:
@@ -117,6 +118,8 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
         models_file_sha256=models_file_digest(models_file),
         models=totals.pop("models"),
         prompt_templates=dict(sorted(templates.items())),
+        # The words of the benchmarks' own code a run sent, each file as read: repository@commit/path -> sha256.
+        release_files=dict(sorted(release_files.items())),
         totals=totals,
         this_run={**stages.report(), "calls_sent": spent["calls_sent"], "cost_usd": spent["cost_usd"],
                   "cost_unknown_calls": spent["cost_unknown_calls"], "prompt_tokens": spent["prompt_tokens"],

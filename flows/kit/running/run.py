@@ -23,6 +23,7 @@ from rpbench.flows.kit.running.notes import run_notes
 from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import with_chosen_runner
+from rpbench.prompts.releases import use_releases
 from rpbench.tasks.core.errors import InputError, ModelUnusable
 from rpbench.tasks.llm.batches import batch_every_role
 from rpbench.tasks.llm.budget import BudgetReached, start_run_budget
@@ -93,6 +94,7 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
         global _flow_depth
         settings = kwargs.get("settings", args[0] if args else None)
         if _flow_depth == 0:
+            use_releases(getattr(settings, "releases", None))  # a deployment's or a trigger's runs name it here
             start_run_budget(getattr(settings, "max_cost", None))
             batch_every_role(bool(getattr(settings, "batch", False)))
         if isinstance(settings, RunSettings):  # said as the run starts: on the command line and in the UI's log

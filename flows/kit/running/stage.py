@@ -39,6 +39,7 @@ from rpbench.flows.kit.running.code_digest import code_digest
 from rpbench.flows.kit.running.progress import StageProgress
 from rpbench.flows.kit.running.runtime import shared_gateway
 from rpbench.flows.kit.running.ui import publish_table
+from rpbench.prompts import releases
 from rpbench.storage.schemas import CALLS, TableSpec
 from rpbench.storage.tables import to_arrow, write_records, write_table
 from rpbench.tasks.core.errors import InputError, ModelUnusable
@@ -60,6 +61,8 @@ class StageResult(BaseModel):
     tables: dict[str, str] = Field(default_factory=dict)  # table name -> path
     summary: dict[str, Any] = Field(default_factory=dict)  # counts for flows, manifests and logs
     templates: dict[str, str] = Field(default_factory=dict)  # prompt templates rendered -> SHA-256
+    # Release files read (the words of a benchmark's own code): "<repository>@<commit>/<path>" -> SHA-256.
+    release_files: dict[str, str] = Field(default_factory=dict)
     calls: str | None = None  # this stage's own calls table
     # The call journal its attempts appended to. The flow deletes it once Prefect has kept this result: a run
     # killed after the stage wrote its calls table but before Prefect persisted the result runs the stage
@@ -221,6 +224,7 @@ class StageRun:
         self.models_file, self.cache = params.get("models_file"), params.get("cache")
         self.label = f"{spec.name}[{self.shard}]" if self.shard else spec.name
         self.templates: dict[str, str] = {}
+        self.release_files: dict[str, str] = {}
         self.tables: dict[str, str] = {}
         self._gateways: list[Gateway] = []
         self.progress = StageProgress(self.label, activity=self.activity)
@@ -301,7 +305,8 @@ class StageRun:
             # Not a user error: a stage that renders a template it does not declare would miss edits to it.
             raise RuntimeError(f"stage {self.spec.name} rendered undeclared templates {undeclared}")
         return StageResult(stage=self.spec.name, shard=self.shard, tables=dict(self.tables), summary=summary,
-                           templates=dict(sorted(self.templates.items())), calls=calls,
+                           templates=dict(sorted(self.templates.items())),
+                           release_files=dict(sorted(self.release_files.items())), calls=calls,
                            journal=str(self.journal) if calls else None,
                            unanswered=sum(g.ledger.unanswered for g in self._gateways),
                            carried=len(self.earlier_calls))
@@ -402,6 +407,7 @@ def stage(name: str, *, templates: Templates = (), roles: Roles = (), inputs: Se
             kwargs = {k: v for k, v in given.items() if k in own}
             run = StageRun(spec, given, keep)
             prompts.record_into(run.templates)
+            releases.record_reads_into(run.release_files)
             started = time.monotonic()
             with run.progress:
                 try:

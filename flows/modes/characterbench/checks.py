@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from rpbench.flows.kit.front.systems import System, evaluation_systems, judge_role
 from rpbench.flows.modes.characterbench.settings import CharacterBenchSettings
+from rpbench.prompts.releases import require
 from rpbench.tasks.modes.characterbench.loader import load_items
+from rpbench.tasks.modes.characterbench.release import RELEASE
 
 RELEASED = System("released")  # neither asked nor a file: each reply under its released system's name
 
@@ -12,6 +14,7 @@ RELEASED = System("released")  # neither asked nor a file: each reply under its 
 def check_run(s: CharacterBenchSettings) -> tuple[list[System], str, int]:
     """Every input error before any call: the files, the models, the judge and the reply files. The systems,
     the judge's role and the number of items."""
+    require([RELEASE])  # its words come from the release's files: all there, or one line before anything
     released = s.judge_released or not (s.models or s.answers)
     items = load_items(s.data, [s.language], s.limit, released)
     judge = judge_role(s, s.judge, like="characterbench-judge")

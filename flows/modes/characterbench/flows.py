@@ -21,8 +21,7 @@ from rpbench.tasks.modes.characterbench.loader import load_items
 from rpbench.tasks.modes.characterbench.tables import JUDGMENTS, REPLIES
 
 
-@stage("characterbench-replies", batch=True, templates=("characterbench/actor",),
-       roles=lambda p: [p["role"]] if p["role"] else [], inputs=("data", "given"))
+@stage("characterbench-replies", batch=True, roles=lambda p: [p["role"]] if p["role"] else [], inputs=("data", "given"))
 async def replies(run: StageRun, data: list[str], language: str, limit: int | None, role: str | None,
                   given: str | None, name: str) -> StageResult:
     """``name``'s replies: asked of the model bound to ``role``, read from the file ``given``, or (neither)
@@ -38,8 +37,7 @@ async def replies(run: StageRun, data: list[str], language: str, limit: int | No
     return run.written(REPLIES, made)
 
 
-@stage("characterbench-judgments", batch=True, templates=("characterbench/judge", "characterbench/criteria"),
-       roles=lambda p: [p["judge"]], inputs=("data", "replies"))
+@stage("characterbench-judgments", batch=True, roles=lambda p: [p["judge"]], inputs=("data", "replies"))
 async def judgments(run: StageRun, data: list[str], language: str, limit: int | None, replies: str, judge: str,
                     output: str, name: str) -> StageResult:
     """The judge on every reply of ``name`` that was made."""

@@ -26,6 +26,7 @@ CHARACTERBENCH = BenchmarkMode(
     commands=RunCommand("characterbench"),
     annotation={"characterbench": "annotation:REPLY"},
     smoke=SMOKE,
+    releases="release:RELEASE",
     # In a suite the judge also scores the released replies, so the suite shows it against people.
     suite=one_run("characterbench", defaults={"judge_released": True}),
 )

@@ -26,7 +26,8 @@ def divisors(items: Sequence[Item]) -> dict[str, tuple[float, str]]:
     out: dict[str, tuple[float, str]] = {}
     for dim in sorted({i.dimension for i in items}):
         human = [i.human for i in items if i.dimension == dim and i.human is not None]
-        out[dim] = (max(human), "highest human score") if human else (float(DIMENSIONS[dim].top), "top of scale")
+        out[dim] = (max(human), "highest human score") if human else (
+            float(max(DIMENSIONS[dim].top(i.language) for i in items if i.dimension == dim)), "top of scale")
     return out
 
 
@@ -63,7 +64,8 @@ def scored(data: list[str], language: str, limit: int | None, replies: list[str]
            "own replies). Add --judge-released to check the judge against people."
            if any(i.human is not None for i in items) else "the files carry no human scores.")
     return spec.Scored(rows, failures, len(items), [(ITEMS, items), (REPLIES, made), (JUDGMENTS, judged)],
-                       {"divisors": by}, samples(items, made, verdicts), agreement=agreed, agreement_note=why)
+                       {"divisors": by, "language": language}, samples(items, made, verdicts), agreement=agreed,
+                       agreement_note=why)
 
 
 def is_released(reply: Reply, item: Item) -> bool:
@@ -74,11 +76,12 @@ def is_released(reply: Reply, item: Item) -> bool:
 
 def _analyze(data: spec.AnalysisInput) -> spec.Analysis:
     by: dict[str, list[Any]] = data.context.get("divisors", {})
+    language = str(data.context.get("language", "zh"))
     text = ["A dimension's score is the mean of its judge scores / the highest human score in its file x 5, as "
             "the release's all_eval.py computes it; a model's, the mean over its dimensions. Where that highest "
             "human score is below the top of the judge's scale, a score can pass 5:", "",
             "| dimension | judge's scale | divided by |", "|---|---|---|",
-            *(f"| {d} | 1-{DIMENSIONS[d].top} | {fmt(v, 0)} ({how}) |" for d, (v, how) in sorted(by.items()))]
+            *(f"| {d} | 1-{DIMENSIONS[d].top(language)} | {fmt(v, 0)} ({how}) |" for d, (v, how) in sorted(by.items()))]
     return spec.Analysis([spec.Section("How the scores are made", "\n".join(text))])
 
 

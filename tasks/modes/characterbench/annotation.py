@@ -7,11 +7,11 @@ import random
 from pathlib import Path
 from typing import Any
 
-from rpbench import prompts
 from rpbench.storage.tables import run_records
 from rpbench.tasks.annotation.kinds import dialogue_text
 from rpbench.tasks.annotation.reply_scores import reply_score_kind
 from rpbench.tasks.modes.characterbench.dimensions import DIMENSIONS
+from rpbench.tasks.modes.characterbench.release import criterion
 from rpbench.tasks.modes.characterbench.tables import ITEMS, REPLIES
 
 
@@ -24,8 +24,8 @@ def reply_tasks(run: Path, limit: int | None, seed: int) -> list[dict[str, Any]]
     for r in made[:limit] if limit else made:
         i = items[(r.item_id, r.language)]
         out.append({"task": "characterbench", "item_id": i.item_id, "model": r.model, "language": i.language,
-                    "dimension": i.dimension, "top": str(DIMENSIONS[i.dimension].top), "profile": i.profile,
-                    "criterion": prompts.render("characterbench/criteria", i.language, dimension=i.dimension).text,
+                    "dimension": i.dimension, "top": str(DIMENSIONS[i.dimension].top(i.language)), "profile": i.profile,
+                    "criterion": criterion(i.dimension, i.language),
                     "dialogue": dialogue_text([(i.user if t.speaker == "user" else i.character, t.text)
                                                for t in i.dialogue]),
                     "reply": f"{i.character}: {r.text}", "reference": i.reference or "-",

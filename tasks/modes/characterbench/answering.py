@@ -1,23 +1,19 @@
-"""The model under test answers an item in character as process.py asks: both profiles, the dialogue as ``user:``
-and ``assistant:`` lines; a short reply, actions in parentheses, as JSON ``{"response": ...}``."""
+"""The model under test answers an item in character as process.py asks: the release's reply prompt
+(``roleplay_prompt.py``) with both profiles and the dialogue as ``user:`` and ``assistant:`` lines, sent alone as
+one user message; the reply read as process.py reads it (its replacements made first, then the dict it holds)."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from rpbench import prompts
 from rpbench.tasks.llm.gather import OnDone
 from rpbench.tasks.llm.requests import CallResult, Model, Request
+from rpbench.tasks.modes.characterbench import release
 from rpbench.tasks.modes.characterbench.records import Item, Reply
 
-
-class ActorReply(BaseModel):
-    """The JSON the release asks the model under test for."""
-
-    response: str = Field(min_length=1)
+RESPONSE = "response"  # the key the release's prompt asks the reply under
 
 
 def dialogue_lines(item: Item) -> str:
@@ -31,17 +27,37 @@ def dialogue_lines(item: Item) -> str:
     return "\n".join(f"{who}: {text}" for who, text in turns)
 
 
+def prompt(item: Item) -> str:
+    user_profile = item.user_profile if item.user_profile is not None else release.user_profile_default(
+        item.language)
+    return release.reply_prompt(item.language).format(character_profile=item.profile, user_profile=user_profile,
+                                                      dialogue=dialogue_lines(item))
+
+
+def read_reply(text: str) -> str:
+    """The reply as process.py reads it: its replacements made (they reach the reply itself: a Chinese comma
+    becomes ","), then the dict the text holds, whose ``response`` is the reply. Anything else is unreadable
+    (asked again, then a counted failure)."""
+    for old, new in release.reply_cleaning():
+        text = text.replace(old, new)
+    try:
+        held = ast.literal_eval(text.strip())  # what the release's eval() reads, without running anything
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise ValueError(f'answer with one JSON object only: {{"{RESPONSE}": "<the reply>"}}') from None
+    if not isinstance(held, dict) or not isinstance(held.get(RESPONSE), str) or not held[RESPONSE].strip():
+        raise ValueError(f'the JSON object must hold the reply as text under "{RESPONSE}"')
+    return str(held[RESPONSE])
+
+
 def request(item: Item, role: str, model: str) -> Request[Any]:
-    text = prompts.render("characterbench/actor", item.language, profile=item.profile,
-                          user_profile=item.user_profile, dialogue=dialogue_lines(item)).text
-    return Request(role, [{"role": "user", "content": text}], schema=ActorReply,
+    return Request(role, [{"role": "user", "content": prompt(item)}], parse=read_reply,
                    tag=f"characterbench:{item.item_id}:{item.language}:{model}")
 
 
 def replies_of(items: Sequence[Item], results: Sequence[CallResult[Any]], model: str) -> list[Reply]:
-    # A live reply is the JSON's response; a given one (no JSON asked of a file) is its text.
+    # A live reply is what read_reply read; a given one (no JSON asked of a file) is its text.
     return [Reply(item_id=i.item_id, language=i.language, model=model, status="ok",
-                  text=r.text if r.parsed is None else r.parsed.response) if r.ok else
+                  text=r.text if r.parsed is None else str(r.parsed)) if r.ok else
             Reply(item_id=i.item_id, language=i.language, model=model, text=r.text, status="failed", error=r.error)
             for i, r in zip(items, results, strict=True)]
 

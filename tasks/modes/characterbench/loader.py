@@ -68,13 +68,14 @@ def read_item(dim: Dimension, record: Any, index: int, language: str, path: str,
         f = Fields(original.get("translation_en"), f"{original.where} (translation_en)")
     character = str(f.text("character_name", required=False) or original.text("character_name"))
     user = f.text("user_name", required=False, blank=NONE) or "user"
-    profile = str(f.text("character_profile"))
+    f.text("character_profile")  # there and not blank
+    # As the release's scripts pass it on: str() of what the file holds (a profile kept as fields is its repr).
+    profile = str(f.get("character_profile"))
     reference = _reference(dim, f, original, character)
-    if dim.name == "behavior_consistency_human":
-        profile += f"\n{reference}"  # the release adds the style to the profile too
+    user_profile = f.get("user_profile")
     return Item(item_id=f"{dim.name}:{original.text('id')}", dimension=dim.name, language=language,
                 character=character, profile=profile, user=user,
-                user_profile=f.text("user_profile", required=False, blank=NONE),
+                user_profile=None if user_profile is None else str(user_profile),
                 greeting=f.text("greeting", required=False, blank=NONE), dialogue=_turns(f, user, character),
                 reference=reference, reply=f.text("response_messages.response", required=False),
                 reply_model=original.text("response_messages.model", required=False),
@@ -88,8 +89,9 @@ def _human_score(dim: Dimension, f: Fields) -> float | None:
     score = f.number(field)
     # Every scale starts at 1, but 0 is let through: it cannot raise the divisor, and the six released files
     # not stored here were never seen.
-    if score is not None and not 0 <= score <= dim.top:
-        raise f.fail(field, f"{score:g} is off {dim.name}'s scale (1-{dim.top})")
+    top = dim.highest_top()
+    if score is not None and not 0 <= score <= top:
+        raise f.fail(field, f"{score:g} is off {dim.name}'s scale (1-{top})")
     return score
 
 

@@ -20,9 +20,9 @@ class Item(Record):
     dimension: str
     language: str  # zh, or en (from translation_en)
     character: str
-    profile: str  # for behavior_consistency_human with the character's style after it, as the release has it
+    profile: str  # as the release's scripts pass it on (str() of the file's value)
     user: str
-    user_profile: str | None
+    user_profile: str | None  # as the file holds it; None where it has none
     greeting: str | None
     dialogue: list[Turn]  # ends with the user's turn the character answers
     reference: str | None  # the dimension's reference for the judge
