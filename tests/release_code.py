@@ -77,8 +77,10 @@ def imported(folder: Path, names: list[str], stubs: Mapping[str, types.ModuleTyp
         yield [importlib.import_module(n) for n in names]
     finally:
         sys.path[:] = saved_path
-        for name in set(sys.modules) - before:
-            sys.modules.pop(name, None)
+        for name in set(sys.modules) - before:  # the release's own modules (what it imports of others stays)
+            where = getattr(sys.modules.get(name), "__file__", None) or ""
+            if where.startswith(str(folder)):
+                sys.modules.pop(name, None)
         for name, module in replaced.items():
             if module is None:
                 sys.modules.pop(name, None)

@@ -77,45 +77,6 @@ def test_a_live_pingpong_run_sends_what_pingpong_s_code_sends(loopback, tmp_path
     assert "greetings not sent" in ran.stdout and "en/Tobias Fenn" in ran.stdout
 
 
-SOCIALBENCH_DIFFERENCES = {
-    ("answer", "max_tokens"): (None, 512, "caps a reply at 512 tokens"),
-}
-
-
-def test_a_live_roleinteract_run_sends_what_socialbench_s_code_sends(loopback, tmp_path, monkeypatch):
-    from rpbench.samples import sample_path
-    from tests.socialbench_release_facts import facts, released_layout
-
-    recorded = json.loads((DATA / "socialbench_release_requests.json").read_text())
-    items = released_layout(json.loads(sample_path("roleinteract", "example.json").read_text(encoding="utf-8")))
-    data = tmp_path / "items.json"
-    data.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
-    monkeypatch.setenv(TEST_KEY_ENV, "k")
-    loopback.responder = lambda body: "B"
-    models = loopback_models_file(tmp_path / "models.toml", loopback)
-    ran = rpbench("roleinteract", "run", "--data", str(data), "--model", "roleinteract-player", "--out",
-                  str(tmp_path / "ri"), "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"),
-                  "--resamples", "40")
-    assert ran.returncode == 0, ran.stderr[-2000:]
-    by_prompt = {}
-    for body in loopback.requests:
-        by_prompt[body["messages"][-1]["content"]] = body
-    from rpbench.tasks.modes.roleinteract.answering import prompt_text
-    from rpbench.tasks.modes.roleinteract.loader import load_files
-
-    loaded = load_files([str(data)])[0]
-    ours = []
-    for item in items:
-        parsed = next(i for i in loaded if json.loads(i.raw) == item)
-        body = by_prompt[prompt_text(parsed)]
-        ours.append({**facts(body["messages"][-1]["content"], item, [m["role"] for m in body["messages"]],
-                             body.get("max_tokens"), body.get("temperature")), "agent": "answer"})
-    theirs = [{**r, "agent": "answer"} for r in recorded["requests"]]
-    _compare(ours, theirs, "item", SOCIALBENCH_DIFFERENCES, "roleinteract.md")
-    # One reply each (the release asks once): an unreadable one is not asked again.
-    assert len(loopback.requests) == len(items)
-
-
 ROLELLM_DIFFERENCES = {
     ("answer", "also_sent"): (["n"], ["seed"], "seed"),
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -179,8 +180,8 @@ def test_crlf_windows_1252_bytes_and_other_models_answers_are_read_without_loss(
     assert loaded.repaired_bytes == 1
     assert item.instruction.startswith("Select the option that best matches the mood of the speaker’s")
     assert item.dialogue[0].text == "I didn\x92t make it!"  # kept exactly as the file has it
-    assert readable(item.dialogue[0].text) == "I didn’t make it!"  # and shown as it was meant in prompts
-    assert "I didn’t make it!" in prompt_text(item)
+    assert readable(item.dialogue[0].text) == "I didn’t make it!"  # as it was meant, in the report and viewer
+    assert "I didn\x92t make it!" in prompt_text(item)  # and sent as SocialBench's code sends it, as the file has it
     kept = json.loads(item.raw)
     assert kept["meta"]["gpt4"] == ["A"] and kept["meta"]["source"] == "friends"  # other models' answers kept
     assert item.label == ["B"] and item.item_id == "emotional_perception:00000"
@@ -283,7 +284,7 @@ def _respond(body: dict) -> str:
     prompt = body["messages"][-1]["content"]
     if body["model"] == "mumbler":
         return "hmm, hard to say"
-    if "remember everything said above" in prompt or "上面说过的每句话你都记得" in prompt:
+    if not re.search(r"(?m)^[A-H]\. ", prompt):  # no options: a memory question
         return "I remember: herring, rye, Biscuit, 桂花糕, 团子"
     return "I choose B."
 

@@ -20,7 +20,7 @@ from rpbench.tasks.modes.roleinteract.tables import ANSWERS
 WORKERS = 4
 
 
-@stage("roleinteract-answers", batch=True, templates=("roleinteract/",),
+@stage("roleinteract-answers", batch=True,
        roles=lambda p: [p["role"]] if p["role"] else [], inputs=("data", "given"))
 async def answers(run: StageRun, data: list[str], columns: list[str], languages: list[str], limit: int | None,
                   drop_unanswerable: bool, role: str | None, given: str | None, name: str, reask: int = 0,

@@ -37,6 +37,7 @@ ROLEINTERACT = BenchmarkMode(
     checks={"roleinteract": "check_run"},
     commands=RunCommand("roleinteract", _lines),
     # Two models over the shipped example file (every column, English and Chinese).
+    releases="release:RELEASE",
     smoke=smoke_run("roleinteract", "--data", str(sample_path("roleinteract", "example.json")), "--model",
                     "roleinteract-player", "--model", "judge"),
     suite=one_run("roleinteract"),

@@ -29,12 +29,15 @@ class RoleInteractSettings(EvalSettings):
                                     "way.")
     reask: int = Field(default=0, ge=0, le=5, description="Ask again up to N times when a reply holds no option "
                        "letter (or is empty); SocialBench's code takes one reply (0).")
-    with_instruction: bool = Field(default=False, description="Put each item's own instruction in its prompt; "
-                                   "SocialBench's code never sends it (its prompts say what to do).")
+    with_instruction: bool = Field(default=False, description="Put each item's own instruction in its prompt, "
+                                   "before the options; SocialBench's code never sends it (its prompts say what "
+                                   "to do).")
     scoring: Literal["paper", "released"] = Field(
         default="paper", description="How a choice item scores. paper (Appendix C): any chosen option that is not "
-                                     "gold gives 0, single-gold items included. released (SocialBench's dataset.py): "
-                                     "a single-gold item is right when the first option chosen is gold.")
+                                     "gold gives 0, single-gold items included. released: as SocialBench's "
+                                     "dataset.py scores, its own letter pattern reading each answer (an answer it "
+                                     "reads no letter in is skipped) and a single-gold item right when the first "
+                                     "letter read is gold.")
     drop_unanswerable: bool = Field(
         default=False, description="Leave out items whose gold letter is none of their options (no answer can be "
                                    "right; SocialBench's emotional_perception.json has one) and name each in the "

@@ -20,6 +20,7 @@ from rpbench.tasks.modes.roleinteract.catalog import (
     REPORTED,
 )
 from rpbench.tasks.modes.roleinteract.records import Answer, Item, ItemScore
+from rpbench.tasks.modes.roleinteract.release import letters_as_released
 from rpbench.tasks.modes.roleinteract.scoring import Rule, choice_score, cover, covered_average, table_average
 from rpbench.tasks.reports.render import fmt
 from rpbench.tasks.reports.spec import (
@@ -38,31 +39,40 @@ from rpbench.tasks.stats.similarity import tokens
 Policy = Literal["skip", "zero"]
 RULES = {"paper": "any chosen option that is not gold gives 0, and several gold options earn a share each "
                   "(Appendix C), single-gold items included.",
-         "released": "a single-gold item is right when the first option chosen is gold, as SocialBench's released "
-                     "code scores it; several gold options as in the paper."}
+         "released": "as SocialBench's released code scores: each answer's letters read with its format_predict "
+                     "pattern (any letter A-H standing apart, the article 'A' included), an answer with none "
+                     "skipped, a single-gold item right when the first letter read is gold, several gold options "
+                     "as in the paper."}
 LENGTH_EDGES = (20, 40, 60, 80, 100)  # memory items binned by utterances: 1-20, 21-40, ..., over 100
 
 
 def item_scores(items: Sequence[Item], answers: Sequence[Answer], policy: Policy, rule: Rule = "paper"
                 ) -> tuple[list[ItemScore], list[Failure]]:
     """One row per (model, item). An unreadable answer scores 0 under ``zero`` and None under ``skip``; a
-    failed call (an empty reply included) scores None and is a failure. Choice items score by ``rule``."""
+    failed call (an empty reply included) scores None and is a failure. Choice items score by ``rule``: under
+    ``released`` an answer's letters are read again from its text as SocialBench's ``format_predict`` reads them
+    (an answer it reads no letter in is unreadable, as its ``compute_score`` skips it)."""
     by_id = {i.item_id: i for i in items}
     rows, failures = [], []
     for a in answers:
         item = by_id[a.item_id]
-        if a.status == "ok":
-            value = cover(a.text or "", item.label) if item.column in MEMORY else choice_score(a.letters or [],
-                                                                                              item.label, rule)
+        status = a.status
+        letters = a.letters or []
+        if rule == "released" and status != "failed" and item.column not in MEMORY:
+            letters = letters_as_released(a.text or "")
+            status = "ok" if letters else "unparsed"
+        if status == "ok":
+            value = cover(a.text or "", item.label) if item.column in MEMORY else choice_score(letters, item.label,
+                                                                                              rule)
             score: float | None = 100.0 * value
-        elif a.status == "unparsed":
+        elif status == "unparsed":
             score = 0.0 if policy == "zero" else None
         else:
             score = None
             failures.append(Failure(stage="roleinteract-answers", model=a.model, item_id=a.item_id, kind="answer",
                                     error=a.error))
         rows.append(ItemScore(model=a.model, item_id=a.item_id, column=item.column, language=item.language,
-                              category=item.category, status="scored" if a.status == "ok" else a.status,
+                              category=item.category, status="scored" if status == "ok" else status,
                               score=score, utterances=len(item.dialogue), group_size=item.group_size,
                               target_preference=item.target_preference, polarity=item.polarity))
     return rows, failures

@@ -1,4 +1,5 @@
-"""Asking a model RoleInteract's questions: one prompt per item (by its category and language), one reply.
+"""Asking a model RoleInteract's questions: one prompt per item (SocialBench's own, by its category and language,
+read from the release), one reply.
 
 Multiple-choice replies are read for option letters; a reply with none is shown back to the model with what
 is missing, as many times as the retry policy allows, and then recorded as unreadable with its text (the
@@ -13,45 +14,62 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, overload
 
-from rpbench import prompts
 from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
 from rpbench.tasks.llm.given import given_reply
 from rpbench.tasks.llm.requests import CallResult
+from rpbench.tasks.modes.roleinteract import release
+from rpbench.tasks.modes.roleinteract.catalog import GROUP, MEMORY
 from rpbench.tasks.modes.roleinteract.letters import option_letters
-from rpbench.tasks.modes.roleinteract.loader import readable
-from rpbench.tasks.modes.roleinteract.records import Answer, Item, Profile
+from rpbench.tasks.modes.roleinteract.records import Answer, Item
 
-PROFILE_LINES = 10  # each member's profile in a group prompt is cut to its first lines, as released code does
-TEMPLATES = {"SA Style": "self_awareness", "SA Know.": "self_awareness", "EP Situ.": "question",
-             "CM Short": "memory", "CM Long": "memory", "Pos.": "group", "Neu.": "group", "Neg.": "group"}
+EMOTION = "Individual-EP-DialogueEmotionDetect"
+HUMOUR = "Individual-EP-HumorSarcasmDetect"
 
-
-def template_of(item: Item) -> str:
-    if item.column == "EP Emo.":
-        return "question" if item.category.endswith("HumorSarcasmDetect") else "emotion"
-    return TEMPLATES[item.column]
+def _conversations(item: Item) -> str:
+    return "".join(f"{u.speaker}: {u.text}\n" for u in item.dialogue)
 
 
-def _short(text: str) -> str:
-    return "\n".join(re.split(r"\n+", text.strip())[:PROFILE_LINES])
+def _options(item: Item) -> str:
+    return "".join(f"{c.letter}. {c.text}\n" for c in item.choices)
 
 
 def _own_profile(item: Item) -> str:
     mine = next((p for p in item.profiles if p.name == item.target), item.profiles[0] if item.profiles else None)
-    return readable(mine.text) if mine else ""
+    return mine.text if mine else ""
+
+
+def _group_profiles(item: Item) -> str:
+    """Every member's profile cut to its first lines (blank lines closed up), as make_group_profiles cuts it."""
+    keep = release.group_profile_lines()
+    return "\n\n\n".join("\n".join(re.sub(r"\n+", "\n", p.text).split("\n")[:keep]) for p in item.profiles)
 
 
 def prompt_text(item: Item, with_instruction: bool = False) -> str:
-    """The item as one user message, in its language; its own instruction only ``with_instruction`` (SocialBench's
-    code never sends it: each prompt says what to do)."""
-    dialogue = [{"speaker": readable(u.speaker), "text": readable(u.text)} for u in item.dialogue]
-    choices = [{"letter": c.letter, "text": readable(c.text)} for c in item.choices]
-    profiles = [Profile(name=readable(p.name), text=_short(readable(p.text))) for p in item.profiles]
-    return prompts.render(f"roleinteract/{template_of(item)}", item.language, dialogue=dialogue, choices=choices,
-                          instruction=readable(item.instruction) if with_instruction else "",
-                          name=item.target or "", profile=_own_profile(item),
-                          profiles=profiles).text
+    """The item as one user message, as SocialBench's ``format_prompt`` lays it out: by category, the release's
+    prompt for it filled with the conversation (``speaker: text`` lines), the options (``X. text`` lines), the
+    role's profile (a group's, each cut short) and name; situation and humour items are the conversation and the
+    options alone. Texts go as the file holds them. ``with_instruction`` (rpbench's option: the release never sends
+    an item's instruction) puts the item's instruction before its options (after the conversation where there
+    are none)."""
+    conversations, options = _conversations(item), _options(item)
+    if with_instruction and item.instruction:
+        if item.choices:
+            options = f"{item.instruction}\n{options}"
+        else:
+            conversations += f"{item.instruction}\n"
+    values = {"conversations": conversations, "options": options, "role_name": item.target or "",
+              "role_profile": _own_profile(item)}
+    if item.column in MEMORY:
+        return release.prompt("_OPEN", item.language).format_map(values)
+    if item.category == EMOTION:
+        return release.prompt("_DIALOGUE_EMOTION", item.language).format_map(
+            {**values, "utterance": item.dialogue[-1].text if item.dialogue else ""})
+    if item.column == "EP Situ." or item.category == HUMOUR:
+        return f"{conversations}\n{options}"
+    if item.column in GROUP:
+        return release.prompt("_GROUP", item.language).format_map({**values, "role_profiles": _group_profiles(item)})
+    return release.prompt("", item.language).format_map(values)
 
 
 def letter_reader(item: Item) -> Any:

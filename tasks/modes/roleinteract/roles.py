@@ -1,6 +1,7 @@
-"""The model roles RoleInteract calls. SocialBench's release sends each prompt with no sampling settings (the
-provider's defaults); rpbench leaves the temperature to the provider likewise and caps a reply at 512 tokens,
-far above an option letter or a memory answer, so a budget can bound every request."""
+"""The model roles RoleInteract calls. SocialBench's ``dataset.py`` hands each prompt to "some API call" and
+states no sampling setting (its API clients differ: its Baichuan client, for one, sends temperature 0.8, top_k 10
+and 3,072 tokens; others send none); rpbench leaves the temperature to the provider and caps a reply at 512
+tokens, far above an option letter or a memory answer, so a budget can bound every request."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from rpbench.tasks.modes.roleinteract.loader import readable
 from rpbench.tasks.modes.roleinteract.records import Answer, Item, ItemScore
 from rpbench.tasks.reports.viewer import Part, Sample, failed_text, gist
 
@@ -39,12 +40,13 @@ def samples(items: Sequence[Item], answers: Sequence[Answer], scores: Sequence[I
         item = by_item.get(a.item_id)
         if item is None:
             continue
-        parts = [Part(p.name, p.text, "note") for p in item.profiles]
-        parts += [Part(u.speaker, u.text, "turn") for u in item.dialogue]
+        # Shown as the file's C1 control characters were meant (punctuation); the prompts send them as read.
+        parts = [Part(readable(p.name), readable(p.text), "note") for p in item.profiles]
+        parts += [Part(readable(u.speaker), readable(u.text), "turn") for u in item.dialogue]
         if item.instruction.strip():
-            parts.append(Part("Question", item.instruction))
+            parts.append(Part("Question", readable(item.instruction)))
         if item.choices:
-            parts.append(Part("Options", "\n".join(f"{c.letter}. {c.text}" for c in item.choices)))
+            parts.append(Part("Options", "\n".join(f"{c.letter}. {readable(c.text)}" for c in item.choices)))
         parts.append(Part(f"Reply ({a.model})", failed_text(a.text, a.error)))
         if item.choices:
             read = ", ".join(a.letters) if a.letters else "none"
