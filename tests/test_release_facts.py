@@ -49,34 +49,6 @@ def _compare(ours: list[dict], theirs: list[dict], key: str, differences: dict, 
         assert phrase.lower() in text, phrase
 
 
-PINGPONG_DIFFERENCES = {
-    ("interrogator", "also_sent"): ([], ["response_format", "seed"], "JSON schema"),
-    ("judge", "also_sent"): ([], ["response_format", "seed"], "JSON schema"),
-    ("player", "also_sent"): ([], ["seed"], "seed"),
-}
-
-
-def test_a_live_pingpong_run_sends_what_pingpong_s_code_sends(loopback, tmp_path, monkeypatch):
-    from tests.pingpong_release_facts import comparison_settings, facts, responder
-
-    recorded = json.loads((DATA / "pingpong_release_requests.json").read_text())
-    settings = comparison_settings()
-    path = tmp_path / "settings.json"
-    path.write_text(json.dumps(settings, ensure_ascii=False), encoding="utf-8")
-    monkeypatch.setenv(TEST_KEY_ENV, "k")
-    loopback.responder = responder()
-    models = loopback_models_file(tmp_path / "models.toml", loopback)  # sets no limit: the mode's own settings
-    ran = rpbench("pingpong", "run", "--settings", str(path), "--model", "player", "--out", str(tmp_path / "pp"),
-                  "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"), "--resamples", "40")
-    assert ran.returncode == 0, ran.stderr[-2000:]
-    cards = [c for lang in settings.values() for c in lang["characters"]]
-    situations = [s["text"] for lang in settings.values() for s in lang["situations"]]
-    ours = [facts(b, cards, situations) for b in loopback.requests]
-    _compare(ours, recorded["requests"], "character", PINGPONG_DIFFERENCES, "pingpong.md")
-    # The greeting PingPong's code never reads (spelled `greeting` in its layout) is not sent, and said so.
-    assert "greetings not sent" in ran.stdout and "en/Tobias Fenn" in ran.stdout
-
-
 ROLELLM_DIFFERENCES = {
     ("answer", "also_sent"): (["n"], ["seed"], "seed"),
 }

@@ -225,8 +225,8 @@ class Gateway:
     def _response_format(self, spec: ModelSpec, schema: type[Any] | None) -> dict[str, Any] | None:
         if schema is None or self._structured_mode(spec) == "prompt":
             return None
-        if stated_in_prompt(schema) and spec.structured == "auto":  # sent as the release sends it
-            return None
+        if stated_in_prompt(schema) and spec.structured == "auto" and not spec.model.startswith(LOCAL_PROVIDER + "/"):
+            return None  # sent as the release sends it; a local model is still held to the schema as it decodes
         if self._structured_mode(spec) == "json_object":
             return {"type": "json_object"}
         # The schema in the form the model's provider family accepts (OpenAI strict, Gemini's subset, ...).

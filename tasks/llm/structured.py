@@ -20,7 +20,8 @@ class StatedInPrompt(BaseModel):
     """A reply whose JSON the prompt asks for in its own words (a release's prompt, which shows the object it
     wants): the request is sent as the prompt makes it, with no response format and no schema line added, and
     the reply is read against this model. A role whose ``structured`` setting is ``json_schema`` or
-    ``json_object`` (the user's choice) still gets that response format."""
+    ``json_object`` (the user's choice) still gets that response format, and a local model (run in process) is
+    still held to the schema as it decodes: that is no part of the request."""
 
 
 def stated_in_prompt(schema: type[BaseModel] | None) -> bool:

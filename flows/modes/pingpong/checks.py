@@ -9,12 +9,14 @@ from pathlib import Path
 from rpbench.flows.kit.front.registry import builtin_roles, models_config
 from rpbench.flows.kit.front.systems import System, evaluation_systems
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings, Scoring
+from rpbench.prompts.releases import require
 from rpbench.storage.schemas import FAILURES
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.modes.pingpong.cards import Settings, conversation_id, load_settings
 from rpbench.tasks.modes.pingpong.given import read_conversations
 from rpbench.tasks.modes.pingpong.records import Card, Situation
+from rpbench.tasks.modes.pingpong.release import RELEASE
 from rpbench.tasks.modes.pingpong.tables import CARDS, CONVERSATIONS, TURN_JUDGMENTS
 
 
@@ -46,6 +48,7 @@ def _judge_roles(s: Scoring, judges: list[str]) -> dict[str, str]:
 def check_run(s: PingPongSettings) -> tuple[list[System], dict[str, str]]:
     """The systems (players resolved to roles, conversation files read) and the judges resolved to roles, the
     settings file read: every input error before any call."""
+    require([RELEASE])  # every prompt's words come from PingPong's templates
     grid = select(load_settings(s.settings, s.any_greeting), s.characters, s.situations, None, s.settings)
     turns = {conversation_id(c, situation): situation.num_turns for c, situation in grid}
     systems = evaluation_systems(s, "player", turns, "conversations", _read_conversations)
@@ -74,5 +77,6 @@ def stored_run(folder: str) -> dict[str, str]:
 
 def check_rejudge(s: RejudgeSettings) -> None:
     """A rejudge's input errors before any call: the stored run's tables, the judges and their weights."""
+    require([RELEASE])  # the judge's words come from PingPong's templates
     stored_run(s.run)
     _judge_roles(s, s.judges)

@@ -42,7 +42,7 @@ def _conversation_roles(p: Mapping[str, Any]) -> list[str]:
     return [p["role"], TESTER if p["version"] == "v1" else "interrogator"]
 
 
-@stage("pingpong-conversations", templates=("pingpong/",), roles=_conversation_roles,
+@stage("pingpong-conversations", templates=("pingpong/player",), roles=_conversation_roles,
        inputs=("settings_file", "given"))
 async def conversations(run: StageRun, settings_file: str, characters: list[str], situations: list[str],
                         max_turns: int | None, limit: int | None, role: str | None, given: str | None, name: str,
@@ -73,7 +73,7 @@ async def conversations(run: StageRun, settings_file: str, characters: list[str]
                       unread_greetings=[c for c in read.unread_greetings if c in played])
 
 
-@stage("pingpong-judgments", batch=True, templates=("pingpong/",), roles=lambda p: [p["judge_role"]],
+@stage("pingpong-judgments", batch=True, templates=("pingpong/player",), roles=lambda p: [p["judge_role"]],
        inputs=("conversations", "cards"))
 async def judgments(run: StageRun, conversations: str, cards: str, model: str, judge: str, judge_role: str,
                     limit: int | None = None) -> StageResult:

@@ -38,6 +38,7 @@ PINGPONG = BenchmarkMode(
                                    "rejudge": FlowCommand("pingpong-rejudge", "commands:lines", "pingpong"),
                                    "agreement": "commands:agreement"}),
     smoke=_smoke,
+    releases="release:RELEASE",
     suite=one_run("pingpong"),
     annotation={"pingpong": "annotation:CONVERSATION"},
 )

@@ -1,16 +1,17 @@
-"""Conversations between the interrogator (a user emulator) and the player (the model under test).
+"""Conversations between the interrogator (a user emulator) and the player (the model under test), in PingPong's
+own words: its released templates, rendered as its scripts render them (``release.py``).
 
-v2, the paper's main setup: the interrogator sees only the card's one-line
-summary and the situation, speaks first on every turn and writes in the
-situation's language; the player sees only its card (as the system prompt) and
-the chat. No early stop: a conversation runs the situation's number of turns.
+v2, the paper's main setup (``run_eval_v2.py``): the interrogator sees only the card's one-line summary and the
+situation, speaks first on every turn; the player sees only its card (the character template, as the system
+prompt) and the chat. No early stop: a conversation runs the situation's number of turns. Every reply is
+stripped and its double spaces made single, as the release's ``generate`` does.
 
-v1: one combined tester sees the whole card, writes the next message and grades
-the player's previous reply on 1-10; its first call grades nothing, and the
-conversation stops at the first refusal.
+v1 (``run_eval_v1.py``): one combined tester sees the whole card, writes the next message and grades the player's
+previous reply on 1-10 (the player's lines shown as "bot"); its first call grades nothing, and the conversation
+stops at the first refusal.
 
-A call that fails (after the gateway's retries) stops its conversation; the
-failed turn is kept with its error, never filled in.
+A call that fails (after the gateway's retries) stops its conversation; the failed turn is kept with its error,
+never filled in.
 """
 
 from __future__ import annotations
@@ -20,31 +21,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from rpbench import prompts
-from rpbench.tasks.core.languages import language_name
 from rpbench.tasks.llm import Model
 from rpbench.tasks.llm.gather import OnDone, gather_counted
 from rpbench.tasks.llm.messages import Message, merge_system
-from rpbench.tasks.llm.structured import REASONING
+from rpbench.tasks.llm.structured import REASONING, StatedInPrompt
+from rpbench.tasks.modes.pingpong import release
 from rpbench.tasks.modes.pingpong.cards import conversation_id
 from rpbench.tasks.modes.pingpong.records import Card, Grades, Situation, Turn, TurnJudgment
 
 EXPLANATION_CAP = 4000
 
 
-class NextUtterance(BaseModel):
+class NextUtterance(StatedInPrompt):
     next_utterance: str = Field(min_length=1)
 
 
-class TesterOpening(BaseModel):
+class TesterTurn(StatedInPrompt):
+    """v1: grades of the player's last reply (explanations first), then the next message: every field, every time,
+    as the release's TesterOutput reads it (its first call's grades are not counted)."""
+
     next_user_utterance: str = Field(min_length=1)
-
-
-class TesterTurn(BaseModel):
-    """v1: grades of the player's last reply (explanations first), then the next message."""
-
     is_refusal_explanation: str = Field(max_length=EXPLANATION_CAP, json_schema_extra=REASONING)
     is_refusal: bool
     stay_in_character_explanation: str = Field(max_length=EXPLANATION_CAP, json_schema_extra=REASONING)
@@ -53,7 +52,6 @@ class TesterTurn(BaseModel):
     language_fluency_score: int = Field(ge=1, le=10)
     entertainment_explanation: str = Field(max_length=EXPLANATION_CAP, json_schema_extra=REASONING)
     entertainment_score: int = Field(ge=1, le=10)
-    next_user_utterance: str = Field(min_length=1)
 
 
 @dataclass(frozen=True)
@@ -64,16 +62,26 @@ class ConversationConfig:
 
 
 def card_prompt(card: Card) -> str:
-    """The player's system prompt: the card and nothing else (the judges read the same text)."""
+    """The player's system prompt: the release's character template for the card's language filled with the card
+    (the judges read the same text). A card in a language the release has no template for gets rpbench's own."""
+    if release.has_character_template(card.language):
+        character = {"char_name": card.name, "system_prompt": card.system_prompt,
+                     "example_prompt": card.example_dialogue, "initial_message": card.greeting}
+        return release.render(release.CHARACTER_TEMPLATES[card.language], character=character)
     return prompts.render("pingpong/player", card.language, name=card.name, system_prompt=card.system_prompt,
                           example_dialogue=card.example_dialogue, greeting=card.greeting).text
 
 
-def transcript(turns: Sequence[Turn]) -> list[Message]:
-    """The chat so far as the interrogator and judges read it: "user" and "player"."""
+def as_released(reply: str) -> str:
+    """A reply as the release's ``generate`` hands it on: stripped, double spaces made single."""
+    return reply.strip().replace("  ", " ")
+
+
+def chat(turns: Sequence[Turn], bot: str = "assistant") -> list[Message]:
+    """The chat so far as the release's templates take it: the user's lines and the player's (``bot``)."""
     out: list[Message] = []
     for t in turns:
-        out += [{"role": "user", "content": t.user}, {"role": "player", "content": t.player}]
+        out += [{"role": "user", "content": t.user}, {"role": bot, "content": t.player}]
     return out
 
 
@@ -95,7 +103,7 @@ def _turn(card: Card, situation: Situation, model: str, k: int, user: str | None
 async def _player_reply(gateway: Model, role: str, card: Card, turns: list[Turn], user: str, merge: bool,
                         tag: str) -> tuple[str | None, str | None]:
     reply = await gateway.complete(role, player_messages(card, turns, user, merge), tag=tag)
-    return (reply.text, None) if reply.ok else (None, f"player: {reply.error}")
+    return (as_released(reply.text), None) if reply.ok else (None, f"player: {reply.error}")
 
 
 def conversation_sample(model: str, cid: str, repeat: int = 0) -> int:
@@ -110,11 +118,12 @@ async def converse_v2(gateway: Model, card: Card, situation: Situation, role: st
                       cfg: ConversationConfig) -> list[Turn]:
     turns: list[Turn] = []
     cid = conversation_id(card, situation)
+    system = release.render("templates/v2/interrogator_system.jinja")
     for k in range(1, situation.num_turns + 1):
-        text = prompts.render("pingpong/interrogator", "en", summary=card.summary, situation=situation.text,
-                              language_name=language_name(situation.language), history=transcript(turns),
-                              card=card_prompt(card) if cfg.symmetric else None).text
-        system = prompts.render("pingpong/interrogator_system", "en").text
+        # The symmetric variant (the paper's suggestion) shows the interrogator the whole card for its summary.
+        text = release.render("templates/v2/interrogator_user.jinja",
+                              char_summary=card_prompt(card) if cfg.symmetric else card.summary,
+                              situation=situation.text, messages=chat(turns))
         asked = await gateway.complete("interrogator", [{"role": "system", "content": system},
                                                         {"role": "user", "content": text}], schema=NextUtterance,
                                        sample_index=conversation_sample(model, cid),
@@ -122,7 +131,7 @@ async def converse_v2(gateway: Model, card: Card, situation: Situation, role: st
         if not asked.ok:
             turns.append(_turn(card, situation, model, k, None, None, f"interrogator: {asked.error}"))
             break
-        user = asked.parsed.next_utterance
+        user = as_released(asked.parsed.next_utterance)
         player, error = await _player_reply(gateway, role, card, turns, user, cfg.merge_system,
                                             f"pingpong:{cid}:{model}:turn{k}:player")
         turns.append(_turn(card, situation, model, k, user, player, error))
@@ -136,19 +145,20 @@ async def converse_v1(gateway: Model, card: Card, situation: Situation, role: st
     """The combined tester: each call grades the previous reply and writes the next message."""
     turns: list[Turn] = []
     cid = conversation_id(card, situation)
+    system = release.render("templates/v1/system.jinja")
     for k in range(1, situation.num_turns + 2):
-        text = prompts.render("pingpong/tester", "en", card=card_prompt(card), situation=situation.text,
-                              language_name=language_name(situation.language), history=transcript(turns)).text
-        schema: type[BaseModel] = TesterTurn if turns else TesterOpening
-        out = await gateway.complete("tester", [{"role": "user", "content": text}], schema=schema,
+        text = release.render("templates/v1/user.jinja", char_description=card_prompt(card),
+                              situation=situation.text, messages=chat(turns, bot="bot"))
+        out = await gateway.complete("tester", [{"role": "system", "content": system},
+                                                {"role": "user", "content": text}], schema=TesterTurn,
                                      sample_index=conversation_sample(model, cid),
                                      tag=f"pingpong:{cid}:{model}:turn{k}:tester")
         if not out.ok:
             # The last grades are missing: the conversation is not complete, so it is not scored.
             turns.append(_turn(card, situation, model, k, None, None, f"tester: {out.error}"))
             break
+        graded: Any = out.parsed
         if turns:
-            graded: Any = out.parsed
             turns[-1] = turns[-1].model_copy(update={"tester": Grades(
                 is_refusal_explanation=graded.is_refusal_explanation, is_refusal=graded.is_refusal,
                 in_character_explanation=graded.stay_in_character_explanation,
@@ -159,8 +169,7 @@ async def converse_v1(gateway: Model, card: Card, situation: Situation, role: st
                 fluency_score=graded.language_fluency_score)})
             if graded.is_refusal or k == situation.num_turns + 1:
                 break
-        parsed: Any = out.parsed
-        user = str(parsed.next_user_utterance)
+        user = str(graded.next_user_utterance)
         player, error = await _player_reply(gateway, role, card, turns, user, cfg.merge_system,
                                             f"pingpong:{cid}:{model}:turn{k}:player")
         turns.append(_turn(card, situation, model, k, user, player, error))

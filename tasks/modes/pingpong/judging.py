@@ -1,10 +1,9 @@
-"""PingPong's judge: one call per finished conversation, a verdict for every player turn.
+"""PingPong's judge: one call per finished conversation, a verdict for every player turn, in PingPong's own words
+(``run_judge.py``: its v2 judge templates, filled with the player's whole card and the conversation).
 
-The judge reads the player's whole card (the text the player was given) and the
-transcript with "Turn k:" headers; it explains before it scores, on the 1-5
-agreement scale, and flags refusals. A reply without exactly one verdict per
-turn, in order, is not a judgment: the gateway asks again, then records a
-failure. Nothing is ever defaulted.
+It explains before it scores, on the 1-5 agreement scale, and flags refusals. A reply without exactly one
+verdict per turn, in order, is not a judgment: the gateway asks again, then records a failure. Nothing is ever
+defaulted.
 """
 
 from __future__ import annotations
@@ -13,15 +12,14 @@ import functools
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import Field, create_model
 
-from rpbench import prompts
-from rpbench.tasks.core.languages import language_name
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
-from rpbench.tasks.llm.structured import REASONING
-from rpbench.tasks.modes.pingpong.conversation import EXPLANATION_CAP, card_prompt
+from rpbench.tasks.llm.structured import REASONING, StatedInPrompt
+from rpbench.tasks.modes.pingpong import release
+from rpbench.tasks.modes.pingpong.conversation import EXPLANATION_CAP, card_prompt, chat
 from rpbench.tasks.modes.pingpong.records import Card, Turn, TurnJudgment
 
 Likert = Literal[1, 2, 3, 4, 5]
@@ -31,7 +29,7 @@ def _explanation() -> Any:
     return Field(max_length=EXPLANATION_CAP, json_schema_extra=REASONING)
 
 
-class TurnVerdict(BaseModel):
+class TurnVerdict(StatedInPrompt):
     turn: int = Field(ge=1)
     is_refusal_explanation: str = _explanation()
     is_refusal: bool
@@ -43,7 +41,7 @@ class TurnVerdict(BaseModel):
     fluency_score: Likert
 
 
-class _Verdicts(BaseModel):
+class _Verdicts(StatedInPrompt):
     scores: Any
 
 
@@ -57,9 +55,10 @@ def verdicts_schema(turns: int) -> type[_Verdicts]:
 
 
 def judge_request(card: Card, turns: Sequence[Turn], judge_role: str, tag: str) -> Request[Any]:
-    text = prompts.render("pingpong/judge", "en", card=card_prompt(card), turns=list(turns),
-                          language_name=language_name(card.language)).text
-    system = prompts.render("pingpong/judge_system", "en").text
+    # (run_judge.py also passes the situation's text, which the judge's template never shows.)
+    text = release.render("templates/v2/judge_user.jinja", char_description=card_prompt(card),
+                          messages=chat(turns))
+    system = release.render("templates/v2/judge_system.jinja")
     return Request(judge_role, [{"role": "system", "content": system}, {"role": "user", "content": text}],
                    schema=verdicts_schema(len(turns)), tag=tag)
 

@@ -26,12 +26,19 @@ class Card(Record):
     greeting: str | None = None
     tags: list[str] = Field(default_factory=list)
 
+    @field_validator("name")
+    @classmethod
+    def _stripped(cls, v: str) -> str:
+        return v.strip()
+
     @field_validator("name", "system_prompt", "summary")
     @classmethod
     def _not_blank(cls, v: str) -> str:
         if not v.strip():
             raise ValueError("is blank")
-        return v.strip()
+        # A name is a key (stripped); the texts go into the release's templates exactly as written, as its
+        # scripts pass them (a YAML block's closing line break included).
+        return v
 
 
 class Situation(Record):

@@ -1,6 +1,6 @@
 """The model roles PingPong calls, with the settings its release sends (ping_pong_bench, run_eval_v2.py and
 provider.py): the player at 0.6 / 0.9 with 1,536 tokens, the interrogator at 0.8 / 0.95 with 1,024, the judge at
-0.1 / 0.95 with 4,096."""
+0.1 / 0.95 with 4,096; v1's tester (run_eval_v1.py) at 0.1 / 0.9 over the provider's default 1,536 tokens."""
 
 from __future__ import annotations
 
@@ -15,5 +15,5 @@ ROLES: dict[str, Role] = {
                            {"temperature": 0.1, "top_p": 0.95, "max_tokens": 4096},
                            {"max_tokens": 720, "reasoning_chars": 48}),
     "tester": Role("pingpong v1: one model that writes the user's messages and grades each reply on 1-10",
-                   {"temperature": 0.1, "top_p": 0.95, "max_tokens": 2048}, {"max_tokens": 400, "reasoning_chars": 48}),
+                   {"temperature": 0.1, "top_p": 0.9, "max_tokens": 1536}, {"max_tokens": 400, "reasoning_chars": 48}),
 }
