@@ -64,9 +64,10 @@ def _walk_in_order(node: ast.AST) -> Iterator[ast.AST]:
 
 
 def assignments(fn: ast.AST, target: str) -> list[ast.expr]:
-    """The values assigned to ``target`` (``=`` and ``+=``) inside ``fn``, in source order."""
+    """The values assigned to ``target`` (a name, or an attribute as written: ``self.system_prompt``; ``=`` and
+    ``+=``) inside ``fn``, in source order."""
     def names(node: ast.AST) -> bool:
-        return isinstance(node, ast.Name) and node.id == target
+        return isinstance(node, ast.Name | ast.Attribute) and ast.unparse(node) == target
 
     out: list[ast.expr] = []
     for node in _walk_in_order(fn):
@@ -75,6 +76,30 @@ def assignments(fn: ast.AST, target: str) -> list[ast.expr]:
         if assigned:
             out.append(node.value)  # type: ignore[attr-defined]
     return out
+
+
+def method(source: str, cls: str, name: str, where: str) -> ast.FunctionDef:
+    """Method ``name`` of the top-level class ``cls``."""
+    for node in parsed(source).body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == name:
+                    return item
+    raise ReleaseLayoutError(f"{where}: no method {cls}.{name}")
+
+
+def constant_value(node: ast.expr, where: str) -> Any:
+    """A literal, or text built of literals with ``+`` and ``*`` (``'*' * 30 + '\\n\\n'``), as its value."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult):
+        left, right = constant_value(node.left, where), constant_value(node.right, where)
+        if isinstance(node.op, ast.Add) and isinstance(left, str) and isinstance(right, str):
+            return left + right
+        if isinstance(node.op, ast.Mult) and isinstance(left, str) and isinstance(right, int):
+            return left * right
+        raise ReleaseLayoutError(f"{where}: `{ast.unparse(node)[:60]}` is not text made of literals")
+    if isinstance(node, ast.List | ast.Tuple):
+        return [constant_value(e, where) for e in node.elts]
+    return literal(node, where)
 
 
 def calls(fn: ast.AST, name: str) -> list[ast.Call]:

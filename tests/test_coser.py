@@ -25,7 +25,6 @@ from tests.helpers import TEST_KEY_ENV, loopback_models_file, released, rpbench
 
 pytestmark = pytest.mark.usefixtures("harness")
 RELEASED = json.loads((Path(__file__).parent / "data" / "coser_released_critiques.json").read_text())
-_DIMENSION = re.compile(r"on a single dimension: ([A-Za-z ]+), that is")
 
 
 def test_the_length_corrected_deduction_is_coser_s():
@@ -39,7 +38,9 @@ def test_the_length_corrected_deduction_is_coser_s():
 def test_a_next_speaker_that_cannot_be_followed_is_drawn_and_says_why():
     c = load_circumstances([str(sample_path("coser", "example.json"))])[1]
     rng = random.Random(0)
-    assert named_next("The Fool spoke last.\n**Next Speaker:** Oskar Lind.") == "Oskar Lind"
+    assert named_next("The Fool spoke last.\nNext Speaker: Oskar Lind.") == "Oskar Lind"
+    # Bold markers after the colon: the release's own pattern reads ":" there, so the next speaker is drawn.
+    assert named_next("The Fool spoke last.\n**Next Speaker:** Oskar Lind.") == ":"
     assert decide(c, "Oskar Lind", "Ines Varga", 0, rng) == ("Oskar Lind", "model")
     assert decide(c, "<END CHAT>", "Ines Varga", 5, rng) == (None, "model")
     for said, current, round_, kind in [("random", "Ines Varga", 2, "random"), ("Narrator", "Ines Varga", 2,
@@ -49,29 +50,36 @@ def test_a_next_speaker_that_cannot_be_followed_is_drawn_and_says_why():
         assert how == kind and chosen in {"Oskar Lind", "Environment"}  # the main characters and the Environment
 
 
-def test_every_key_character_of_the_released_test_set_gets_its_thought_and_the_60_word_ask():
-    from rpbench.tasks.modes.coser.acting import agents
+def test_every_key_character_of_the_released_test_set_gets_its_thought_and_the_length_ask():
+    """The released test set writes each key character's inner thought as ``thought`` (main.py reads
+    ``motivation``, which it does not have): every actor is still given its own, and the release's length ask."""
+    from rpbench.tasks.modes.coser import release
+    from rpbench.tasks.modes.coser.acting import agents, prompt_draws
 
     data = released("coser/test/test_set.json")
     raw = json.loads(data.read_text())
     circumstances = load_circumstances([str(data)])
+    draws = prompt_draws(circumstances)
     assert len(circumstances) == 200
     given = 0
+    shape = release.character_prompt()
     for record, c in zip(raw, circumstances, strict=True):
-        cast = agents(c)
+        cast = agents(c, draws[c.circumstance_id], "gpt-4o", "gpt-4o", "gpt-4o-mini")
         for key in record["key_characters"]:
             if key["name"] in cast:  # a key character who speaks in the scene
-                assert key["thought"].strip() and key["thought"].strip() in cast[key["name"]].system, c.circumstance_id
+                assert key["thought"].strip() in cast[key["name"]].messages[0]["content"], c.circumstance_id
                 given += 1
         for name in c.speaking:
             if name != "Environment":
-                assert "at most 60 words a turn" in cast[name].system
-                assert "[He is testing me" in cast[name].system  # asked for [thoughts]
+                system = cast[name].messages[0]["content"]
+                assert system.endswith(release.length_ask())
+                assert shape.output_formats[(False, True)] in system  # asked for [thoughts], with an example
     assert given > 300
     first = circumstances[0]
     actor = next(n for n in first.speaking if n != "Environment")
-    quiet = agents(first, thinks=False)[actor]
-    assert "square brackets" not in quiet.system and "at most 60 words" in quiet.system
+    quiet = agents(first, draws[first.circumstance_id], "gpt-4o", "gpt-4o", "gpt-4o", thinks=False)[actor]
+    assert shape.output_formats[(True, False)] in quiet.messages[0]["content"]
+    assert shape.output_formats[(False, False)] not in quiet.messages[0]["content"]
 
 
 def test_a_key_character_with_no_thought_is_an_error_and_an_empty_one_is_counted(tmp_path):
@@ -91,9 +99,11 @@ def test_a_key_character_with_no_thought_is_an_error_and_an_empty_one_is_counted
     assert got.empty_thoughts == 1
 
 
-def test_a_chinese_circumstance_gets_the_chinese_prompts(tmp_path):
-    from rpbench.tasks.modes.coser.acting import agents
-    from rpbench.tasks.modes.coser.critic import critic_request
+def test_a_chinese_circumstance_is_asked_in_the_release_s_words_too(tmp_path):
+    """CoSER's release has one set of prompts, in English, for every book: a Chinese circumstance gets them."""
+    from rpbench.tasks.modes.coser import release
+    from rpbench.tasks.modes.coser.acting import agents, prompt_draws
+    from rpbench.tasks.modes.coser.critic import critic_prompt
 
     records = json.loads(sample_path("coser", "example.json").read_text())
     zh = records[0]
@@ -104,11 +114,11 @@ def test_a_chinese_circumstance_gets_the_chinese_prompts(tmp_path):
     path.write_text(json.dumps([zh], ensure_ascii=False), encoding="utf-8")
     c = load_circumstances([str(path)])[0]
     assert c.language == "zh" and load_circumstances([str(sample_path("coser", "example.json"))])[0].language == "en"
-    cast = agents(c)
-    assert cast["Mara"].system.startswith("你正在扮演《The Salt Road》中的角色Mara")
-    assert cast["NSP"].system.startswith("你负责安排") and cast["Mara"].history[0]["content"] == "（场景开始。）"
-    system = critic_request(c, [], "Anthropomorphism", "coser-critic", "m", 0).messages[0]["content"]
-    assert system.startswith("你是一位研究人物与对白的文学评论家") and "类型 \"Emotional Depth\"" in system
+    cast = agents(c, prompt_draws([c])[c.circumstance_id], "gpt-4o", "gpt-4o", "gpt-4o-mini")
+    assert c.scenario in cast["Mara"].messages[0]["content"]
+    assert cast["Mara"].messages[1]["content"] == release.conversation_opening()
+    critic = critic_prompt(c, "Anthropomorphism", 0)
+    assert release.critic_prompts()["dimension_details"]["Anthropomorphism"]["dimension_criteria"] in critic
 
 
 def _critic_replaying_the_release(circumstances):
@@ -116,7 +126,7 @@ def _critic_replaying_the_release(circumstances):
 
     def respond(body: dict) -> str:
         system = body["messages"][0]["content"]
-        dimension = _DIMENSION.search(system).group(1)
+        dimension = next(d for d in DIMENSIONS if f"### {d}\n" in system)  # the dimension's criteria
         case = next(cid for scenario, cid in by_scenario.items() if scenario in system)
         flaws = [{"instance": "(as released)", **f} for f in RELEASED["cases"][case]["dimensions"][dimension]["flaws"]]
         return json.dumps({dimension: {"flaws": flaws}})
@@ -163,23 +173,28 @@ def test_released_simulations_and_critiques_give_coser_s_released_scores(loopbac
 
 
 def _actors(body: dict) -> str:
+    """The agents of a scene, told apart by the model each role is bound to (tests' models file)."""
     system = body["messages"][0]["content"]
-    if system.startswith("You direct the turn order"):
+    model = body["model"].rsplit("/", 1)[-1]
+    if model == "predictor":
         n = sum(m["role"] == "assistant" for m in body["messages"])
         if n % 3 == 2:
             return "Hard to say.\nNext Speaker: The Narrator"  # off the list: drawn at random, counted
-        names = re.search(r"The candidates are (.*?); Environment", system).group(1).split(", ")
+        names = [x for x in re.findall(r"'([^']+)'", re.search(r"\[[^\]]*\]", system)[0]) if x != "Environment"]
         if n >= 6:
             return "It has run its course.\nNext Speaker: <END CHAT>"
         return f"Someone else should answer.\nNext Speaker: {names[n % len(names)]}"
-    if system.startswith("You voice the world"):
+    if model == "environment":
         return "Rain needles the windows; somewhere below, a door bangs."
-    if system.startswith("You are a literary critic"):
-        dimension = _DIMENSION.search(system).group(1)
+    if model == "critic":
+        dimension = next(d for d in DIMENSIONS if f"### {d}\n" in system)
         return json.dumps({dimension: {"flaws": [{"instance": "a stiff line", "type": "Flow & Progression",
                                                   "severity": 2}]}})
-    name = re.match(r"You are playing (.+?), a character", system).group(1)
-    return f"[{name} weighs the moment.] (looks up) I hear you, and I have my answer."
+    return "[I weigh the moment.] (looks up) I hear you, and I have my answer."
+
+
+ROLES = ('[roles.coser-environment]\nmodel = "openai/environment"\n[roles.coser-next-speaker]\nmodel = '
+         '"openai/predictor"\n[roles.coser-critic]\nmodel = "openai/critic"\n')
 
 
 def test_a_live_run_of_the_released_test_set_shows_every_agent_and_counts_every_draw(loopback, tmp_path,
@@ -188,18 +203,18 @@ def test_a_live_run_of_the_released_test_set_shows_every_agent_and_counts_every_
     first = load_circumstances([str(data)])[:2]
     monkeypatch.setenv(TEST_KEY_ENV, "k")
     loopback.responder = _actors
-    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    models = loopback_models_file(tmp_path / "models.toml", loopback, rest=ROLES)
     args = ["coser", "run", "--data", str(data), "--model", "coser-actor", "--limit", "2", "--out",
             str(tmp_path / "run"), "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite"),
             "--resamples", "50"]
     ran = rpbench(*args)
     assert ran.returncode == 0, ran.stderr[-2000:]
-    systems = [b["messages"][0]["content"] for b in loopback.requests]
+    actors = [b["messages"][0]["content"] for b in loopback.requests if b["model"].endswith("loopback")]
     for c in first:  # every speaking character of each circumstance was played
         for name in [s for s in c.speaking if s != "Environment"]:
-            assert any(s.startswith(f"You are playing {name}, a character of {c.book}") for s in systems), name
-    assert any(s.startswith("You voice the world") for s in systems)
-    assert any(s.startswith("You direct the turn order") for s in systems)
+            assert any(s.split("\n", 1)[0].count(name) and c.book in s.split("\n", 1)[0] for s in actors), name
+    assert any(b["model"].endswith("environment") for b in loopback.requests)
+    assert any(b["model"].endswith("predictor") for b in loopback.requests)
     messages = read_records(tmp_path / "run" / MESSAGES.filename, MESSAGES)
     said_off_list = sum(m.role == "NSP" and m.content == "The Narrator" for m in messages)
     off_list = sum(m.role == "NSP" and m.decided_by == "off-list" for m in messages)

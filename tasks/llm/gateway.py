@@ -23,7 +23,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 import aiohttp
@@ -427,19 +427,24 @@ class Gateway:
 
     async def _complete(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
                         sample_index: int, tag: str | None, parse: Parser | None = None,
-                        ends: str | None = None, attempts: int | None = None) -> CallResult[Any]:
+                        ends: str | None = None, attempts: int | None = None,
+                        sampling: Mapping[str, Any] | None = None) -> CallResult[Any]:
         if schema is not None and parse is not None:
             raise ValueError("a request reads its reply by a schema or by a parser, not both")
         self.ledger.begin()
         try:
-            return await self._complete_counted(role, messages, schema, sample_index, tag, parse, ends, attempts)
+            return await self._complete_counted(role, messages, schema, sample_index, tag, parse, ends, attempts,
+                                                sampling)
         finally:
             self.ledger.end()
 
     async def _complete_counted(self, role: str, messages: list[Message], schema: type[BaseModel] | None,
                                 sample_index: int, tag: str | None, parse: Parser | None,
-                                ends: str | None = None, attempts: int | None = None) -> CallResult[Any]:
+                                ends: str | None = None, attempts: int | None = None,
+                                sampling: Mapping[str, Any] | None = None) -> CallResult[Any]:
         spec = self.config.for_role(role)
+        if sampling:  # this request's own sampling (a release that resamples at another temperature)
+            spec = spec.model_copy(update=dict(sampling))
         if (known := self._unusable.get((spec.model, spec.api_base))) is not None:
             raise ModelUnusable(role, spec.model, known.error, spec.api_key_env)
         schema, response_format, convo = self._prepared(spec, messages, schema)
@@ -549,7 +554,7 @@ class Gateway:
         groups: dict[tuple[str, str | None], tuple[ModelSpec, str, dict[str, Item]]] = {}
         for req in requests:
             spec = self.config.for_role(req.role)
-            if not self._batches(spec):
+            if not self._batches(spec) or req.sampling:  # a request of its own sampling is asked alone
                 continue
             _schema, response_format, convo = self._prepared(spec, req.messages, req.schema)
             key = self._key(spec, convo, response_format, req.sample_index, 0)
@@ -647,7 +652,7 @@ class Gateway:
     async def run(self, req: Request[T]) -> CallResult[T]:
         """``complete`` for a prepared ``Request``."""
         return await self._complete(req.role, req.messages, req.schema, req.sample_index, req.tag, req.parse,
-                                    req.ends, req.attempts)
+                                    req.ends, req.attempts, req.sampling)
 
     def _workers_for(self, roles: Iterable[str]) -> int:
         """Enough callers to fill every endpoint the requests go to: the sum of their ``max_concurrency``.

@@ -8,7 +8,7 @@ builds requests or reads replies never loads the gateway.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
@@ -77,6 +77,9 @@ class Request(Generic[T]):
     # Replies asked for at most before an unusable one is a failure (a benchmark whose release takes one reply
     # gives 1); None: the models file's retry policy (parse_attempts).
     attempts: int | None = None
+    # Sampling settings of this request over its role's (a release that asks again at temperature 1, say): sent,
+    # and part of the call's cache key, like the role's own.
+    sampling: Mapping[str, Any] | None = None
 
 
 class Model(Protocol):

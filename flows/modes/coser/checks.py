@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 from rpbench.flows.kit.front.systems import System, evaluation_systems, judge_role
 from rpbench.flows.modes.coser.settings import CoserSettings
+from rpbench.prompts.releases import require
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.coser.loader import load_circumstances, read_simulations
+from rpbench.tasks.modes.coser.release import RELEASE
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,9 @@ class Inputs:
 
 
 def check_run(s: CoserSettings) -> Inputs:
-    """Every input error before any call: the test set, the models, the critic and the simulation files."""
+    """Every input error before any call: the release's files, the test set, the models, the critic and the
+    simulation files."""
+    require([RELEASE])  # every prompt's words come from CoSER's code (the critic's always runs)
     every = load_circumstances(s.data)
     for c in every[:s.limit]:
         if s.continue_from >= len(c.original):

@@ -15,7 +15,7 @@ from rpbench.flows.modes.coser.checks import check_run
 from rpbench.flows.modes.coser.settings import CoserSettings
 from rpbench.storage.tables import read_records
 from rpbench.tasks.llm.gather import gather_counted
-from rpbench.tasks.modes.coser.acting import act, given_scene
+from rpbench.tasks.modes.coser.acting import act, given_scene, prompt_draws
 from rpbench.tasks.modes.coser.critic import criticise
 from rpbench.tasks.modes.coser.loader import load_circumstances, read_simulations
 from rpbench.tasks.modes.coser.tables import CRITIQUES, MESSAGES, SCENE_ENDS
@@ -24,30 +24,33 @@ WORKERS = 4
 ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE = "coser-environment", "coser-next-speaker"
 
 
-@stage("coser-scenes", templates=("coser/actor", "coser/environment", "coser/next_speaker"),
-       roles=lambda p: [p["role"], ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE] if p["role"] else [], inputs=("data", "given"))
+@stage("coser-scenes", roles=lambda p: [p["role"], ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE] if p["role"] else [],
+       inputs=("data", "given"))
 async def scenes(run: StageRun, data: list[str], limit: int | None, continue_from: int, max_rounds: int,
                  seed: int, role: str | None, given: str | None, name: str, thinks: bool = True) -> StageResult:
     """``name``'s scenes: acted by the model bound to ``role`` (with the environment and the next-speaker
     predictor), or read from the released simulations in ``given``."""
-    circumstances = load_circumstances(data)[:limit]
+    every = load_circumstances(data)
+    circumstances = every[:limit]
     if given is not None:
         released = read_simulations(given)
         made = [given_scene(c, released.get(c.circumstance_id), name, given) for c in circumstances]
     else:
         assert role is not None
+        draws = prompt_draws(every)  # made over the whole file, as the release makes them
         async with run.gateway() as gateway:
             made = await gather_counted(
-                [act(gateway, c, name, role, ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE, continue_from, seed, max_rounds,
-                     thinks) for c in circumstances], run.progress.track(f"scenes of {name}", len(circumstances)))
+                [act(gateway, c, name, role, ENVIRONMENT_ROLE, NEXT_SPEAKER_ROLE, continue_from, seed,
+                     draws[c.circumstance_id], max_rounds, thinks) for c in circumstances],
+                run.progress.track(f"scenes of {name}", len(circumstances)))
     run.write(MESSAGES, [m for messages, _ in made for m in messages])
     run.write(SCENE_ENDS, [end for _, end in made])
     return run.result(scenes=len(made), failed=sum(end.status == "failed" for _, end in made),
-                      drawn=sum(m.drawn for messages, _ in made for m in messages))
+                      drawn=sum(m.drawn for messages, _ in made for m in messages),
+                      kept_empty=sum(end.kept_empty for _, end in made))
 
 
-@stage("coser-critiques", batch=True, templates=("coser/critic", "coser/dimensions"),
-       roles=lambda p: [p["critic"]], inputs=("data", "messages", "ends"))
+@stage("coser-critiques", batch=True, roles=lambda p: [p["critic"]], inputs=("data", "messages", "ends"))
 async def critiques(run: StageRun, data: list[str], limit: int | None, continue_from: int, messages: str,
                     ends: str, critic: str, name: str) -> StageResult:
     """The critic on every scene of ``name`` that was acted to its end, one call per dimension."""

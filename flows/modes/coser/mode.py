@@ -39,5 +39,6 @@ COSER = BenchmarkMode(
     # Two models act the shipped circumstances (one book seen in training, one not).
     smoke=smoke_run("coser", "--data", str(sample_path("coser", "example.json")), "--model", "coser-actor",
                     "--model", "judge"),
+    releases="release:RELEASE",
     suite=one_run("coser"),
 )

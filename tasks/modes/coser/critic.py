@@ -1,6 +1,7 @@
-"""The critic: one call per dimension of a model's scene, reading the original conversation, the profiles, the
-plot summary and the scenario, and listing flaws in CoSER's layout; the dimension's score is CoSER's
-length-corrected deduction (``scoring``)."""
+"""The critic: one call per dimension of a model's scene, in CoSER's own words (``prompts.py``'s critic template
+and dimensions, filled as ``gca_judging`` fills them): the original conversation, the profiles, the plot summary
+and the scenario, flaws listed in CoSER's layout; the dimension's score is CoSER's length-corrected deduction
+(``scoring``)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from rpbench import prompts
 from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.requests import CallResult
+from rpbench.tasks.llm.structured import StatedInPrompt
+from rpbench.tasks.modes.coser import release
+from rpbench.tasks.modes.coser.acting import model_name, resampled_all
 from rpbench.tasks.modes.coser.records import DIMENSIONS, Circumstance, Critique, Flaw, Message
 from rpbench.tasks.modes.coser.scoring import (
     actor_rounds,
@@ -22,23 +25,6 @@ from rpbench.tasks.modes.coser.scoring import (
     scene_messages,
     scene_text,
 )
-
-# What each dimension asks, in a phrase (the facts of CoSER's rubric, in our words).
-BRIEF = {
-    "en": {
-        "Storyline Consistency": "whether the storyline and the characters' reactions follow those of the book's "
-                                 "conversation",
-        "Anthropomorphism": "how much like people, and how naturally, the characters behave",
-        "Character Fidelity": "how closely the characters match who they are in the book",
-        "Storyline Quality": "how well the conversation holds together and moves as a story",
-    },
-    "zh": {
-        "Storyline Consistency": "故事走向和人物反应是否与原书对话一致",
-        "Anthropomorphism": "人物的言行是否像真实的人、是否自然",
-        "Character Fidelity": "人物是否符合他们在书中的样子",
-        "Storyline Quality": "对话是否连贯、作为故事是否推进得好",
-    },
-}
 
 
 class FlawReply(BaseModel):
@@ -61,18 +47,43 @@ def critique_schema(dimension: str) -> type[BaseModel]:
     """CoSER's critique layout as a schema: ``{"<dimension>": {"flaws": [{"instance", "type", "severity"}]}}``
     (the dimension's name, spaces and all, is the key), so released critiques read back as they are."""
     name = "CoserCritique" + re.sub(r"[^A-Za-z0-9]", "", dimension)
-    return create_model(name, __config__=ConfigDict(extra="forbid", populate_by_name=True),
-                        flaws_of=(FlawsReply, Field(alias=dimension)))
+    return create_model(name, __base__=_Critique, flaws_of=(FlawsReply, Field(alias=dimension)))
+
+
+class _Critique(StatedInPrompt):
+    """The critic's reply: its prompt shows the JSON it wants (no response format is added to the request)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def critic_prompt(c: Circumstance, dimension: str, continue_from: int) -> str:
+    """CoSER's critic template for ``dimension``, its placeholders replaced in gca_judging's order (so a
+    placeholder inside a value put in later, the criteria's ``{major_characters}``, stays as it is)."""
+    prompts = release.critic_prompts()
+    details = prompts["dimension_details"][dimension]
+    values = {
+        "{book}": c.book, "{plot_summary}": c.plot_summary, "{scenario}": c.scenario,
+        "{character_profiles}": "\n\n".join(f"### {p.speaker}\n\n{p.text}" for p in c.profiles),
+        "{original_conversation}": original_text(original_lines(c.original)),
+        "{major_characters}": ", ".join(c.major),
+        "{additional_instructions}": release.continued_note().fill({"args.continue_from": continue_from})
+        if continue_from > 0 else "",
+        "{dimension_name}": dimension, "{dimension_brief}": details["dimension_brief"],
+        "{dimension_criteria}": details["dimension_criteria"],
+    }
+    text = str(prompts["self-play-deduct-template"])
+    for hole in release.critic_replacements():
+        text = text.replace(hole, values[hole])
+    return text
 
 
 def critic_request(c: Circumstance, turns: Sequence[Message], dimension: str, role: str, model: str,
-                   continue_from: int) -> Request[BaseModel]:
-    system = prompts.render(
-        "coser/critic", c.language, book=c.book, dimension=dimension, brief=BRIEF[c.language][dimension],
-        continued_from=continue_from, plot_summary=c.plot_summary, scenario=c.scenario, major=c.major,
-        profiles=c.profiles, original=original_text(original_lines(c.original)),
-        criteria=prompts.render("coser/dimensions", c.language, dimension=dimension, major=c.major).text).text
-    return Request(role, [{"role": "system", "content": system}, {"role": "user", "content": scene_text(turns)}],
+                   continue_from: int, critic_model: str) -> Request[BaseModel]:
+    """The critic's prompt as its system message (a Claude's as the user's, as get_response sends it), the scene
+    as the user's."""
+    first = "user" if critic_model.startswith("claude") else "system"
+    return Request(role, [{"role": first, "content": critic_prompt(c, dimension, continue_from)},
+                          {"role": "user", "content": scene_text(turns)}],
                    schema=critique_schema(dimension), tag=f"coser:{c.circumstance_id}:{model}:critic:{dimension}")
 
 
@@ -96,10 +107,12 @@ def critiques_of(c: Circumstance, messages: Sequence[Message], model: str,
 
 async def criticise(gateway: Model, scenes: Sequence[tuple[Circumstance, Sequence[Message]]], model: str, role: str,
                     continue_from: int) -> list[Critique]:
-    """Every dimension of every scene, sent together (the gateway holds the concurrency)."""
-    requests = [critic_request(c, scene_messages(m), d, role, model, continue_from)
+    """Every dimension of every scene, each asked as the release asks: a critique that cannot be read is asked
+    again at temperature 1, up to five times more, then a counted failure."""
+    critic_model = model_name(gateway.model_of(role))
+    requests = [critic_request(c, scene_messages(m), d, role, model, continue_from, critic_model)
                 for c, m in scenes for d in DIMENSIONS]
-    results = await gateway.run_all(requests, roles=[role])
+    results = await resampled_all(gateway, requests, [role])
     out: list[Critique] = []
     for k, (c, m) in enumerate(scenes):
         out += critiques_of(c, m, model, results[k * len(DIMENSIONS):(k + 1) * len(DIMENSIONS)])

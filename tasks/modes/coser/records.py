@@ -56,7 +56,8 @@ class Message(Record):
     model: str
     index: int
     role: str  # a character, Environment, or NSP
-    content: str  # a turn under its speaker's name ("Name: ...", thoughts kept); for NSP: the name the predictor gave
+    content: str  # a turn as written (thoughts kept; a released simulation's under its speaker's name); for NSP: the
+    # name the predictor gave
     # For NSP: who speaks next after the rules (None: the scene ends), and how that was decided: the
     # predictor's own valid choice, the original dialogue's (--continue-from), or a seeded random pick among
     # the main characters and the Environment when the predictor said "random", named someone off the list,
@@ -67,7 +68,8 @@ class Message(Record):
 
     @property
     def said(self) -> str:
-        """The turn without its speaker's name in front (kept as CoSER stores a turn: "Name: ...")."""
+        """The turn without its speaker's name in front (where it has one: the released simulations store
+        "Name: ...", and a model may start its reply so)."""
         for mark in (f"{self.role}:", f"{self.role}："):
             if self.content.startswith(mark):
                 return self.content[len(mark):].lstrip()
@@ -87,6 +89,9 @@ class SceneEnd(Record):
     rounds: int
     status: Literal["ok", "failed"]
     error: str | None = None
+    # Replies that came back empty six times (asked again at temperature 1 five times, as the release asks) and
+    # were kept empty, as the release keeps them.
+    kept_empty: int = 0
 
 
 class Flaw(Record):
