@@ -101,7 +101,8 @@ def test_a_live_run_asks_the_model_and_the_judge_sees_its_reply(loopback, tmp_pa
     # The release's layout: the greeting as the character's first turn after an empty user turn, user/assistant
     # lines (tests/test_characterbench_release.py compares the whole request with the release's).
     assert "user: \nassistant: （解开缆绳）要过江吗？坐稳了。\nuser: 师傅，你每天几点开始摆渡？" in prompt
-    assert all("林渡：（收起缆绳）墨点在船头打盹呢。" in b["messages"][1]["content"] for b in judge)
+    # as process.py reads a reply: its Chinese full stop made ASCII
+    assert all("林渡：（收起缆绳）墨点在船头打盹呢." in b["messages"][1]["content"] for b in judge)
     scores = pq.read_table(out / "item_scores.parquet").to_pylist()
     assert {r["dimension"]: r["score"] for r in scores} == {"engagement": 4, "fact_accuracy": 3,
                                                             "memory_consistency": 3}
@@ -265,7 +266,7 @@ def test_a_live_run_on_a_few_released_items_of_every_dimension(loopback, tmp_pat
                   "characterbench-player", "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"), "--out", str(out), "--resamples", "50")
     assert ran.returncode == 0, ran.stderr[-2000:]
     judge = [b for b in loopback.requests if len(b["messages"]) == 2]
-    assert len(judge) == 14 and all("：（收起缆绳）墨点在船头打盹呢。" in b["messages"][1]["content"] for b in judge)
+    assert len(judge) == 14 and all("：（收起缆绳）墨点在船头打盹呢." in b["messages"][1]["content"] for b in judge)
     rows = pq.read_table(out / "item_scores.parquet").to_pylist()
     assert sorted({r["dimension"] for r in rows}) == sorted(DIMENSIONS) and all(r["score"] for r in rows)
 

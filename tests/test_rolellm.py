@@ -364,9 +364,13 @@ def test_eval_flow_scores_ranks_and_reruns_from_cache(harness, loopback, tmp_pat
     assert baseline and all("role-generalization" not in a.row_id for a in baseline)
     board = {r["model"]: r for r in manifest["rolellm"]["leaderboard"]}
     assert set(board) == {"echo", "blank", "rolegpt-baseline"} and board["rolegpt-baseline"]["failed"] == 0
-    # zsp by default, as OpenCompass asks: the role's description, then the question as it stands
+    # as OpenCompass asks by default: the role's name and description, then the question, in one user message
     asked = [r for r in loopback.requests if r["model"] == "echo"]
-    assert all([m["role"] for m in r["messages"]] == ["system", "user"] for r in asked)
+    assert all([m["role"] for m in r["messages"]] == ["user"] for r in asked)
+    from rpbench.tasks.modes.rolellm.tables import QUESTIONS
+
+    questions = {q.question for q in read_records(out / QUESTIONS.filename, QUESTIONS)}
+    assert asked and all(r["messages"][0]["content"].rsplit("\n", 1)[-1] in questions for r in asked)
     scores = read_records(out / ROW_SCORES.filename, ROW_SCORES)
     assert {s.reference for s in scores} == {"CUS", "RAW", "SPE"}
     # the three questions, twice in role-generalization, for each model asked

@@ -16,6 +16,7 @@ from rpbench.flows.modes.rolellm.settings import (
     GeneralSettings,
     SelectSettings,
 )
+from rpbench.prompts.releases import require
 from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.rolellm.answering import load_raw, read_rolebench_answers
@@ -34,6 +35,7 @@ from rpbench.tasks.modes.rolellm.profiles import (
     profile_files,
 )
 from rpbench.tasks.modes.rolellm.records import BenchRow, RoleProfile
+from rpbench.tasks.modes.rolellm.release import RELEASE
 from rpbench.tasks.modes.rolellm.rolebench import baseline_files, data_files, first_rows
 
 
@@ -63,11 +65,13 @@ def check_eval(s: EvalSettings) -> Inputs:
     missing = sorted({r.role for r in rows} - set(profiles))
     if missing:
         raise InputError(f"--profiles: no profile for role '{missing[0]}' ({len(missing)} roles without one)")
-    if s.mode != "zsp":
+    if s.mode == "opencompass" and s.models:
+        require([RELEASE])  # OpenCompass's words come from its configuration files
+    if s.mode in ("fsp", "fsd"):
         bare = sorted(r for r in {r.role for r in rows} if not pairs(profiles[r]))
         if bare:
-            raise InputError(f"--mode {s.mode}: role '{bare[0]}' has no script to take examples from (use --mode zsp, "
-                             "or give its dialogue)")
+            raise InputError(f"--mode {s.mode}: role '{bare[0]}' has no script to take examples from (use --mode "
+                             "opencompass or zsp, or give its dialogue)")
     if s.raw:
         load_raw(s.raw)
     systems = evaluation_systems(s, "rolellm-player", rows, read=_answers_some_question,

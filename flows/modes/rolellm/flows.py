@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from prefect import flow
@@ -78,7 +78,7 @@ async def answers(run: StageRun, data: list[str], profiles: list[str], limit: in
                   role: str, name: str) -> StageResult:
     rows = first_rows(data, limit)
     known = load_profiles(profiles)
-    how: Mode = "zsp" if mode == "zsp" else "fsp" if mode == "fsp" else "fsd"
+    how = cast(Mode, mode)
     async with run.gateway() as gateway:
         made = await answer_all(gateway, rows, known, role, name, how, top_k,
                                 run.progress.track(f"answers of {name}", len(rows)))
@@ -92,7 +92,7 @@ async def given_answers(run: StageRun, data: list[str], limit: int | None, mode:
     answer is a failure) or the RoleGPT baseline RoleBench ships (``baseline``; rows it does not cover are left
     out, not failed)."""
     rows = first_rows(data, limit)
-    how: Mode = "zsp" if mode == "zsp" else "fsp" if mode == "fsp" else "fsd"
+    how = cast(Mode, mode)
     texts = _baseline_answers(given, rows) if kind == "baseline" else _user_answers(given[0], rows)
     if kind == "baseline":
         rows = [r for r in rows if r.row_id in texts]

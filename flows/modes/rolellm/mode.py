@@ -48,6 +48,7 @@ ROLELLM = BenchmarkMode(
         "general": FlowCommand("rolellm-general", "commands:general_lines", "general"),
         "profile": FlowCommand("rolellm-profile", "commands:profile_lines", "profile"),
         "select": FlowCommand("rolellm-select", "commands:select_lines", "selection")}),
+    releases="release:RELEASE",
     smoke=_smoke,
     suite=one_run("rolellm-eval"),
     training_data="training:ROLEBENCH",

@@ -27,11 +27,14 @@ class EvalSettings(kit.EvalSettings):
                                 description="Role profiles: role files (YAML), folders of them, or RoleBench profile "
                                             "folders (desc.json and the role scripts). Repeat. Default: the "
                                             "profiles-*/desc.json that the released layout keeps beside the data.")
-    mode: Literal["zsp", "fsp", "fsd"] = Field(
-        default="zsp", description="How a model under test is prompted: zsp (zero-shot: the role's description, "
-                                   "then the question, as OpenCompass's RoleBench configuration asks it), fsp "
-                                   "(retrieved examples written in the prompt), fsd (retrieved examples as earlier "
-                                   "chat turns, RoleLLM's RoleGPT).")
+    mode: Literal["opencompass", "zsp", "fsp", "fsd"] = Field(
+        default="opencompass", description="How a model under test is asked: opencompass (as OpenCompass's RoleBench "
+                                           "configuration asks it, the prompting RoleLLM's authors point to: its "
+                                           "words, read from its pinned files, with the role's name and "
+                                           "description and the question in one user message), or RoleGPT's, in "
+                                           "rpbench's words: zsp (zero-shot: the role's description as the system "
+                                           "prompt, then the question), fsp (retrieved examples written in the "
+                                           "prompt), fsd (retrieved examples as earlier chat turns).")
     top_k: int = Field(default=5, ge=1, le=20, description="Examples retrieved (BM25) from the role's script.")
     part: str = Field(default="test", description="Which files of a folder to read: test, train, ...")
     raw: MaybeInputPath = Field(default=None, description="RAW references: JSONL of question and the original answer "

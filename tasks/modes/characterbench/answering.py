@@ -1,19 +1,20 @@
 """The model under test answers an item in character as process.py asks: the release's reply prompt
 (``roleplay_prompt.py``) with both profiles and the dialogue as ``user:`` and ``assistant:`` lines, sent alone as
-one user message; the reply read as process.py reads it (its replacements made first, then the dict it holds)."""
+one user message; the reply read as process.py reads it (the object's response, with the replacements process.py
+makes in the reply's text)."""
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import Field
+
 from rpbench.tasks.llm.gather import OnDone
 from rpbench.tasks.llm.requests import CallResult, Model, Request
+from rpbench.tasks.llm.structured import StatedInPrompt
 from rpbench.tasks.modes.characterbench import release
 from rpbench.tasks.modes.characterbench.records import Item, Reply
-
-RESPONSE = "response"  # the key the release's prompt asks the reply under
 
 
 def dialogue_lines(item: Item) -> str:
@@ -34,30 +35,30 @@ def prompt(item: Item) -> str:
                                                       dialogue=dialogue_lines(item))
 
 
-def read_reply(text: str) -> str:
-    """The reply as process.py reads it: its replacements made (they reach the reply itself: a Chinese comma
-    becomes ","), then the dict the text holds, whose ``response`` is the reply. Anything else is unreadable
-    (asked again, then a counted failure)."""
+class ActorReply(StatedInPrompt):
+    """The object the release's prompt asks the reply under (its prompt shows it: nothing is added)."""
+
+    response: str = Field(min_length=1)
+
+
+def as_read(response: str) -> str:
+    """The reply as process.py hands it on: the replacements it makes in the model's text before reading the
+    object it holds (read from its code), which reach the reply itself: a Chinese comma becomes ","."""
     for old, new in release.reply_cleaning():
-        text = text.replace(old, new)
-    try:
-        held = ast.literal_eval(text.strip())  # what the release's eval() reads, without running anything
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        raise ValueError(f'answer with one JSON object only: {{"{RESPONSE}": "<the reply>"}}') from None
-    if not isinstance(held, dict) or not isinstance(held.get(RESPONSE), str) or not held[RESPONSE].strip():
-        raise ValueError(f'the JSON object must hold the reply as text under "{RESPONSE}"')
-    return str(held[RESPONSE])
+        response = response.replace(old, new)
+    return response
 
 
 def request(item: Item, role: str, model: str) -> Request[Any]:
-    return Request(role, [{"role": "user", "content": prompt(item)}], parse=read_reply,
+    return Request(role, [{"role": "user", "content": prompt(item)}], schema=ActorReply,
                    tag=f"characterbench:{item.item_id}:{item.language}:{model}")
 
 
 def replies_of(items: Sequence[Item], results: Sequence[CallResult[Any]], model: str) -> list[Reply]:
-    # A live reply is what read_reply read; a given one (no JSON asked of a file) is its text.
+    # A live reply is the object's response, as process.py reads it; a given one (no JSON asked of a file) is
+    # its text.
     return [Reply(item_id=i.item_id, language=i.language, model=model, status="ok",
-                  text=r.text if r.parsed is None else str(r.parsed)) if r.ok else
+                  text=r.text if r.parsed is None else as_read(r.parsed.response)) if r.ok else
             Reply(item_id=i.item_id, language=i.language, model=model, text=r.text, status="failed", error=r.error)
             for i, r in zip(items, results, strict=True)]
 

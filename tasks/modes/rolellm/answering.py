@@ -18,7 +18,7 @@ RAW_ANSWER_FIELDS = ("answer", "output", "response", "generated")
 
 def requests(rows: Sequence[BenchRow], profiles: Mapping[str, RoleProfile], retriever: Retriever, role: str,
              model: str, mode: Mode, k: int) -> list[Request[None]]:
-    return [Request(role, messages(profiles[r.role], r.question, mode, retriever, k, r.language),
+    return [Request(role, messages(profiles[r.role], r.question, mode, retriever, k, r.language, r.split),
                     tag=f"rolellm:{r.row_id}:{model}:{mode}") for r in rows]
 
 

@@ -11,7 +11,7 @@ from pydantic import Field
 from rpbench.tasks.core.records import Record, Status
 
 Kind = Literal["general", "role_specific"]
-Mode = Literal["zsp", "fsp", "fsd"]
+Mode = Literal["opencompass", "zsp", "fsp", "fsd"]
 
 
 class ScriptTurn(Record):

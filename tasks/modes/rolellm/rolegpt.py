@@ -1,6 +1,8 @@
-"""RoleGPT prompting: a role's description as the system prompt, and its own dialogue as examples.
+"""How a model under test is asked a RoleBench question: as OpenCompass asks it (``opencompass``, the default: the
+prompting RoleLLM's authors point to, in OpenCompass's own words, read from its pinned configuration), or by
+RoleGPT prompting in rpbench's words, a role's description as the system prompt and its own dialogue as examples.
 
-Three modes, as RoleLLM compares them:
+RoleGPT's three modes, as RoleLLM compares them:
 - ``zsp`` (zero-shot): the system prompt, then the question as it stands (as OpenCompass's RoleBench
   configuration, which RoleLLM's authors point to, asks a model under test);
 - ``fsp`` (few-shot in the prompt): the retrieved examples written out in the user message before the question;
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 
 from rpbench import prompts
 from rpbench.tasks.llm.messages import Message
+from rpbench.tasks.modes.rolellm import release
 from rpbench.tasks.modes.rolellm.profiles import Pair, pairs
 from rpbench.tasks.modes.rolellm.records import Mode, RoleProfile
 from rpbench.tasks.stats.similarity import BM25Index
@@ -41,9 +44,13 @@ class Retriever:
 
 
 def messages(profile: RoleProfile, question: str, mode: Mode, retriever: Retriever, k: int = TOP_K,
-             language: str | None = None) -> list[Message]:
-    """The chat a model under test is sent for ``question``, in RoleGPT's ``mode``."""
+             language: str | None = None, split: str = "") -> list[Message]:
+    """The chat a model under test is sent for ``question``: OpenCompass's one user message (``opencompass``, its
+    words read from its configuration for the row's ``split``), or RoleGPT's ``mode`` in rpbench's words."""
     lang = language or profile.language
+    if mode == "opencompass":
+        return [{"role": "user", "content": release.user_message(split, lang, profile.name, profile.description,
+                                                                 question)}]
     system = prompts.render("rolellm/system", lang, name=profile.name, description=profile.description).text
     user_name = USER_NAME.get(lang, "User")
     out: list[Message] = [{"role": "system", "content": system}]
