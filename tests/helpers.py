@@ -152,9 +152,11 @@ def ending_stand_in_responder(body: dict) -> str:
     END option, a yes that ends a dialogue (DMT's termination check: rpbench's marker on it never reaches a
     provider, so it is known here by its schema's name), or the free-text reply a request names as its ending (the
     server sees the prompt, not the request's ``ends``: CoSER's next-speaker predictor is known by its
-    instructions)."""
+    instructions, the opening words of CoSER's own prompt as the release's files give them)."""
+    from rpbench.tasks.modes.coser.release import next_speaker_prompt
+
     first = str(body["messages"][0].get("content") or "")
-    if first.startswith(("You direct the turn order of a role-played scene", "你负责安排一场角色扮演戏的发言顺序")):
+    if first.startswith(str(next_speaker_prompt().parts[0])):
         return "Next Speaker: <END CHAT>"
     return stand_in_responder(body, ending=True)
 

@@ -394,7 +394,7 @@ def test_a_mistyped_choice_is_refused_in_plain_words_with_the_likely_one():
     assert ran.returncode == 2 and "Value error" not in said, said
     assert "'numbr' is not one of 'json', 'number' (did you mean 'number'?)" in said, said
     far = rpbench("rolellm", "eval", "--data", "x", "--mode", "xyz")
-    assert far.returncode == 2 and "'xyz' is not one of 'zsp', 'fsp', 'fsd'." in far.stdout + far.stderr
+    assert far.returncode == 2 and "'xyz' is not one of 'opencompass', 'zsp', 'fsp', 'fsd'." in far.stdout + far.stderr
 
 
 def test_trigger_refuses_a_timeout_that_is_no_number_of_seconds(monkeypatch):

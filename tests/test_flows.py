@@ -313,11 +313,11 @@ def test_a_stage_declaration_with_a_misspelt_input_or_template_fails_as_it_is_de
 
     with pytest.raises(TypeError, match=r"inputs=\['itmes'\] name no parameter of it .*'items'"):
         stage("typo-inputs", inputs=["itmes"])(answers)
-    with pytest.raises(TypeError, match=r"templates=\['coser/actr'\] match no prompt template"):
-        stage("typo-templates", templates=["coser/actr"])(answers)
+    with pytest.raises(TypeError, match=r"templates=\['furina/eval/jugde'\] match no prompt template"):
+        stage("typo-templates", templates=["furina/eval/jugde"])(answers)
     with pytest.raises(TypeError, match="roles must be a list"):
         stage("typo-roles", roles="coser-actor")(answers)
-    declared = stage("fine", inputs=["items"], templates=["coser/"], roles=["coser-actor"])(answers)
+    declared = stage("fine", inputs=["items"], templates=["furina/eval/"], roles=["coser-actor"])(answers)
     assert declared.name == "fine"
 
 

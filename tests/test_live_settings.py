@@ -19,6 +19,9 @@ def openai_at_loopback(loopback, monkeypatch):
     """``openai/...`` model strings reach the loopback server, with no models file (litellm reads both)."""
     monkeypatch.setenv("OPENAI_BASE_URL", loopback.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-not-a-key")
+    # The stand-in answers each request by the schema it carries: ask for one even where the release's prompt
+    # states its JSON itself (a real model gets none by default).
+    monkeypatch.setenv("RPBENCH_DEFAULT_STRUCTURED", "json_schema")
     loopback.responder = any_mode_responder
     return loopback
 
@@ -131,3 +134,29 @@ def test_the_models_file_help_names_every_shipped_preset():
     described = ModelsFileSettings.model_fields["models_file"].description or ""
     assert len(presets()) >= 8
     assert all(name in described for name in presets())
+
+
+def test_a_models_file_s_default_leaves_a_benchmark_s_sampling_and_a_role_s_own_setting_is_named(tmp_path):
+    """[default] (the vllm preset's sampling, say) sets what no benchmark states; it no longer replaces PingPong's
+    own sampling. A setting for the role itself does, and the run names it."""
+    from rpbench.flows.kit.front.registry import models_config
+    from rpbench.tasks.llm.names import resolve
+
+    path = tmp_path / "models.toml"
+    path.write_text('[default]\nmodel = "openai/gpt-4o-mini"\ntemperature = 0.0\ntop_p = 0.5\nmax_tokens = 300\n'
+                    'max_concurrency = 3\n[roles.gpt4o]\nmodel = "openai/gpt-4o"\n'
+                    '[roles.pingpong-judge]\ntemperature = 0.3\n', encoding="utf-8")
+    config = models_config(str(path))
+    player = config.for_role("player")
+    assert (player.temperature, player.top_p, player.max_tokens) == (0.6, 0.9, 1536)
+    assert player.max_concurrency == 3 and player.model == "openai/gpt-4o-mini"  # what no benchmark states
+    assert config.overrides("player") == []
+    judge = config.for_role("pingpong-judge")
+    assert judge.temperature == 0.3 and judge.top_p == 0.95
+    (field, release, sent, where), = config.overrides("pingpong-judge")
+    assert (field, release, sent) == ("temperature", 0.1, 0.3) and "[roles.pingpong-judge]" in where
+    # A role of the file named as the model under test: its model, PingPong's player settings under it.
+    role = resolve(config, "gpt4o", ["player", "pingpong-judge"], like="player")
+    bound = config.for_role(role)
+    assert bound.model == "openai/gpt-4o" and (bound.temperature, bound.top_p, bound.max_tokens) == (0.6, 0.9, 1536)
+    assert config.sources_of(role)["temperature"] == "mode pingpong"

@@ -15,11 +15,17 @@ TEST = {"test": ("furina", Role("the model under test", {"max_tokens": 512, "tem
                                 {"max_tokens": 64}))}
 
 
-def test_a_role_of_the_file_or_a_builtin_role_resolves_to_itself():
-    config = load_models_config(environ={})
-    assert resolve(config, "local-greedy", BUILTIN, like="test") == "local-greedy"  # in the default file
+def test_a_builtin_role_resolves_to_itself_and_a_role_of_the_file_stands_in_for_the_benchmark_s():
+    config = load_models_config(environ={}, roles=TEST)
     assert resolve(config, "checker", BUILTIN, like="test") == "checker"  # built in, left out of the file
-    assert config.for_role("checker") == config.default  # ... so it uses [default], as documented
+    assert load_models_config(environ={}).for_role("checker") == load_models_config(environ={}).default
+    # A role of the file named as a model under test: its model, at the benchmark's role's settings (``like``),
+    # under what the file sets for it.
+    role = resolve(config, "local-greedy", BUILTIN, like="test")  # in the default file
+    assert role == "test@role:local-greedy"
+    spec, mine = config.for_role(role), config.for_role("local-greedy")
+    assert spec.model == mine.model and spec.temperature == mine.temperature  # the file's own temperature
+    assert config.sources_of(role)["temperature"].endswith("[roles.local-greedy]")
 
 
 @pytest.mark.parametrize("name", ["openai/gpt-4o", "hosted_vllm/Qwen2.5-7B", "ollama_chat/llama3.1", "gpt-4o-mini"])

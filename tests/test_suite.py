@@ -72,7 +72,9 @@ def _player(model: str, text: str) -> str:
         words = max(asked, key=lambda r: len(r["question"]))["generated"][0].split()
         q = 1.0 - q
         return " ".join(words) if q == 1.0 else " ".join(words[: max(1, len(words) // 2)]) if q else "zzz qqq"
-    if text.startswith("You are playing"):  # a CoSER actor
+    from rpbench.tasks.modes.coser.release import length_ask
+
+    if length_ask().strip() in text:  # a CoSER actor (its mark outside [thoughts], which others never see)
         return f"(q={model}) I answer as my character would, plainly."
     return f"[[q={model}]] (nods) I answer as my character would, plainly."
 

@@ -7,19 +7,26 @@ variable that holds its key (``api_key_env``), and the value is read only at
 call time.
 
 A role's settings are layered, each layer over the one before, and every
-value remembers which layer gave it (``rpbench models`` shows it):
+value remembers which layer gave it (``rpbench models`` shows it; the layers are
+one table in docs/concepts/models.md):
 
 1. ModelSpec's own defaults, for any real provider;
 2. the settings the mode that calls the role gives it (``Role.settings``: the
-   limits its replies need, the paper's sampling);
+   limits its replies need, the release's sampling);
 3. on the embedded 135M model only, its tuning (short budgets, a repetition
    penalty, capped reasoning: ``EMBEDDED_TUNING`` and ``Role.embedded``), which
    a real model never gets;
-4. the models file's ``[default]``, then ``RPBENCH_DEFAULT_<FIELD>``;
-5. the models file's ``[roles.<role>]``, then ``RPBENCH_<ROLE>_<FIELD>``.
+4. the models file's ``[default]``, then ``RPBENCH_DEFAULT_<FIELD>``, except a
+   field the role's mode sets in layer 2: a benchmark's sampling stays the
+   release's unless the user sets it for that role;
+5. the models file's ``[roles.<role>]``, then ``RPBENCH_<ROLE>_<FIELD>``; for a
+   model under test named by a role of the file (``--model gpt4o``), that
+   role's own, over the settings of the benchmark's role it stands in for
+   (``ModelsConfig.bind_role``).
 
 The model itself is chosen first (a model string given for a role replaces
-it), since whether layer 3 applies depends on it.
+it), since whether layer 3 applies depends on it. ``RoleLayers.overridden``
+says which of a benchmark's settings a user's setting for the role replaces.
 """
 
 from __future__ import annotations
@@ -55,6 +62,8 @@ PRESETS_DIR = Path(__file__).with_name("presets")
 ENV_PREFIX = "RPBENCH_"
 
 StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
+# How a role bound by a name of the models file is spelt: ``<like>@role:<name>`` (``ModelsConfig.bind_role``).
+BOUND = "role:"
 
 
 class ModelSpec(BaseModel):
@@ -249,9 +258,12 @@ class RoleLayers:
     file_roles: Mapping[str, Layer]
     env_roles: Mapping[str, Layer]
 
-    def merged(self, role: str | None, model: str | None = None) -> Layer:
-        """Role ``role``'s fields (None: [default]'s), each with its source; ``model`` replaces the model."""
-        own = [self.file_roles.get(role, {}), self.env_roles.get(role, {})] if role else []
+    def merged(self, role: str | None, model: str | None = None, bound: str | None = None) -> Layer:
+        """Role ``role``'s fields (None: [default]'s), each with its source; ``model`` replaces the model;
+        ``bound``: a role of the models file whose name stands for a model under ``role``'s settings (``--model
+        gpt4o``), its own fields over them."""
+        named = bound or role
+        own = [self.file_roles.get(named, {}), self.env_roles.get(named, {})] if named else []
         chosen: tuple[Any, str] = (LOCAL_MODEL, "built in")
         for layer in [self.file_default, self.env_default, *own]:
             chosen = layer.get("model", chosen)
@@ -265,7 +277,12 @@ class RoleLayers:
             layers.append(_layer(EMBEDDED_TUNING, "embedded model tuning"))
             if declared is not None:
                 layers.append(_layer(declared.embedded, f"embedded model tuning of mode {mode}"))
-        layers += [self.file_default, self.env_default, *own]
+        # [default] sets what no benchmark states (where to send, how many at once, ...): a setting the role's
+        # benchmark gives (the release's sampling) stays the benchmark's unless the user sets it for this role.
+        kept = set(declared.settings) if declared is not None else set()
+        layers += [{k: v for k, v in layer.items() if k not in kept}
+                   for layer in (self.file_default, self.env_default)]
+        layers += own
         out: Layer = {}
         for layer in layers:
             for k, (v, source) in layer.items():
@@ -273,6 +290,20 @@ class RoleLayers:
                     v = {**out["extra"][0], **v}
                 out[k] = (v, source)
         out["model"] = chosen
+        return out
+
+    def overridden(self, role: str, bound: str | None = None) -> list[tuple[str, Any, Any, str]]:
+        """The settings of ``role``'s benchmark that a user's own setting for the role replaces: (field, the
+        benchmark's value, the value sent, where it was set)."""
+        _mode, declared = self.builtin.get(role, ("", None))
+        if declared is None:
+            return []
+        merged = self.merged(role, bound=bound)
+        out = []
+        for field_name, value in declared.settings.items():
+            sent, source = merged.get(field_name, (value, ""))
+            if sent != value and not source.startswith(("mode ", "embedded model tuning")):
+                out.append((field_name, value, sent, source))
         return out
 
 
@@ -322,7 +353,11 @@ class ModelsConfig(BaseModel):
         if known is not None:
             return known
         like, at, model = role.partition("@")
-        if at and like and model:
+        if at and like and model.startswith(BOUND):
+            if self._layers is None:
+                return self.for_role(model.removeprefix(BOUND))
+            spec = self._spec(like, bound=model.removeprefix(BOUND))
+        elif at and like and model:
             if self._layers is None:
                 return self.for_role(like).model_copy(update={"model": model})
             spec = self._spec(like, model)
@@ -338,18 +373,38 @@ class ModelsConfig(BaseModel):
         if self._layers is None:
             return {}
         like, at, model = role.partition("@")
-        merged = self._layers.merged(like, model) if at and like and model else self._layers.merged(
-            role if role in self.roles or role in self._layers.builtin else None)
+        if at and like and model.startswith(BOUND):
+            merged = self._layers.merged(like, bound=model.removeprefix(BOUND))
+        elif at and like and model:
+            merged = self._layers.merged(like, model)
+        else:
+            merged = self._layers.merged(role if role in self.roles or role in self._layers.builtin else None)
         return {k: source for k, (_v, source) in merged.items()}
 
-    def _spec(self, role: str, model: str | None = None) -> ModelSpec:
+    def _spec(self, role: str, model: str | None = None, bound: str | None = None) -> ModelSpec:
         assert self._layers is not None
-        return ModelSpec.model_validate({k: v for k, (v, _s) in self._layers.merged(role, model).items()})
+        return ModelSpec.model_validate({k: v for k, (v, _s) in self._layers.merged(role, model, bound).items()})
 
     @staticmethod
     def bind_model(model: str, like: str) -> str:
         """The role that calls litellm model string ``model`` with the settings of role ``like``."""
         return f"{like}@{model}"
+
+    @staticmethod
+    def bind_role(name: str, like: str) -> str:
+        """The role that calls the model the file's role ``name`` binds, with the settings of role ``like`` under
+        those ``name`` sets itself (``--model gpt4o`` for PingPong's player: gpt4o's model at the player's
+        sampling, unless [roles.gpt4o] sets its own)."""
+        return f"{like}@{BOUND}{name}"
+
+    def overrides(self, role: str) -> list[tuple[str, Any, Any, str]]:
+        """``RoleLayers.overridden`` for a role as the gateway is given it (``like@role:name`` included)."""
+        if self._layers is None:
+            return []
+        like, at, model = role.partition("@")
+        if at and model.startswith(BOUND):
+            return self._layers.overridden(like, model.removeprefix(BOUND))
+        return self._layers.overridden(like if at else role)
 
     def key_variables(self) -> set[str]:
         """The environment variables this config reads keys from."""

@@ -38,8 +38,12 @@ def is_litellm_model(name: str) -> bool:
 def resolve(config: ModelsConfig, name: str, builtin_roles: Iterable[str], like: str) -> str:
     """The role to call for ``name``; a model string gets a role ``<like>@<name>`` with ``like``'s settings."""
     builtin = set(builtin_roles)
-    if name in config.roles or name in builtin:
+    if name in builtin or name == like:
         return name
+    if name in config.roles:
+        # A role of the models file standing for a model: at ``like``'s settings (the benchmark's), under what the
+        # file sets for it itself.
+        return config.bind_role(name, like)
     local = local_name(name)
     if local is not None:
         known = [EMBEDDED, *config.local_models]

@@ -12,7 +12,7 @@ from typing import Any
 
 from rpbench.flows.kit.front.registry import models_config, models_file_digest
 from rpbench.flows.kit.front.settings import RunSettings
-from rpbench.flows.kit.running.notes import judge_notes
+from rpbench.flows.kit.running.notes import judge_notes, role_settings
 from rpbench.flows.kit.running.outcome import judge_run
 from rpbench.flows.kit.running.plan import planned_for
 from rpbench.flows.kit.running.stage import final_folder, slug
@@ -120,6 +120,7 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
         prompt_templates=dict(sorted(templates.items())),
         # The words of the benchmarks' own code a run sent, each file as read: repository@commit/path -> sha256.
         release_files=dict(sorted(release_files.items())),
+        role_settings=role_settings(config, {c.role for c in calls}),
         totals=totals,
         this_run={**stages.report(), "calls_sent": spent["calls_sent"], "cost_usd": spent["cost_usd"],
                   "cost_unknown_calls": spent["cost_unknown_calls"], "prompt_tokens": spent["prompt_tokens"],

@@ -4,8 +4,11 @@ embedded model beside real ones; worked out once per run."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rpbench.flows.kit.front.settings import RunSettings
 from rpbench.flows.kit.running.self_judging import embedded_roles, self_judging
+from rpbench.tasks.core.secrets import scrub
 from rpbench.tasks.llm import ModelsConfig
 
 _notes: dict[tuple[str, str, str], tuple[list[str], list[str]]] = {}
@@ -23,5 +26,35 @@ def judge_notes(settings: RunSettings, config: ModelsConfig) -> tuple[list[str],
 
 
 def run_notes(settings: RunSettings, config: ModelsConfig) -> list[str]:
-    """What a run says as it starts and every report of it carries (``judge_notes``, one list)."""
-    return [line for lines in judge_notes(settings, config) for line in lines]
+    """What a run says as it starts and every report of it carries (``judge_notes``, one list, then the
+    benchmark settings a user's setting replaces)."""
+    return [*(line for lines in judge_notes(settings, config) for line in lines), *overridden(settings, config)]
+
+
+def overridden(settings: RunSettings, config: ModelsConfig) -> list[str]:
+    """One line per setting of a benchmark's own (its release's sampling) that the user's setting for one of the
+    run's roles replaces: said, never silent."""
+    tested, judges = settings.judging()
+    lines = []
+    for name in dict.fromkeys([*tested, *judges, *settings.helper_roles()]):
+        for field, release, sent, where in config.overrides(name):
+            lines.append(f"role {name}: {field} {sent!r} ({where}) replaces the benchmark's own {release!r}")
+    return lines
+
+
+# What the manifest says of each role a run called: the settings that decide its replies, each with where it came
+# from (a benchmark's own, the embedded model's tuning, the models file, the environment).
+SENT = ("model", "temperature", "top_p", "max_tokens", "seed", "extra", "structured")
+
+
+def role_settings(config: ModelsConfig, roles: set[str]) -> dict[str, Any]:
+    """Per role called: each setting sent and its source, and the benchmark's settings a user's setting replaced."""
+    out = {}
+    for role in sorted(roles):
+        spec, sources = config.for_role(role), config.sources_of(role)
+        values = spec.model_dump()
+        out[role] = {**{k: {"value": scrub(values[k], []) if k == "extra" else values[k],
+                            "from": sources.get(k, "built in")} for k in SENT},
+                     "replaces": [f"{field} {sent!r} ({where}) replaces the benchmark's own {release!r}"
+                                  for field, release, sent, where in config.overrides(role)]}
+    return out

@@ -107,11 +107,16 @@ def make_plan(run: Callable[[Any], None], settings: RunSettings) -> dict[str, An
         else:
             os.environ["RPBENCH_RUNNER"] = runner
     from rpbench.flows.kit.front.registry import models_config
-    from rpbench.flows.kit.running.notes import run_notes
+    from rpbench.flows.kit.running.notes import role_settings, run_notes
 
     planned = run_plan.result()
+    config = models_config(settings.models_file)
     # What the run would say as it starts (a judge scoring its own model, roles left on the embedded model).
-    planned["notes"] = [*run_notes(settings, models_config(settings.models_file)), *planned["notes"]]
+    planned["notes"] = [*run_notes(settings, config), *planned["notes"]]
+    # What each role would be sent, and where each value comes from.
+    sends = role_settings(config, {r["role"] for r in planned["roles"]})
+    for r in planned["roles"]:
+        r["settings"] = sends[r["role"]]
     return {**planned, "settings_digest": settings_digest(settings)}
 
 
@@ -231,8 +236,14 @@ def plan_text(plan: dict[str, Any]) -> str:
            line(h.ljust(w) for h, w in zip(head, widths, strict=True))]
     out += [line(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     out.append("by role:")
-    out += [f"  {r['role']} ({', '.join(r['models'])}): calls {fmt_range(r['calls'])}, "
-            f"USD {fmt_range(r['cost_usd'], 4)}" for r in plan["roles"]]
+    for r in plan["roles"]:
+        out.append(f"  {r['role']} ({', '.join(r['models'])}): calls {fmt_range(r['calls'])}, "
+                   f"USD {fmt_range(r['cost_usd'], 4)}")
+        if r.get("settings"):
+            sent = r["settings"]
+            out.append("    sends " + ", ".join(f"{k} {sent[k]['value']!r} ({sent[k]['from']})"
+                                                for k in ("temperature", "top_p", "max_tokens")
+                                                if k in sent and sent[k]["value"] is not None))
     t = plan["total"]
     unpriced = [r["role"] for r in plan["roles"] if r["cost_usd"] is None]  # left out of the total, not free
     out.append(f"total: calls {fmt_range(t['calls'])} ({t['cached_calls']} more from the cache, free); prompt tokens "
