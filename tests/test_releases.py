@@ -51,7 +51,7 @@ class _Repository(http.server.BaseHTTPRequestHandler):
     root: Path = RELEASES
     altered: str = ""
 
-    def do_GET(self) -> None:  # noqa: N802 (the handler's name)
+    def do_GET(self) -> None:  # the name http.server calls
         _, repository_owner, repository_name, commit, *path = self.path.split("/")
         folder = self.root / f"{repository_owner}__{repository_name}@{commit}"
         target = folder.joinpath(*path)
