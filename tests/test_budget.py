@@ -155,3 +155,71 @@ def test_once_the_budget_is_reached_no_request_starts_even_one_that_would_fit():
         budget.try_reserve("r", "m", None, 0.1)  # would fit, but the run is stopping
     budget.start(2.0)  # the same command with a larger budget: a new run, free to start requests
     assert budget.try_reserve("r", "m", None, 0.1) == 0.1
+
+
+async def test_a_request_waiting_for_the_budget_is_never_left_waiting_on_rounding():
+    """Reservations of 0.1, 0.2 and 0.3 settled in another order leave their float sum at 1.1e-16, not 0: a request
+    that does not fit waited for that "money in flight" for ever (a run under --max-cost hung with nothing in
+    flight). With every reservation settled, it stops the run at once."""
+    import asyncio
+
+    from rpbench.tasks.llm.budget import Budget, BudgetReached
+
+    budget = Budget()
+    budget.start(1.0)
+    held = [budget.try_reserve("r", "m", None, x) for x in (0.1, 0.2, 0.3)]
+    assert held == [0.1, 0.2, 0.3]
+    for x in (0.1, 0.3, 0.2):  # each reply cost what it reserved
+        budget.settle("r", x, x)
+    assert budget.state() == {"budget": 1.0, "spent": pytest.approx(0.6), "reserved": 0.0}
+    with pytest.raises(BudgetReached):
+        await asyncio.wait_for(budget.reserve("r", "m", None, (0.0, 0.001), [[]], 500), timeout=5)
+    # A reservation of nothing (a free model) is still one in flight until it settles.
+    budget.start(1.0)
+    free = budget.try_reserve("r", "m", None, 0.0)
+    assert budget.try_reserve("r", "m", None, 2.0) is None  # waits for the free one
+    budget.settle("r", free, 0.0)
+    with pytest.raises(BudgetReached):
+        budget.try_reserve("r", "m", None, 2.0)
+
+
+def test_characterbench_under_a_budget_with_sixteen_in_flight_stops_by_itself_and_resumes(loopback, tmp_path):
+    """The issue's case: CharacterBench, its first 20 items of every stored dimension, 16 requests in flight,
+    replies dearer than their prompts, --max-cost 0.1. It ends by itself (exit 3, in a process of its own given two
+    minutes: it hung before), its manifest saying it stopped at its budget; a larger budget finishes it without
+    sending an answered call again."""
+    import json
+    import os
+    import subprocess
+    import time
+
+    from tests.helpers import CLI, released
+
+    files = [a for d in ("engagement", "human_likeness", "memory_consistency")
+             for a in ("--data", str(released(f"characterbench/{d}_test.json")))]
+    reply = "（点头）" + "好的，我明白了。" * 40  # about 85 reply tokens, each dearer than 200 prompt tokens
+    loopback.responder = lambda body: (json.dumps({"response": reply}, ensure_ascii=False)
+                                       if len(body["messages"]) == 1 else "3")
+    loopback.latency = 0.05
+    loopback.prompt_tokens = lambda body: len(json.dumps(body["messages"], ensure_ascii=False)) // 4
+    models = tmp_path / "models.toml"
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+                      f'api_key_env = "{TEST_KEY_ENV}"\nmax_concurrency = 16\ntimeout = 10\n'
+                      "input_cost_per_token = 0.0000002\noutput_cost_per_token = 0.00004\n")
+    env = {**os.environ, TEST_KEY_ENV: "k"}
+    args = ["characterbench", "run", *files, "--limit", "20", "--model", "characterbench-player",
+            "--judge-output", "number", "--out", str(tmp_path / "run"), "--models-file", str(models),
+            "--cache", str(tmp_path / "calls.sqlite"), "--resamples", "40"]
+    started = time.monotonic()
+    stopped = subprocess.run([*CLI, *args, "--max-cost", "0.1"], capture_output=True, text=True, env=env,
+                             timeout=120)
+    assert stopped.returncode == 3, stopped.stderr[-2000:]
+    assert "budget reached" in stopped.stderr and time.monotonic() - started < 120
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["outcome"]["status"] == "stopped" and 0 < manifest["budget"]["spent_usd"] <= 0.1
+    answered = {e["digest"] for e in loopback.log if e.get("ok")}
+    first = len(loopback.log)
+    more = subprocess.run([*CLI, *args, "--max-cost", "5"], capture_output=True, text=True, env=env, timeout=300)
+    assert more.returncode == 0, more.stderr[-2000:]
+    again = {e["digest"] for e in loopback.log[first:]}
+    assert answered and not answered & again

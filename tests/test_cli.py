@@ -433,3 +433,46 @@ def test_an_option_given_alone_moves_the_defaults_it_would_contradict(tmp_path):
     form = ChunkSettings.model_construct(books=[str(book)]).model_dump()
     chunks = ChunkSettings.model_validate({**form, "max_tokens": 2048})
     assert chunks.min_tokens <= chunks.target_tokens == 2048
+
+
+def test_every_old_flag_works_alone_with_a_note():
+    """Each old flag the reference's table names (every one there is) stands for its new option when given alone:
+    a note that it goes in the next release, then the command goes on as with the new option."""
+    from rpbench.flows.cli.reference import old_names
+
+    flags = [(old.strip("`"), new.strip("`"), where) for old, new, where in old_names() if where.startswith("option")]
+    assert {(o, n) for o, n, _ in flags} >= {("--player", "--model"), ("--models", "--models-file")}
+    cases = {"--player": ["pingpong", "run", "--settings", str(ROOT / "samples" / "pingpong" / "settings.yaml"),
+                          "--player", "no-such-model", "--out", "/tmp/rpbench-old-flag"],
+             "--models": ["models", "--models", "/nonexistent/models.toml"]}
+    for old, new, _where in flags:
+        ran = rpbench(*cases[old])
+        said = ran.stdout + ran.stderr
+        assert f"{old} is deprecated and will go in the next release: use {new}" in said, said
+        assert "the old name of" not in said, said
+    assert "unknown model 'no-such-model'" in rpbench(*cases["--player"]).stderr
+    assert "/nonexistent/models.toml" in rpbench(*cases["--models"]).stderr
+
+
+def test_a_typed_contradiction_is_refused_where_a_default_would_yield(tmp_path):
+    """On the command line and in a suite file, rpbench knows what the user typed: --min-rounds 6 --max-rounds 4
+    (6 being the default, typed out) is refused; --max-rounds 4 alone still brings the default down. A Prefect form,
+    which submits every default, keeps the yield (the test above)."""
+    from rpbench.flows.kit.front.settings import typed_settings
+    from rpbench.flows.modes.furina.settings import BuildSettings
+
+    base = ["furina", "build", "--characters", str(STARTERS), "--pool", str(tmp_path), "--out", str(tmp_path / "b")]
+    typed = rpbench(*base, "--min-rounds", "6", "--max-rounds", "4")
+    assert typed.returncode == 2 and "--min-rounds 6 is above --max-rounds 4" in typed.stderr, typed.stderr
+    alone = rpbench(*base, "--max-rounds", "4", "--plan")
+    assert "--min-rounds" not in alone.stderr, alone.stderr
+    with typed_settings(), pytest.raises(ValueError, match="--min-rounds 6 is above --max-rounds 4"):
+        BuildSettings.model_validate({"characters": str(STARTERS), "pool": str(tmp_path), "out": str(tmp_path),
+                                      "max_rounds": 4, "min_rounds": 6})
+    shipped = (ROOT / "samples" / "suites" / "default.toml").read_text(encoding="utf-8")
+    suite = tmp_path / "suite.toml"  # the shipped one, its paths made absolute, its rounds typed out of order
+    suite.write_text(shipped.replace('"../', f'"{ROOT / "samples"}/').replace(
+        "min_rounds = 2\nmax_rounds = 8", "min_rounds = 6\nmax_rounds = 4"), encoding="utf-8")
+    ran = rpbench("suite", "run", "--suite", str(suite), "--model", "local-greedy", "--mode", "furina", "--plan",
+                  "--out", str(tmp_path / "s"))
+    assert ran.returncode == 2 and "'min_rounds' 6 is above 'max_rounds' 4" in ran.stderr, ran.stderr

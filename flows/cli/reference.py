@@ -72,12 +72,31 @@ def aliases() -> dict[str, str]:
             if getattr(cmd, "alias_of", None)}
 
 
+def old_names() -> list[tuple[str, str, str]]:
+    """Every old name that still works, one row each: (the old name, the name it stands for, where): the
+    top-level commands that stand for a mode's, and the hidden flags that stand for an option (with the commands
+    that take it)."""
+    rows = [(f"`{old}`", f"`{new}`", "command") for old, new in sorted(aliases().items())]
+    flags: dict[tuple[str, str], list[str]] = {}
+    for words, cmd in all_commands():
+        params = {p.name: p for p in getattr(cmd, "params", [])}
+        for p in params.values():
+            if getattr(p, "hidden", False) and "__old" in (p.name or ""):
+                new = params.get(p.name.split("__old")[0])
+                flag = new.opts[0] if new is not None and getattr(new, "opts", None) else p.name
+                for o in p.opts:
+                    flags.setdefault((o, flag), []).append(words.removeprefix("rpbench "))
+    rows += [(f"`{o}`", f"`{n}`", "option of " + ", ".join(f"`{c}`" for c in cmds))
+             for (o, n), cmds in sorted(flags.items())]
+    return rows
+
+
 def reference_markdown() -> str:
     out = []
-    if old := aliases():
-        listed = ", ".join(f"`{a}` for `{b}`" for a, b in sorted(old.items()))
-        out.append(f"Each command is listed once, under its benchmark. Older top-level names still work for one "
-                   f"more release: {listed}.\n")
+    if old := old_names():
+        out += ["Each command is listed once, under its benchmark. These older names still work, each with a "
+                "note that it will go in the next release:\n", "| old name | stands for | kind |", "|---|---|---|",
+                *(f"| {a} | {b} | {k} |" for a, b, k in old), ""]
     for words, cmd in all_commands():
         depth = min(len(words.split()), 4)
         out.append(f"{'#' * (depth + 1)} `{words}`\n")

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from rpbench.flows.kit.front.registry import BenchmarkMode, SuitePart, load_ref, modes
-from rpbench.flows.kit.front.settings import RunSettings, flag_of, path_fields
+from rpbench.flows.kit.front.settings import RunSettings, flag_of, path_fields, typed_settings
 from rpbench.flows.suite.settings import SuiteSettings
 from rpbench.storage.runs import manifest_of
 from rpbench.storage.user_files import read_user_text
@@ -135,7 +135,8 @@ def _run(mode: BenchmarkMode, part: SuitePart, s: SuiteSettings, suite: SuiteFil
               "out": str(folder / part.folder) if part.folder else str(folder),
               **{k: getattr(s, k) for k in SHARED if k != "out"}}
     try:
-        settings = model.model_validate(values)
+        with typed_settings():  # a suite file's keys are what the user wrote: a typed contradiction is refused
+            settings = model.model_validate(values)
     except ValidationError as exc:
         name, msg = first_error(exc)
         raise InputError(f"{where} '{name}': {msg}" if exc.errors()[0]["loc"] else

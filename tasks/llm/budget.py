@@ -50,6 +50,10 @@ class _Limit:
     budget: float
     spent: float = 0.0
     reserved: float = 0.0
+    # Reservations not yet settled. Whether anything is in flight is read from this count, never from ``reserved``:
+    # a sum of floats that went up and down by the same amounts may end at 6.5e-18, not 0, and a request waiting
+    # for that "money in flight" to be freed would wait for ever.
+    holding: int = 0
 
 
 class Budget:
@@ -86,12 +90,13 @@ class Budget:
                 raise self._reached
             for scope, limit in limits:
                 if limit.spent + limit.reserved + most > limit.budget:
-                    if limit.reserved > 0:
+                    if limit.holding > 0:
                         return None  # what is in flight may settle below its reservation: wait for it
                     self._reached = BudgetReached(scope, limit.spent, limit.budget, role, model)
                     raise self._reached
             for _scope, limit in limits:
                 limit.reserved += most
+                limit.holding += 1
         return most
 
     async def reserve(self, role: str, model: str, role_budget: float | None, prices: Prices,
@@ -120,11 +125,14 @@ class Budget:
             return {"budget": self._run.budget, "spent": self._run.spent, "reserved": self._run.reserved}
 
     def settle(self, role: str, reserved: float, cost: float | None) -> None:
-        """A reserved request ended: its reservation goes, its real cost (None: not billed) is spent."""
+        """A reserved request ended: its reservation goes, its real cost (None: not billed) is spent. Called once
+        for every reservation made, whatever it came to (a free model's is 0)."""
         with self._lock:
             for limit in [self._run, self._roles.get(role)]:
                 if limit is not None:
-                    limit.reserved -= reserved
+                    limit.holding -= 1
+                    # Nothing in flight: nothing reserved, exactly (the sum's rounding left behind goes with it).
+                    limit.reserved = limit.reserved - reserved if limit.holding > 0 else 0.0
                     limit.spent += cost or 0.0
 
 

@@ -139,6 +139,28 @@ class ModelSpec(BaseModel):
             raise ValueError("no model named: give a litellm model string (openai/gpt-4o) or local/<name>")
         return value
 
+    @field_validator("api_base")
+    @classmethod
+    def _no_credentials_in_the_address(cls, value: str | None) -> str | None:
+        # litellm's HTTP client sends the key as a bearer token beside a user and password written into the address,
+        # which it cannot combine: every request of a run failed. Said once, here, never echoing the password.
+        if value:
+            from urllib.parse import urlsplit
+
+            try:
+                parts = urlsplit(value)
+                holds = parts.username is not None or parts.password is not None
+            except ValueError:
+                holds = "@" in value.split("//", 1)[-1].split("/", 1)[0]
+            if holds:
+                for secret in url_secrets(value):
+                    register_pasted_key(secret)
+                raise ValueError("a user name and password written into the address (user:***@host) cannot be sent "
+                                 "(the key goes as a bearer token, which cannot be combined with them): give the "
+                                 "address without them, and the key with api_key_env, or a server's own header "
+                                 "under extra.extra_headers")
+        return value
+
     @field_validator("api_key_env")
     @classmethod
     def _a_variable_name(cls, name: str | None) -> str | None:

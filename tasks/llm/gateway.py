@@ -337,7 +337,8 @@ class Gateway:
             return await self._reply(spec, record, convo, response_format, sample_index, plan_schema, ends, attempts)
         if shared is not None:
             return await asyncio.wrap_future(shared)  # answered by the call that sent it (cached stays True)
-        reserved, cost, claimed = 0.0, None, False
+        reserved: float | None = None
+        cost, claimed = None, False
         try:
             # A twin on another thread may have stored its reply and left the table between this call's look in
             # the cache and its look in the table: look again, now that a later twin would wait for this one.
@@ -374,7 +375,7 @@ class Gateway:
         finally:
             if claimed and self.cache is not None:  # no reply stored: another process may send it now
                 self.cache.release(record.cache_key)
-            if reserved:
+            if reserved is not None:
                 run_budget.settle(record.role, reserved, cost)
             with self._in_flight_lock:
                 self._in_flight.pop(record.cache_key, None)
@@ -625,7 +626,8 @@ class Gateway:
         into the cache and ``_batched``, priced at the batch price."""
         assert self.cache is not None
         await gate()
-        reserved = spent = 0.0
+        reserved: float | None = None
+        spent = 0.0
         try:
             if run_budget.active(spec.max_cost):  # the whole batch reserved at once, before it is submitted
                 reserved = await run_budget.reserve(role, spec.model, spec.max_cost, batch_prices_of(spec),
@@ -646,7 +648,7 @@ class Gateway:
                 spent += cost or 0.0
         finally:
             self.batch_status = ""
-            if reserved:
+            if reserved is not None:
                 run_budget.settle(role, reserved, spent)
 
     async def run(self, req: Request[T]) -> CallResult[T]:

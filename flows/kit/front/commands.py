@@ -8,7 +8,7 @@ import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_origin
 
 import annotated_types
 import typer
@@ -17,7 +17,7 @@ from pydantic.fields import FieldInfo
 from rich.markup import escape
 
 from rpbench.flows.kit.front.registry import builtin_roles, models_config
-from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings, flag_of, output_fields
+from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings, flag_of, output_fields, typed_settings
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.prompts.releases import use_releases
@@ -28,11 +28,16 @@ from rpbench.tasks.llm import ModelsConfig
 S = TypeVar("S", bound=BaseModel)
 # Shared options go at the end of --help.
 LAST = ("models_file", "cache", "max_cost", "batch", "keep_failures", "max_failure_share")
+CONTEXT = "rpbench_context"  # the parameter typer passes a command's context in (no settings field is called so)
 
 
 def _extra(model: type[BaseModel], name: str) -> dict[str, Any]:
     extra = model.model_fields[name].json_schema_extra
     return extra if isinstance(extra, dict) else {}
+
+
+def _is_list(model: type[BaseModel], name: str) -> bool:
+    return get_origin(model.model_fields[name].annotation) is list
 
 
 def _deprecated(model: type[BaseModel], names: list[str]) -> dict[str, tuple[str, str]]:
@@ -77,9 +82,11 @@ def _parameter(model: type[BaseModel], name: str) -> inspect.Parameter:
 
 
 def parse_settings(model: type[S], values: dict[str, Any]) -> S:
-    """Build the settings, turning a validation error into one line that names the option."""
+    """Build the settings from what the user typed, turning a validation error into one line that names the
+    option."""
     try:
-        return model.model_validate(values)
+        with typed_settings():
+            return model.model_validate(values)
     except ValidationError as exc:
         field, msg = first_error(exc)
         name = field.split(".")[0]
@@ -110,11 +117,18 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
     plans = plans and issubclass(model, RunSettings) and starts_workers  # it calls models: it can plan first
 
     def command(**values: Any) -> None:
+        # Only what the user gave (on the command line or through an option's environment variable) is given to
+        # the settings: a default typed out is a choice, and two typed choices that contradict each other are
+        # refused rather than one of them moved (a Prefect form, which submits every default, moves defaults).
+        ctx = values.pop(CONTEXT, None)
+        if ctx is not None:
+            values = {k: v for k, v in values.items() if k in ("plan", "plan_json")
+                      or getattr(ctx.get_parameter_source(k), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")}
         plan, as_json = values.pop("plan", False), values.pop("plan_json", False)
         if as_json and not plan:
             raise InputError("--json: prints the plan; give it with --plan")
         for param, (name, flag) in old.items():
-            given = values.pop(param)
+            given = values.pop(param, None)
             if given is None:
                 continue
             new = flag_of(model, name)
@@ -124,7 +138,7 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
                         fg=typer.colors.YELLOW)
             values[name] = given
         for name in also_arguments:
-            given = values.pop(f"{name}__argument")
+            given = values.pop(f"{name}__argument", None)
             if given is not None:
                 if values.get(name) is not None:
                     raise InputError(f"{flag_of(model, name)}: given twice, as the option and as the argument; "
@@ -166,8 +180,10 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
         with folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext(), workers:
             run(settings)
 
-    hidden = [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
-                                default=typer.Option(None, flag, hidden=True)) for param, (_n, flag) in old.items()]
+    # An old flag takes what its field takes (repeated, for a field given once per value, as --player is).
+    hidden = [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY,
+                                annotation=list[str] | None if _is_list(model, n) else str | None,
+                                default=typer.Option(None, flag, hidden=True)) for param, (n, flag) in old.items()]
     planning = [
         inspect.Parameter("plan", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=typer.Option(
             False, "--plan", help="Send nothing: print the calls, tokens and dollars this command would spend, by "
@@ -181,8 +197,10 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
                                    default=typer.Argument(None, metavar=name, show_default=False,
                                                           help=f"The same as {flag_of(model, name)}."))
                  for name in also_arguments]
+    # Typer hands the command its context: where each value came from (typed, or the default).
+    context = [inspect.Parameter(CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        arguments + [_parameter(model, n) for n in names] + planning + hidden)
+        arguments + [_parameter(model, n) for n in names] + planning + hidden + context)
     command.__doc__ = run.__doc__
     command.__name__ = run.__name__
     return command

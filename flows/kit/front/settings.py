@@ -3,8 +3,10 @@ parameters are all made from it, so no default is written twice."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, get_args
 
@@ -146,10 +148,27 @@ def flag_of(model: type[BaseModel], name: str) -> str:
     return str(flag) if flag else "--" + name.replace("_", "-")
 
 
+# Whether the settings being read are what a user typed (a command line, a suite file): then every field set is a
+# choice, a default typed out included. Elsewhere (a Prefect form, a deployment's parameters) every field comes set.
+_typed: ContextVar[bool] = ContextVar("rpbench_settings_typed", default=False)
+
+
+@contextlib.contextmanager
+def typed_settings() -> Iterator[None]:
+    """Settings validated inside are what the user typed: only the options given are set (``given_fields``)."""
+    token = _typed.set(True)
+    try:
+        yield
+    finally:
+        _typed.reset(token)
+
+
 def given_fields(settings: BaseModel) -> set[str]:
-    """The fields a user chose: set, and not to their default. A Prefect UI form fills in every default and
-    submits it, so being set alone would make each default a choice that can contradict the one option the user
-    changed."""
+    """The fields a user chose. Typed on a command line or in a suite file (``typed_settings``): every field set.
+    Otherwise: set, and not to their default. A Prefect UI form fills in every default and submits it, so being
+    set alone would make each default a choice that can contradict the one option the user changed."""
+    if _typed.get():
+        return set(settings.model_fields_set)
     fields = type(settings).model_fields
     return {name for name in settings.model_fields_set if fields[name].is_required()
             or getattr(settings, name) != fields[name].get_default(call_default_factory=True)}
