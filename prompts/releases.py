@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import tomllib
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
@@ -71,6 +72,15 @@ class Release:
     def key(self, path: str) -> str:
         """How a read of ``path`` is recorded: ``<repository>@<commit>/<path>``."""
         return f"{self.repository}@{self.commit}/{path}"
+
+    @classmethod
+    def pinned(cls, path: Path) -> Release:
+        """A release as its pin file states it (``release.toml`` beside a mode's reader): ``benchmark``,
+        ``repository``, ``commit``, ``about`` and a ``[files]`` table of path = sha256. Pins are facts, kept as data
+        like the releases' own checksums (``MANIFEST.tsv``)."""
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return cls(benchmark=data["benchmark"], repository=data["repository"], commit=data["commit"],
+                   files=dict(data["files"]), about=data.get("about", ""))
 
     def identity(self) -> dict[str, object]:
         """What a stage's cache key holds of it: where its words come from, pinned."""

@@ -87,6 +87,9 @@ class LoopbackServer:
         self.batch_creates_lost = 0
         # Called with each batch's id once it is made, before the reply leaves (another client acting then).
         self.on_batch_created: Callable[[str], None] | None = None
+        # Batch endpoints that fail with a 500 ("list", "create", "retrieve", "content", "upload") and how many
+        # more times each does (a provider whose batch API is down).
+        self.batch_faults: dict[str, int] = {}
         # Prompt tokens the server says it read from its prompt cache, for each reply (as OpenAI's usage does).
         self.cached_tokens = 0
         # Counts a request's prompt tokens (a priced prompt's cost then grows with it); None: 10 for every request.
@@ -129,6 +132,7 @@ class LoopbackServer:
         self.batch_requests.clear()
         self.batch_delay = 0.0
         self.batch_creates_lost = 0
+        self.batch_faults = {}
         self.on_batch_created = None
         self.cached_tokens = 0
         self.prompt_tokens = None
@@ -177,12 +181,22 @@ class LoopbackServer:
         return web.json_response(completion_body(model, content, prompt_tokens=n_in, cached_tokens=self.cached_tokens))
 
     # -- OpenAI's Files and Batches API ---------------------------------------------------------------
+    def _failing(self, endpoint: str) -> web.Response | None:
+        """A 500 if ``endpoint`` is set to fail (``batch_faults``), counting the failure down."""
+        if self.batch_faults.get(endpoint, 0) > 0:
+            self.batch_faults[endpoint] -= 1
+            return web.json_response({"error": {"message": f"{endpoint} is down", "type": "server_error"}},
+                                     status=500)
+        return None
+
     def _file_object(self, file_id: str) -> dict[str, Any]:
         name, data = self.files[file_id]
         return {"id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time()),
                 "filename": name, "purpose": "batch", "status": "processed"}
 
     async def _upload(self, request: web.Request) -> web.Response:
+        if (down := self._failing("upload")) is not None:
+            return down
         form = await request.post()
         upload = form["file"]
         data = upload.file.read() if hasattr(upload, "file") else str(upload).encode()  # type: ignore[union-attr]
@@ -197,12 +211,16 @@ class LoopbackServer:
         return web.json_response(self._file_object(file_id))
 
     async def _content(self, request: web.Request) -> web.Response:
+        if (down := self._failing("content")) is not None:
+            return down
         file_id = request.match_info["file_id"]
         if file_id not in self.files:
             return web.json_response({"error": {"message": f"no file {file_id}"}}, status=404)
         return web.Response(body=self.files[file_id][1], content_type="application/octet-stream")
 
     async def _create_batch(self, request: web.Request) -> web.Response:
+        if (down := self._failing("create")) is not None:
+            return down
         body = await request.json()
         if body.get("input_file_id") not in self.files:
             return web.json_response({"error": {"message": "no such input file"}}, status=400)
@@ -243,6 +261,8 @@ class LoopbackServer:
                      request_counts={"total": len(lines), "completed": len(lines), "failed": 0})
 
     async def _get_batch(self, request: web.Request) -> web.Response:
+        if (down := self._failing("retrieve")) is not None:
+            return down
         batch_id = request.match_info["batch_id"]
         if batch_id not in self.batches:
             return web.json_response({"error": {"message": f"no batch {batch_id}"}}, status=404)
@@ -257,6 +277,8 @@ class LoopbackServer:
         return web.json_response(self._batch_view(batch_id))
 
     async def _list_batches(self, request: web.Request) -> web.Response:
+        if (down := self._failing("list")) is not None:
+            return down
         data = [self._batch_view(b) for b in sorted(self.batches, reverse=True)]
         return web.json_response({"object": "list", "data": data, "has_more": False,
                                   "first_id": data[0]["id"] if data else None,

@@ -329,12 +329,12 @@ def test_where_batches_cannot_be_listed_a_failed_creation_is_not_tried_again(mon
 
     monkeypatch.setattr(batches, "_api", fake_api)
     policy = RetryPolicy(transient_attempts=4, backoff_initial=0, backoff_max=0)
-    with pytest.raises(litellm.InternalServerError):
+    with pytest.raises(batches.BatchEndpointFailed) as failed:
         asyncio.run(batches._create("anthropic", "digest", "file-1", {}, policy))
-    assert asked == ["acreate_batch"]
+    assert isinstance(failed.value.error, litellm.InternalServerError) and asked == ["acreate_batch"]
     # Where batches can be listed, the same failure is looked for and then tried again under the policy.
     asked.clear()
-    with pytest.raises(AssertionError, match="alist_batches was called"):
+    with pytest.raises(batches.BatchEndpointFailed, match="alist_batches was called"):
         asyncio.run(batches._create("openai", "digest", "file-1", {}, policy))
     assert asked == ["acreate_batch", "alist_batches"]
 
@@ -449,3 +449,24 @@ def test_a_batch_s_claims_are_renewed_while_it_is_waited_for_and_lapse_when_its_
     assert not gone.abandoned(patience)
     time.sleep(0.5)
     assert gone.abandoned(patience)
+
+
+@pytest.mark.parametrize("endpoint", ["list", "create", "retrieve", "content"])
+def test_a_batch_endpoint_that_stays_down_ends_the_run_in_one_line(server, tmp_path, endpoint):
+    """A provider error on any batch endpoint is retried as a chat error is; still failing, the run ends Failed
+    (exit 3) with one line naming the provider, the endpoint and what to do, never a traceback. The listing is
+    asked for on a rerun after a kill left a creation unjournaled (a creation whose reply was lost here)."""
+    models = _models_file(tmp_path, server)
+    if endpoint == "list":
+        server.batch_creates_lost = 1  # the creation's reply lost: the batch is looked for by listing
+    server.batch_faults = {endpoint: 1000}
+    step = _step("characterbench", "characterbench", tmp_path / "work")
+    ran = rpbench(*step.args, "--models-file", str(models), "--cache", str(tmp_path / "calls.sqlite"))
+    assert ran.returncode == 3, ran.stderr[-2000:]
+    lines = [line for line in ran.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in ran.stderr, ran.stderr[-2000:]
+    assert "openai's batch API failed at" in lines[0] and "after its retries" in lines[0], lines[0]
+    assert {"list": "GET /v1/batches (list)", "create": "POST /v1/batches (create)",
+            "retrieve": "GET /v1/batches/{id} (status)",
+            "content": "GET /v1/files/{id}/content (replies)"}[endpoint] in lines[0]
+    assert "run the same command once openai answers" in lines[0]

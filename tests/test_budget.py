@@ -23,7 +23,9 @@ def _models(tmp_path: Path, base: str, role_budget: float | None) -> Path:
     path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{base}"\napi_key_env = "{TEST_KEY_ENV}"\n'
                     "max_concurrency = 1\nmax_tokens = 8\ninput_cost_per_token = 0.0\n"
                     f"output_cost_per_token = {PRICE}\n"
-                    + (f"max_cost = {role_budget}\n" if role_budget is not None else ""))
+                    + (f"max_cost = {role_budget}\n" if role_budget is not None else "")
+                    # The role under test (`--model test`) declares its own cap, which [default] leaves alone.
+                    + "[roles.test]\nmax_tokens = 8\n")
     return path
 
 
@@ -223,3 +225,45 @@ def test_characterbench_under_a_budget_with_sixteen_in_flight_stops_by_itself_an
     assert more.returncode == 0, more.stderr[-2000:]
     again = {e["digest"] for e in loopback.log[first:]}
     assert answered and not answered & again
+
+
+def _priced(tmp_path: Path, base: str) -> Path:
+    """Prompts and replies priced, so the least a run can cost grows with every prompt counted."""
+    path = tmp_path / "priced.toml"
+    path.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{base}"\napi_key_env = "{TEST_KEY_ENV}"\n'
+                    "input_cost_per_token = 0.00001\noutput_cost_per_token = 0.00004\n", encoding="utf-8")
+    return path
+
+
+def test_a_suite_under_a_budget_it_cannot_keep_is_refused_in_one_line_before_anything_starts(harness, loopback,
+                                                                                             tmp_path):
+    """The plan behind the refusal stops once the least its calls can cost passes the budget (not after planning
+    every mode), and says so once: no Prefect log lines of the runs on stand-ins, no run folder."""
+    ran = rpbench("suite", "run", "--model", "test", "--limit", "1", "--max-cost", "0.001",
+                  "--models-file", str(_priced(tmp_path, loopback.base_url)), "--out", str(tmp_path / "suite"),
+                  "--cache", str(tmp_path / "calls.sqlite"), env={TEST_KEY_ENV: "k"})
+    assert ran.returncode == 2 and not loopback.log
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --max-cost: the budget $0.0010 is below the least this "
+                                                   "run could cost"), ran.stderr[-2000:]
+    assert not (tmp_path / "suite").exists()
+
+
+def test_a_budget_is_refused_against_the_shortest_dialogues_not_the_longest(harness, loopback, tmp_path):
+    """CoSER's scenes end when the next-speaker predictor says so: the least a run can cost is that of the
+    dialogues ending at the first chance. A budget just above it may stop the run but is not refused; one just
+    below it is."""
+    models = _priced(tmp_path, loopback.base_url)
+    args = ["coser", "run", "--data", str(EXAMPLE.parent.parent / "coser" / "example.json"), "--model", "test",
+            "--models-file", str(models), "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "calls.sqlite")]
+    planned = rpbench(*args, "--plan", "--json", env={TEST_KEY_ENV: "k"})
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    total = json.loads(planned.stdout)["total"]
+    floor, longest_prompts = total["cost_floor_usd"], total["prompt_tokens"][1]
+    assert longest_prompts * 0.00001 > 2 * floor  # the longest dialogues' prompts alone cost far more
+    below = rpbench(*args, "--max-cost", f"{floor * 0.9:.6f}", env={TEST_KEY_ENV: "k"})
+    assert below.returncode == 2 and "is below the least this run could cost" in below.stderr and not loopback.log
+    loopback.inject("401", 50)  # the run that is let start ends at its first reply, in one line
+    above = rpbench(*args, "--max-cost", f"{floor * 1.1:.6f}", env={TEST_KEY_ENV: "k"})
+    assert "is below the least" not in above.stderr and loopback.log, above.stderr[-2000:]
+    assert above.returncode == 3 and "cannot be used" in above.stderr, above.stderr[-2000:]

@@ -288,7 +288,7 @@ def test_a_run_works_out_its_judge_notes_once(loopback, tmp_path, monkeypatch):
     assert ran.returncode == 0, ran.stderr[-2000:]
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert "scores its own answers" in manifest["self_judging"][0]
-    assert len(calls) == 2  # once for the self-judging check, once for the embedded-roles check
+    assert len(calls) == 1  # once for the run: self-judging, embedded roles and replaced settings share it
 
 
 def test_the_judge_against_annotators_pulled_from_label_studio(loopback, tmp_path, monkeypatch):

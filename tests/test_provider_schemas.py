@@ -160,7 +160,9 @@ async def test_every_schema_sent_on_the_openai_route_with_an_api_base_is_strict(
 
     monkeypatch.setenv(TEST_KEY_ENV, "k")
     base = loopback.base_url if model.startswith("openai/") else loopback.base_url.removesuffix("/v1")
-    spec = ModelSpec(model=model, api_base=base, api_key_env=TEST_KEY_ENV, timeout=5, extra=extra)
+    # structured = "json_schema": a reply a release's prompt asks for in its own words is sent a schema too then.
+    spec = ModelSpec(model=model, api_base=base, api_key_env=TEST_KEY_ENV, timeout=5, extra=extra,
+                     structured="json_schema")
     gateway = Gateway(ModelsConfig(default=spec, retry=RetryPolicy(parse_attempts=1, transient_attempts=1)))
     for schema in SENT:
         await gateway.complete("judge", [{"role": "user", "content": "Rate this."}], schema=schema)

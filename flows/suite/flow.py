@@ -28,6 +28,7 @@ from rpbench.storage.schemas import AGREEMENT as HUMAN_AGREEMENT
 from rpbench.storage.schemas import CALLS, JUDGES
 from rpbench.storage.tables import atomic_write_bytes, read_records
 from rpbench.tasks.core.records import CallRecord
+from rpbench.tasks.llm import planning
 from rpbench.tasks.reports.index import SAMPLES_FILE, merged_samples, read_run
 from rpbench.tasks.reports.profile import (
     AGREEMENT,
@@ -178,6 +179,9 @@ def suite(settings: SuiteSettings) -> Any:
         for run in p.runs:
             print(f"suite: {p.mode.name}: {run.name} -> {run.settings.model_dump()['out']}")
             state = run.flow(settings=run.settings, return_state=True)
+            # A plan checked against a budget it passed stops here (a suite's refusal comes in seconds).
+            if planning.run_plan.active and planning.run_plan.passed is not None:
+                raise planning.PlanPassedBudget(planning.run_plan.passed)
             if not state.is_completed():
                 break  # a later run of the mode reads what this one should have made
         outcomes[p.mode.name] = _mode_outcome(state)

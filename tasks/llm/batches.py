@@ -137,14 +137,34 @@ async def _api(name: str, provider: str, credentials: dict[str, Any], **kwargs: 
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, _provider_loop()))
 
 
+# What each call of litellm's files and batches API asks of the provider, as a message names it.
+ENDPOINTS = {"acreate_file": "POST /v1/files (upload)", "acreate_batch": "POST /v1/batches (create)",
+             "alist_batches": "GET /v1/batches (list)", "aretrieve_batch": "GET /v1/batches/{id} (status)",
+             "afile_content": "GET /v1/files/{id}/content (replies)", "acancel_batch": "POST /v1/batches/{id}/cancel"}
+
+
+class BatchEndpointFailed(Exception):
+    """A call to a provider's files or batches API that failed past its retries (the stage then stops the run)."""
+
+    def __init__(self, provider: str, name: str, error: BaseException) -> None:
+        super().__init__(provider, name, error)
+        self.provider, self.endpoint, self.error = provider, ENDPOINTS.get(name, name), error
+
+
 async def _retried(name: str, provider: str, credentials: dict[str, Any], policy: RetryPolicy, **kwargs: Any) -> Any:
     """A call that may be sent twice without a second charge (an upload, a look-up, a cancel), retried when
-    transient."""
+    transient, as a chat request is; still failing, a ``BatchEndpointFailed`` naming the provider and the
+    endpoint."""
     from rpbench.tasks.llm.transient import retrying  # litellm with it: loaded when a batch is sent
 
-    async for attempt in retrying(policy):
-        with attempt:
-            result = await _api(name, provider, credentials, **kwargs)
+    try:
+        async for attempt in retrying(policy):
+            with attempt:
+                result = await _api(name, provider, credentials, **kwargs)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        raise BatchEndpointFailed(provider, name, exc) from exc
     return result
 
 
@@ -215,13 +235,18 @@ async def _create(provider: str, digest: str, file_id: str, credentials: dict[st
             log.info("batch %s was made though its creation failed (%s): using it", found, type(exc).__name__)
             return found
 
-    if provider not in LISTED_BATCH_PROVIDERS:  # a lost reply cannot be told from a failure: one attempt only
-        return await once()
     from rpbench.tasks.llm.transient import retrying
 
-    async for attempt in retrying(policy):
-        with attempt:
-            batch_id = await once()
+    try:
+        if provider not in LISTED_BATCH_PROVIDERS:  # a lost reply cannot be told from a failure: one attempt only
+            return await once()
+        async for attempt in retrying(policy):
+            with attempt:
+                batch_id = await once()
+    except (BatchEndpointFailed, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        raise BatchEndpointFailed(provider, "acreate_batch", exc) from exc
     return await _one_of_doubles(provider, digest, batch_id, credentials, policy)
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import orjson
 
 from rpbench.tasks.core.errors import ModelUnusable
+from rpbench.tasks.llm.config import role_shown
 
 
 class BudgetReached(ModelUnusable):
@@ -107,7 +108,7 @@ class Budget:
         from rpbench.tasks.llm.stopping import gate
 
         if prices is None:
-            raise ModelUnusable(role, model, "its price is unknown, so it cannot run under a budget (give "
+            raise ModelUnusable(role_shown(role), model, "its price is unknown, so it cannot run under a budget (give "
                                 "input_cost_per_token and output_cost_per_token for it in the models file)")
         most = sum(most_cost(prices, m, max_tokens) for m in messages)
         while True:

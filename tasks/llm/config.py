@@ -66,6 +66,13 @@ StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
 BOUND = "role:"
 
 
+def role_shown(role: str) -> str:
+    """A role as a message names it to the user: the name they gave (``gpt4o`` for ``like@role:gpt4o``), the
+    benchmark's role a model string stands in (``pingpong-player`` for ``pingpong-player@openai/gpt-4o``)."""
+    like, _at, model = role.partition("@")
+    return model.removeprefix(BOUND) if model.startswith(BOUND) else like
+
+
 class ModelSpec(BaseModel):
     """One model binding: where to send a request and how to sample."""
 

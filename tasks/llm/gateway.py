@@ -32,11 +32,11 @@ from pydantic import BaseModel
 from rpbench.tasks.core.errors import ModelUnusable, plain_error
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.core.secrets import scrub_text
-from rpbench.tasks.llm.batches import BATCH_CLAIM_S, Item, batching_every_role, send_batch
+from rpbench.tasks.llm.batches import BATCH_CLAIM_S, BatchEndpointFailed, Item, batching_every_role, send_batch
 from rpbench.tasks.llm.bounds import bounds_for
 from rpbench.tasks.llm.budget import run_budget
 from rpbench.tasks.llm.cache import CallCache, request_key
-from rpbench.tasks.llm.config import ModelsConfig, ModelSpec
+from rpbench.tasks.llm.config import ModelsConfig, ModelSpec, role_shown
 from rpbench.tasks.llm.ledger import Ledger, next_call_id
 from rpbench.tasks.llm.local.models import PROVIDER as LOCAL_PROVIDER
 from rpbench.tasks.llm.local.models import model_fingerprint
@@ -447,7 +447,7 @@ class Gateway:
         if sampling:  # this request's own sampling (a release that resamples at another temperature)
             spec = spec.model_copy(update=dict(sampling))
         if (known := self._unusable.get((spec.model, spec.api_base))) is not None:
-            raise ModelUnusable(role, spec.model, known.error, spec.api_key_env)
+            raise ModelUnusable(role_shown(role), spec.model, known.error, spec.api_key_env)
         schema, response_format, convo = self._prepared(spec, messages, schema)
         raw: list[str] = []
         error = "no attempt was made (parse_attempts is 0)"
@@ -471,7 +471,7 @@ class Gateway:
                 known = self._unusable.get((spec.model, spec.api_base))
                 if known is None:  # a budget reached, a price unknown under a budget: as raised
                     raise
-                raise ModelUnusable(role, spec.model, known.error, spec.api_key_env) from None
+                raise ModelUnusable(role_shown(role), spec.model, known.error, spec.api_key_env) from None
             except Exception as exc:  # permanent error, or transient retries exhausted: a failure, not a default
                 # Some providers echo the key in their error text: mask it before it is stored anywhere.
                 record.outcome, record.error = "failed", scrub_text(f"{type(exc).__name__}: {exc}")[:500]
@@ -479,7 +479,7 @@ class Gateway:
                 from rpbench.tasks.llm.transient import is_fatal
 
                 if is_fatal(exc):  # no later call to this model can succeed: stop the run here
-                    unusable = ModelUnusable(role, spec.model, _plain(exc), spec.api_key_env)
+                    unusable = ModelUnusable(role_shown(role), spec.model, _plain(exc), spec.api_key_env)
                     self._unusable.setdefault((spec.model, spec.api_base), unusable)
                     raise unusable from None
                 self.ledger.unanswered += 1
@@ -634,9 +634,16 @@ class Gateway:
                                                     [convo for _key, convo, _rf, _i in items.values()],
                                                     spec.max_tokens)
             started = time.perf_counter()
-            batch_id, replies = await send_batch(spec, list(items.values()), self.cache, self.stage or "batch",
-                                                 on_poll=lambda status: setattr(self, "batch_status", status),
-                                                 policy=self.config.retry)
+            try:
+                batch_id, replies = await send_batch(spec, list(items.values()), self.cache, self.stage or "batch",
+                                                     on_poll=lambda status: setattr(self, "batch_status", status),
+                                                     policy=self.config.retry)
+            except BatchEndpointFailed as exc:  # past its retries: the run ends Failed, in one line (exit 3)
+                raise ModelUnusable(role_shown(role), spec.model, (
+                    f"{exc.provider}'s batch API failed at {exc.endpoint} after its retries "
+                    f"({_plain(exc.error)}); nothing is lost (a batch it made is journaled and polled again): run "
+                    f"the same command once {exc.provider} answers, or without batch = true for role "
+                    f"{role_shown(role)} to send its calls one by one"), spec.api_key_env) from None
             latency = time.perf_counter() - started
             for key, fields in replies.items():
                 n_in, n_out = fields["prompt_tokens"], fields["completion_tokens"]

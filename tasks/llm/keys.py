@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable, Iterator
 
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm.config import ModelsConfig, ModelSpec
+from rpbench.tasks.llm.config import ModelsConfig, ModelSpec, role_shown
 from rpbench.tasks.llm.local.models import PROVIDER as LOCAL_PROVIDER
 
 
@@ -77,11 +77,11 @@ def require_keys(config: ModelsConfig, roles: Iterable[str], option: str = "") -
         where = f"{option}: " if option else ""
         why = unroutable(spec)
         if why is not None:
-            raise InputError(f"{where}model {spec.model} (role {role.split('@')[0]}): litellm cannot tell which "
+            raise InputError(f"{where}model {spec.model} (role {role_shown(role)}): litellm cannot tell which "
                              f"provider serves it ({why}); write it as <provider>/<model>, for example "
                              "openai/gpt-4o, or hosted_vllm/<model> with api_base for a server of your own")
         var = missing_key(spec)
         if var is not None:
-            raise InputError(f"{where}model {spec.model} (role {role.split('@')[0]}) needs its key in {var}, which "
+            raise InputError(f"{where}model {spec.model} (role {role_shown(role)}) needs its key in {var}, which "
                              "is not set: export it where the run starts, or name another variable with "
                              "api_key_env in a models file")

@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rpbench.tasks.core.errors import ModelUnusable
+
 Prices = tuple[float, float] | None
 Range = float | list[float]
 
@@ -143,6 +145,16 @@ def count_reply_tokens(text: str) -> int:
     return int(litellm.token_counter(model="gpt-4o-mini", text=text, count_response_tokens=True))
 
 
+class PlanPassedBudget(ModelUnusable):
+    """The calls a plan counted so far cost more, at the least, than the budget it is checked against: the plan
+    stops there (a model that cannot be used under that budget, as the gateway stops for any such model)."""
+
+    def __init__(self, floor: float) -> None:
+        super().__init__("", "", f"the least the calls counted so far can cost, ${floor:.4f}, is past the budget")
+        self.args = (floor,)
+        self.floor = floor
+
+
 class CallPlan:
     """The plan being made, in this process (``run_plan``): thread-safe; inactive unless a plan is running."""
 
@@ -155,6 +167,12 @@ class CallPlan:
         self.ending = False  # stand-ins take every offer to end (the shortest dialogues)
         self.endings_offered = 0  # stand-ins whose schema offered to end something
         self._longest: dict[tuple[str, str, str], _Row] | None = None
+        # A budget the plan is checked against as it is made (``--max-cost``): once the least the calls counted so
+        # far can cost passes it, the plan stops (``PlanPassedBudget``), for a refusal comes in seconds, not after
+        # a whole suite was planned.
+        self.floor_limit: float | None = None
+        self.floor = 0.0
+        self.passed: float | None = None  # the least cost counted when the plan passed ``floor_limit``
 
     def start(self, ending: bool = False) -> None:
         """A new plan; or, with ``ending``, the second pass of this one: the rows counted so far are kept as
@@ -162,7 +180,9 @@ class CallPlan:
         with self._lock:
             self._longest = self._rows if ending else None
             self.active, self._rows, self._answered, self._prefixes = True, {}, {}, {}
-            self.ending, self.endings_offered = ending, 0
+            self.ending, self.endings_offered, self.floor = ending, 0, 0.0
+            if not ending:
+                self.passed = None
 
     def stop(self) -> None:
         with self._lock:
@@ -219,6 +239,12 @@ class CallPlan:
             seen.update(d for _, d in prefixes)
             row.stand_in_reply_tokens += reply_tokens
             row.most_reply_tokens += max_tokens
+            if prices is not None:  # the least this call can cost: its prompt and one token of reply
+                self.floor += prices[0] * prompt + prices[1]
+            passed = self.passed is not None or (self.floor_limit is not None and self.floor > self.floor_limit)
+        if passed:  # (and every call after it, in whichever flow: the plan stops)
+            self.passed = self.passed or self.floor
+            raise PlanPassedBudget(self.passed)
         return reply
 
     def unreadable(self, stage: str, role: str, model: str) -> None:

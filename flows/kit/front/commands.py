@@ -225,11 +225,25 @@ def _print_plan(run: Callable[[Any], None], settings: RunSettings, as_json: bool
 
 def refuse_a_budget_it_cannot_keep(run: Callable[[Any], None], settings: RunSettings) -> None:
     """Under --max-cost, the command is planned first (nothing is sent): a model whose price is unknown, or a budget
-    below the least the run could cost, is one line before anything starts, not a stop minutes into the run."""
+    below the least the run could cost, is one line before anything starts, not a stop minutes into the run. The
+    plan stops as soon as the least its calls can cost passes the budget, so a refusal takes seconds even for a
+    suite; only the pass whose dialogues end first is made (the least a run can cost is that pass's)."""
     from rpbench.flows.kit.running.plan import budget_verdict, make_plan
+    from rpbench.tasks.llm.planning import run_plan
 
     assert settings.max_cost is not None
-    verdict = budget_verdict(make_plan(run, settings), settings.max_cost)
+    run_plan.floor_limit = settings.max_cost
+    try:
+        plan = make_plan(run, settings, shortest_only=True)
+        passed = run_plan.passed
+    finally:
+        run_plan.floor_limit = None
+    if passed is not None:
+        raise InputError(f"--max-cost: the budget ${settings.max_cost:.4f} is below the least this run could cost "
+                         f"(its prompts, with one token of reply a call, came to ${passed:.4f} before the plan was "
+                         "done; calls in the call cache are free): it would stop before finishing; give a larger "
+                         "one (--plan says what the whole run costs)")
+    verdict = budget_verdict(plan, settings.max_cost)
     if verdict["status"] in ("unpriced", "below_floor"):
         raise InputError(f"--max-cost: {verdict['text']}")
 

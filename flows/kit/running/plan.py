@@ -30,7 +30,7 @@ from rpbench.flows.kit.front.settings import RunSettings, output_fields
 from rpbench.storage.tables import atomic_write_bytes
 from rpbench.tasks.core.errors import RunFailed
 from rpbench.tasks.llm.keys import keys_checked_elsewhere
-from rpbench.tasks.llm.planning import run_plan
+from rpbench.tasks.llm.planning import PlanPassedBudget, run_plan
 from rpbench.tasks.reports.summary import span_text
 
 PLAN_FILE = "plan.json"
@@ -66,11 +66,13 @@ def _scratch(settings: RunSettings, scratch: Path) -> RunSettings:
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """The command's own output set aside: what it prints, and Prefect's log lines below warnings."""
-    loggers = [logging.getLogger(n) for n in ("prefect", "rpbench")]
+    """The command's own output set aside: what it prints, rpbench's log lines below warnings, and Prefect's of
+    the runs on stand-ins (a stage a plan stops, checked against a budget, is no error of the user's)."""
+    names = ["rpbench", *(n for n in logging.root.manager.loggerDict if n == "prefect" or n.startswith("prefect."))]
+    loggers = [logging.getLogger(n) for n in names]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
-        lg.setLevel(logging.WARNING)
+        lg.setLevel(logging.WARNING if lg.name == "rpbench" else logging.CRITICAL)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             yield
@@ -89,15 +91,17 @@ def settings_digest(settings: RunSettings) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def make_plan(run: Callable[[Any], None], settings: RunSettings) -> dict[str, Any]:
-    """Run the command ``run`` on ``settings`` sending nothing; the plan of what it would send."""
+def make_plan(run: Callable[[Any], None], settings: RunSettings, shortest_only: bool = False) -> dict[str, Any]:
+    """Run the command ``run`` on ``settings`` sending nothing; the plan of what it would send. With
+    ``shortest_only``, only the pass whose dialogues end at the first chance (all a budget's floor needs)."""
     runner = os.environ.get("RPBENCH_RUNNER")
     os.environ["RPBENCH_RUNNER"] = "threads"  # the gateway that counts is this process's
     try:
         with _progress() as say:
             say("planning (stand-in replies, nothing sent)")
-            _run_on_stand_ins(run, settings)
-            if run_plan.endings_offered:  # a dialogue may end early: count it ended at the first chance too (low)
+            _run_on_stand_ins(run, settings, shortest_only=shortest_only)
+            if run_plan.endings_offered and run_plan.passed is None and not shortest_only:
+                # a dialogue may end early: count it ended at the first chance too (low)
                 say("planning, second pass (dialogues ended early)")
                 _run_on_stand_ins(run, settings, ending=True)
     finally:
@@ -151,11 +155,13 @@ def _progress(console: Console | None = None) -> Iterator[Callable[[str], None]]
             ticker.join()
 
 
-def _run_on_stand_ins(run: Callable[[Any], None], settings: RunSettings, ending: bool = False) -> None:
+def _run_on_stand_ins(run: Callable[[Any], None], settings: RunSettings, ending: bool = False,
+                      shortest_only: bool = False) -> None:
     from prefect import tags
 
     scratch = Path(tempfile.mkdtemp(prefix="rpbench-plan-"))
     run_plan.start(ending=ending)
+    run_plan.ending = run_plan.ending or shortest_only  # one pass, its stand-ins taking every offer to end
     try:
         planned = _scratch(settings, scratch)
         # Nothing is sent, so no key is needed yet (the run itself checks them).
@@ -164,6 +170,8 @@ def _run_on_stand_ins(run: Callable[[Any], None], settings: RunSettings, ending:
                 run(planned)
             except RunFailed:
                 pass  # stand-in replies may fail a run's rule on failures; the calls are counted all the same
+            except PlanPassedBudget as passed:  # checked against a budget: the rest need not be counted
+                run_plan.passed = passed.floor
             except typer.Exit as exc:
                 if exc.exit_code not in (0, 3):
                     raise

@@ -25,6 +25,7 @@ from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import with_chosen_runner
 from rpbench.prompts.releases import use_releases
 from rpbench.tasks.core.errors import InputError, ModelUnusable
+from rpbench.tasks.llm import planning
 from rpbench.tasks.llm.batches import batch_every_role
 from rpbench.tasks.llm.budget import BudgetReached, start_run_budget
 from rpbench.tasks.llm.event_loop import run_coroutine
@@ -97,7 +98,10 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
             use_releases(getattr(settings, "releases", None))  # a deployment's or a trigger's runs name it here
             start_run_budget(getattr(settings, "max_cost", None))
             batch_every_role(bool(getattr(settings, "batch", False)))
-        if isinstance(settings, RunSettings):  # said as the run starts: on the command line and in the UI's log
+        # Said as the run starts: on the command line and in the UI's log (a plan carries them itself, once).
+        # The plan is reached through its module: a Dask worker is sent this function by value, and the plan's
+        # lock cannot be pickled.
+        if isinstance(settings, RunSettings) and not planning.run_plan.active:
             for line in run_notes(settings, models_config(settings.models_file)):
                 logging.getLogger("rpbench").warning("warning: %s", line)
         _flow_depth += 1

@@ -14,9 +14,12 @@ def _model_string(config: ModelsConfig, name: str, roles: frozenset[str]) -> str
     return config.for_role(name).model if name in config.roles or name in roles else name
 
 
-def self_judging(settings: RunSettings, config: ModelsConfig) -> list[str]:
+Judging = tuple[list[str], list[str]]  # the models under test and the judges (``RunSettings.judging``)
+
+
+def self_judging(settings: RunSettings, config: ModelsConfig, judging: Judging | None = None) -> list[str]:
     """One line per judge bound to the same model string as a model under test."""
-    tested, judges = settings.judging()
+    tested, judges = judging or settings.judging()
     if not tested or not judges:
         return []
     roles = frozenset(builtin_roles())
@@ -31,13 +34,13 @@ def self_judging(settings: RunSettings, config: ModelsConfig) -> list[str]:
     return lines
 
 
-def embedded_roles(settings: RunSettings, config: ModelsConfig) -> list[str]:
+def embedded_roles(settings: RunSettings, config: ModelsConfig, judging: Judging | None = None) -> list[str]:
     """One line when a run mixes real models with roles left on the embedded 135M model: a user who names
     openai/gpt-4o as the model under test should not find the user emulator or the critic of that run played
     by a demo model without being told, before anything is sent."""
     from rpbench.tasks.llm.config import is_embedded
 
-    tested, judges = settings.judging()
+    tested, judges = judging or settings.judging()
     names = dict.fromkeys([*tested, *judges, *settings.helper_roles()])
     if not names:
         return []

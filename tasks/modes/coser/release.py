@@ -15,25 +15,14 @@ import ast
 import functools
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rpbench.prompts import python_text
 from rpbench.prompts.python_text import ReleaseLayoutError, Template
 from rpbench.prompts.releases import Release, read_text
 
-RELEASE = Release(
-    benchmark="coser",
-    repository="Neph0s/CoSER",
-    commit="624efc50db7be3a4e37cec6a1c58ed434dc9f2ce",
-    about="the critic's template and dimensions, the actor's, environment's and next-speaker prompts, the actor's "
-          "length ask, the opening line of every agent's conversation",
-    files={
-        "gca_evaluation/agent.py": "354f4327f59a94c6084f5dc2fdc8b8108fee944c7cf96032bad9f1bba90dd96b",
-        "gca_evaluation/main.py": "7027e43efbceaf064026aaa6c55425514b0198a2f195d7eb3fb409c468c0b76e",
-        "gca_evaluation/prompts.py": "50fbe0435349e324c34b417ff913d10bf9dea68c4d79147577dcfdde0f792755",
-        "gca_evaluation/utils.py": "fa185d78f4cd3afb518246bc95f2f09eb548f182e719e8afa234ca4e3c2e96ee",
-    },
-)
+RELEASE = Release.pinned(Path(__file__).with_name("release.toml"))
 PROMPTS, UTILS, AGENT, MAIN = (f"gca_evaluation/{n}.py" for n in ("prompts", "utils", "agent", "main"))
 # The seed main.py gives Python's generator before anything is drawn.
 RELEASE_SEED = 42

@@ -11,17 +11,12 @@ from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
 
 from rpbench.prompts import python_text
 from rpbench.prompts.releases import Release, read_text
 
-RELEASE = Release(
-    benchmark="roleinteract",
-    repository="X-PLUG/SocialBench",
-    commit="1287b67034f6c76c4b3b068c51a3a9300f85ee0a",
-    about="SocialBench's prompts, the layout of a group's profiles and the letter pattern of its scorer",
-    files={"dataset.py": "65c1110f99e0f17fc1e2353e5d3eb39376b436cfd9637885bc93bb00df1a5571"},
-)
+RELEASE = Release.pinned(Path(__file__).with_name("release.toml"))
 WHERE = "dataset.py"
 
 

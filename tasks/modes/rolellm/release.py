@@ -13,25 +13,13 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 from rpbench.prompts import python_text
 from rpbench.prompts.python_text import ReleaseLayoutError
 from rpbench.prompts.releases import Release, read_text
 
-RELEASE = Release(
-    benchmark="rolellm",
-    repository="open-compass/opencompass",
-    commit="a5acc4bba3b658f151617a3b393602110fb7a740",
-    about="RoleBench's prompts as OpenCompass's dataset configurations state them",
-    files={
-        "opencompass/configs/datasets/rolebench/instruction_generalization_eng.py":
-            "e79c12fc7d216b706a8650bf93ee10fa7011ca52b530f5f0408fe846d9a941a3",
-        "opencompass/configs/datasets/rolebench/instruction_generalization_zh.py":
-            "85d18f4f9b042c6f40e0484171824417f4ff4c0bf6f94318db6582d3d0398b1c",
-        "opencompass/configs/datasets/rolebench/role_generalization_eng.py":
-            "446da9dfbe9dfc108ed2828b3bc70d7100aa07d1e84817afeb27282509280d72",
-    },
-)
+RELEASE = Release.pinned(Path(__file__).with_name("release.toml"))
 CONFIGS = "opencompass/configs/datasets/rolebench"
 # The configuration of each RoleBench split (as rpbench names the splits); a file of another name is read by its
 # language.
