@@ -82,6 +82,10 @@ def test_the_judge_inputs_of_the_released_replies_equal_the_release_s(loopback, 
     read = manifest["release_files"]
     assert f"thu-coai/CharacterBench@{COMMIT}/model_generation_qwen_chat.py" in read
     assert sum(f"eval_prompts_{language}/" in k for k in read) == len(STORED)
+    # The report says whose words were sent: every file read, with the sha256 it was checked against.
+    report = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert "The benchmark&#39;s own words" in report or "The benchmark's own words" in report
+    assert all(k in report and v in report for k, v in read.items())
 
 
 # Every dimension's own fields, on a shipped sample item: what each dimension's judge input adds.

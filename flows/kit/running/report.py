@@ -59,8 +59,21 @@ def _scoring_modules(params: Mapping[str, Any]) -> list[str]:
 SYSTEMS = "systems"  # in a report stage's options: every system the run scores (Stages.score's ``systems``)
 
 
+def release_section(release_files: Mapping[str, str]) -> Section | None:
+    """Where the run's prompts came from: each release file its stages read, as ``repository@commit/path`` with
+    its sha256 (the manifest's ``release_files``), so a report set beside a published table says whose words
+    were sent."""
+    if not release_files:
+        return None
+    rows = "".join(f"| `{where}` | `{digest}` |\n" for where, digest in sorted(release_files.items()))
+    return Section("The benchmark's own words",
+                   "The prompts were read from the benchmark's released code, each file checked against its pinned "
+                   "sha256:\n\n| file | sha256 |\n|---|---|\n" + rows)
+
+
 async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: dict[str, Any], resamples: int,
-                         seed: int, notes: list[str] | None = None) -> StageResult:
+                         seed: int, notes: list[str] | None = None,
+                         release_files: dict[str, str] | None = None) -> StageResult:
     """Any mode's report from its scoring hook: the mode's ``score`` turns ``options`` (its stage tables and
     settings, and ``resamples`` and ``seed`` if it takes them; ``inputs``: every file it reads, whose content
     keys the cache) into a ``Scored``; the kit writes the item table, the failures, the judges' agreement with
@@ -88,10 +101,12 @@ async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: d
     if scored.agreement or scored.agreement_note:  # a mode that measures it: never an earlier run's table left
         run.write(AGREEMENT, scored.agreement, final=True)
         people["agreement"] = [a.model_dump() for a in scored.agreement]
-    section = agreement_section(scored.agreement, scored.agreement_note)
+    # The release files read before this stage, and by its scoring hook (SocialBench's reader, say).
+    read = {**(release_files or {}), **run.release_files}
+    sections = [agreement_section(scored.agreement, scored.agreement_note), release_section(read)]
     report = await publish_report(run, found.name, found.load_report(), scored.rows, scored.failures,
                                   scored.n_items, resamples, seed, scored.context, scored.samples, notes, systems,
-                                  [section] if section else [])
+                                  [s for s in sections if s is not None])
     return run.result(leaderboard=report.board, **people, **scored.summary, **report.analysis.summary)
 
 

@@ -101,9 +101,12 @@ class Stages:
 
         files = sorted({v for v in _strings(options) if Path(v).is_file()})
         options = {**options, SYSTEMS: list(systems)} if systems else dict(options)
+        # The release files the stages before it read: the report says whose words were sent.
+        release_files = {k: v for r in self.results for k, v in r.release_files.items()}
         return self.run(report_of(mode), mode=mode, inputs=files, options=options,
                         resamples=self.settings.resamples if resamples is None else resamples,
-                        seed=self.settings.seed if seed is None else seed)
+                        seed=self.settings.seed if seed is None else seed,
+                        release_files=dict(sorted(release_files.items())))
 
     def report(self) -> dict[str, Any]:
         return {"stages": len(self.results), "cached": sum(self.cached),
