@@ -1,6 +1,6 @@
 """Prompt templates (Jinja2, StrictUndefined) and their rendering.
 
-Templates live beside this file as ``<group>/<name>.<lang>.j2``. A missing
+Templates live beside this file as ``<mode>[/<part>]/<name>.<lang>.j2``. A missing
 variable is an error, never an empty string. Every render records the
 template's SHA-256 in the run it belongs to (``record_into``), so a run's
 manifest says exactly which prompt text made its calls, even when one process

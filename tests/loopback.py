@@ -8,7 +8,7 @@ echo the key back. It records
 every request it receives, so a test can count what a rerun sent.
 
 Run it in a thread (``LoopbackServer().start()``) or as a process:
-``python -m tasks.llm.loopback_server --port 8088 --latency 0.2``.
+``python -m tests.loopback --port 8088 --latency 0.2`` (from the repository's root).
 """
 
 from __future__ import annotations

@@ -33,8 +33,10 @@ def _with_roles(**kw):
 
 def test_default_config_binds_every_role_to_the_local_model():
     config = _with_roles(environ={})
-    for role in ("judge", "source", "base", "director", "scene", "checker", "never-mentioned"):
+    for role in ("judge", "source", "base", "director", "scene", "checker"):
         assert config.for_role(role).model == LOCAL_MODEL
+    with pytest.raises(InputError, match="unknown role 'never-mentioned'"):  # no silent [default]
+        config.for_role("never-mentioned")
     assert config.for_role("source").temperature == 0.7  # FURINA's own setting for the role
     assert config.for_role("judge").temperature == 0.0  # ModelSpec's own
     assert config.for_role("local-sampled").temperature == 0.8  # set for the role in the file

@@ -186,3 +186,73 @@ def test_help_texts_keep_their_bracketed_words():
     assert not lost, lost
     shown = rpbench("coser", "run", "--help", env={"COLUMNS": "200"})
     assert shown.returncode == 0 and "no [thoughts]" in shown.stdout
+
+
+# -- the guide to adding a benchmark names only what exists ----------------------------------------------------
+GUIDE = ROOT / "docs" / "write-a-benchmark.md"
+# Where the names a mode's author uses live: the kit, the gateway's requests and roles, reports, storage, prompts.
+KIT_PACKAGES = ("rpbench.flows.kit", "rpbench.tasks.llm", "rpbench.tasks.reports", "rpbench.tasks.core",
+                "rpbench.tasks.annotation", "rpbench.storage", "rpbench.prompts")
+
+
+@functools.cache
+def _kit_names() -> dict[str, object]:
+    import importlib
+    import pkgutil
+
+    names: dict[str, object] = {}
+    for package in KIT_PACKAGES:
+        root = importlib.import_module(package)
+        modules = [root] + [importlib.import_module(m.name) for m in
+                            pkgutil.walk_packages(getattr(root, "__path__", []), prefix=f"{package}.")]
+        for module in modules:
+            names.update({k: v for k, v in vars(module).items() if not k.startswith("_")})
+    return names
+
+
+def _python_blocks(text: str) -> list[str]:
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    return [b for b in blocks if not b.lstrip().startswith("--8<--")]  # the tutorial's file, included whole
+
+
+def test_every_name_a_code_block_of_the_guide_calls_exists_and_takes_what_it_is_given():
+    """The guide's code: every function or class it calls is one the kit has, and every keyword it passes is
+    one that takes it (a renamed field or a removed helper fails here, not in a newcomer's first run)."""
+    import ast
+    import inspect
+
+    names = _kit_names()
+    blocks = _python_blocks(GUIDE.read_text(encoding="utf-8"))
+    assert blocks
+    checked = 0
+    for block in blocks:
+        for node in ast.walk(ast.parse(block)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            assert node.func.id in names, f"the guide calls {node.func.id}, which the kit does not have"
+            target = names[node.func.id]
+            parameters = inspect.signature(target).parameters  # type: ignore[arg-type]
+            if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+                unknown = [k.arg for k in node.keywords if k.arg not in parameters]
+                assert not unknown, f"the guide gives {node.func.id} {unknown}, which it does not take"
+            checked += 1
+    assert checked >= 4
+
+
+def test_every_kit_name_and_path_the_guide_mentions_exists():
+    """Each class-like name in backquotes (``EvalSettings``, ``Scored(...)``) is the kit's, and each path to a
+    file of the repository is there."""
+    import re
+
+    text = GUIDE.read_text(encoding="utf-8")
+    prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)  # the code blocks, checked above
+    spans = [" ".join(s.split()) for s in re.findall(r"`([^`]+)`", prose)]
+    names = _kit_names()
+    classes = {m.group(1) for s in spans if (m := re.fullmatch(r"([A-Z][A-Za-z]+[a-z][A-Za-z]*)(\(.*\))?", s))}
+    assert {"EvalSettings", "RunCommand", "Scored", "Role", "StageRun", "BenchmarkMode"} <= classes
+    assert not sorted(c for c in classes if c not in names), "names the kit does not have"
+    paths = {s.split(":")[0] for s in spans if re.fullmatch(r"[\w./-]+\.(py|md|toml)(:\w+)?", s) and "/" in s}
+    assert paths and not sorted(p for p in paths if not (ROOT / p).exists()), "paths that are not there"
+    for ref in re.findall(r'= "(rpbench\.[\w.]+:\w+)"', text):  # the entry point shown
+        module, _, attribute = ref.partition(":")
+        assert hasattr(__import__(module, fromlist=[attribute]), attribute), ref

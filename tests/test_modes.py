@@ -149,7 +149,9 @@ def test_the_toy_mode_runs_from_its_command_with_a_model_and_a_file_of_answers(t
     ran = rpbench(*args)
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert len(loopback.requests) == 3  # the model's three questions; the oracle's file sent nothing
-    assert "oracle: accuracy 100.0" in ran.stdout and "quizzer: accuracy 66.7" in ran.stdout
+    # The kit's lines (RunCommand): the headline with its interval, the items and the failures.
+    assert "oracle: accuracy 100.00 [100.00, 100.00]  n=3 failed=0" in ran.stdout
+    assert "quizzer: accuracy 66.67 [" in ran.stdout
     board = pq.read_table(tmp_path / "out" / "leaderboard.parquet").to_pylist()
     assert [r["model"] for r in board] == ["oracle", "quizzer"]
     again = rpbench(*args)

@@ -18,7 +18,8 @@ TEST = {"test": ("furina", Role("the model under test", {"max_tokens": 512, "tem
 def test_a_builtin_role_resolves_to_itself_and_a_role_of_the_file_stands_in_for_the_benchmark_s():
     config = load_models_config(environ={}, roles=TEST)
     assert resolve(config, "checker", BUILTIN, like="test") == "checker"  # built in, left out of the file
-    assert load_models_config(environ={}).for_role("checker") == load_models_config(environ={}).default
+    declared = load_models_config(environ={}, roles={**TEST, "checker": ("furina", Role("checks a scene"))})
+    assert declared.for_role("checker").model == declared.default.model  # declared, bound by no file: [default]
     # A role of the file named as a model under test: its model, at the benchmark's role's settings (``like``),
     # under what the file sets for it.
     role = resolve(config, "local-greedy", BUILTIN, like="test")  # in the default file
@@ -135,3 +136,13 @@ def test_a_typo_in_a_models_file_names_the_setting_it_was_likely_meant_to_be(tmp
         load_models_config(path, environ={})
     assert message in str(caught.value)
     assert "did you mean" not in str(caught.value) or "batch_size" not in text  # no far-fetched guess
+
+
+def test_a_role_nothing_declares_is_an_error_listing_the_roles_never_the_default():
+    """A stage asking for a role no mode declares and no models file binds (a name the code made up) gets an
+    error naming the roles there are, not [default]'s model in silence."""
+    config = load_models_config(environ={}, roles=TEST)
+    with pytest.raises(InputError) as err:
+        config.for_role("tset")
+    assert str(err.value).startswith("unknown role 'tset' (did you mean 'test'? known: ")
+    assert "local-greedy" in str(err.value) and "\n" not in str(err.value)

@@ -2,31 +2,37 @@
 
 A quiz: each model (or a file of answers) answers short questions; an answer is right when it contains the
 expected word. The whole mode is this file, registered by its spec (``TOY``) from the tests; a real mode keeps
-the same pieces in ``tasks/modes/<name>/`` (the work), ``flows/modes/<name>/`` (settings, checks, flow,
-commands) and a line in ``pyproject.toml``. What the kit gives it, nothing here writes again:
+the same pieces in ``tasks/modes/<name>/`` (the work), ``flows/modes/<name>/`` (settings, checks, flow) and a
+line in ``pyproject.toml``. It uses exactly the names the guide (``docs/write-a-benchmark.md``) teaches; what
+the kit gives it, nothing here writes again:
 
-- ``RunSettings``: ``--models-file``, ``--cache``, ``--max-cost``, ``--batch``, ``--keep-failures`` and the
-  rest; ``settings_command`` turns the fields into the command's options (and ``--plan``).
-- ``read_systems``: ``--model`` and ``--answers`` as one list of systems, each knowing its stage parameters.
+- ``EvalSettings``: ``--model``, ``--answers``, ``--limit``, ``--resamples``, ``--seed`` and everything every
+  run takes (``--models-file``, ``--cache``, ``--max-cost``, ``--batch``, ``--plan`` ...); its three class
+  variables ``item_unit``, ``answers_layout`` and ``answers_are`` say what an item and an answer file are.
+- ``evaluation_systems``: ``--model`` and ``--answers`` as one list of systems (models resolved, answer files
+  read and their ids checked), each knowing its stage parameters.
 - ``checked``: the input check, run once per run by the command and handed to the flow.
 - ``@stage`` and ``Stages``: cached Prefect tasks handed the run's place (out, shard, models file, cache).
 - ``Stages.score``: the one report stage: from the mode's scoring hook (``quiz_scores``: item rows and failures),
   the leaderboard with intervals, report.md/.html, the viewer and the UI's artifacts, from the spec.
+- ``RunCommand``: ``rpbench toy-quiz run`` from the flow's settings, printing the leaderboard's headline.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import pyarrow.parquet as pq
 from prefect import flow
 from pydantic import Field
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.front.commands import settings_command
-from rpbench.flows.kit.front.registry import BenchmarkMode, builtin_roles
-from rpbench.flows.kit.front.settings import InputPath, OutputFolder, RunSettings, cli
-from rpbench.flows.kit.front.systems import System, read_systems
+from rpbench.flows.kit.front.registry import BenchmarkMode
+from rpbench.flows.kit.front.run_command import RunCommand
+from rpbench.flows.kit.front.settings import EvalSettings, InputPath, OutputFolder, cli
+from rpbench.flows.kit.front.systems import System, evaluation_systems
 from rpbench.flows.kit.running.finish import finish_run
-from rpbench.flows.kit.running.run import flow_body, run_flow
+from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.running.stages import Stages
 from rpbench.storage.schemas import FAILURES, TableSpec
@@ -35,9 +41,8 @@ from rpbench.storage.user_files import jsonl_objects
 from rpbench.tasks.annotation.kinds import AnnotationKind
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Failure, Record
-from rpbench.tasks.llm import Request, load_models_config
+from rpbench.tasks.llm import Request
 from rpbench.tasks.llm.given import given_reply, read_answers
-from rpbench.tasks.llm.names import resolve_all
 from rpbench.tasks.reports.spec import GroupKey, MetricSpec, ReportSpec, Scored, Scoring
 
 # -- the work: records, reading the questions, scoring an answer --------------------------------------------
@@ -113,51 +118,42 @@ TOY = BenchmarkMode(
     )),
     score="tests.toy_quiz:quiz_scores",
     annotation={"quiz-check": QUIZ_CHECK},
-    flows={"toy-quiz": "tests.toy_quiz:quiz"},
-    settings={"toy-quiz": "tests.toy_quiz:QuizSettings"},
-    checks={"toy-quiz": "tests.toy_quiz:check_quiz"},
-    commands="tests.toy_quiz:add_commands",
+    flows={"quiz": "tests.toy_quiz:quiz"},
+    settings={"quiz": "tests.toy_quiz:QuizSettings"},
+    checks={"quiz": "tests.toy_quiz:check_quiz"},
+    commands=RunCommand("toy-quiz"),  # `rpbench toy-quiz run`: the leaderboard's headline, with its interval
 )
 
 
 # -- settings and the input check (Prefect-free) ------------------------------------------------------------
 
 
-class QuizSettings(RunSettings):
+class QuizSettings(EvalSettings):
     """Models answer a quiz; accuracy and reading time per model."""
+
+    item_unit: ClassVar[str] = "questions"
+    answers_layout: ClassVar[str] = "a JSONL file of {\"id\": question id, \"answer\": text}"
+    answers_are: ClassVar[str] = "answers"
 
     questions: InputPath = Field(json_schema_extra=cli("--questions"),
                                  description="JSONL of {id, question, answer[, language]}.")
-    models: list[str] = Field(default_factory=list, json_schema_extra=cli("--model"),
-                              description="Model under test: a litellm model string, or a role name. Repeat.")
-    answers: list[str] = Field(default_factory=list, json_schema_extra=cli("--answers"),
-                               description="Answers you already have: NAME=FILE, JSONL of {id, answer}. Repeat.")
     out: OutputFolder = Field(default="runs/toy-quiz", description="Folder for answers and report.")
-    resamples: int = Field(default=200, ge=1, description="Bootstrap resamples.")
-    seed: int = Field(default=0, description="Bootstrap seed.")
 
 
 def check_quiz(s: QuizSettings) -> list[System]:
-    """Every input error before any call: the quiz, the models, the answer files."""
+    """Every input error before any call: the quiz, the models, the answer files (their ids checked)."""
     known = {q.id: q for q in read_questions(s.questions)}
-    roles = resolve_all(load_models_config(s.models_file), s.models, builtin_roles(), like="quizzer",
-                        option="--model")
-    systems = read_systems(roles, s.answers)
-    for x in systems:
-        if x.answers:
-            read_answers(x.answers, known)
-    if not systems:
-        raise InputError("give a model to ask (--model) or answers to score (--answers)")
-    return systems
+    return evaluation_systems(s, like="quizzer", known=known)
 
 
 # -- the stage and the flow ---------------------------------------------------------------------------------
 
 
 @stage("quiz-answers", roles=lambda p: [p["role"]] if p["role"] else [], inputs=("questions", "given"))
-async def answers(run: StageRun, questions: str, role: str | None, given: str | None, name: str) -> StageResult:
+async def answers(run: StageRun, questions: str, limit: int | None, role: str | None, given: str | None,
+                  name: str) -> StageResult:
     """``name``'s answers: asked of the model bound to ``role``, or read from the file ``given``."""
-    quiz = read_questions(questions)
+    quiz = read_questions(questions)[:limit]
     if given is not None:
         texts = read_answers(given)
         results = [given_reply(texts.get(q.id), name) for q in quiz]
@@ -186,24 +182,8 @@ def quiz(s: QuizSettings, stages: Stages) -> dict:
     """The toy quiz: every system answers, then one report (``flow_body`` hands the run its ``Stages``; Prefect
     and deployments see the one parameter ``settings``)."""
     systems = checked(check_quiz, s)
-    made = stages.map(answers, [{"questions": s.questions, **x.params()} for x in systems])
+    made = stages.map(answers, [{"questions": s.questions, "limit": s.limit, **x.params()} for x in systems])
     tables = {"items": [m.path("quiz_answers") for m in made], "failures": [m.path("failures") for m in made]}
-    done = stages.score("toy-quiz", {**tables, "n_items": len(read_questions(s.questions))})
-    return finish_run(s.out, stages, s, "toy-quiz", quiz={"leaderboard": done.summary["leaderboard"]})
-
-
-# -- the command --------------------------------------------------------------------------------------------
-
-
-def run(s: QuizSettings) -> None:
-    """Models answer a quiz; the leaderboard and report."""
-    import typer
-
-    checked(check_quiz, s)  # bad input is one line here, before the flow starts
-    manifest = run_flow(quiz, settings=s)
-    for row in manifest["quiz"]["leaderboard"]:
-        typer.echo(f"{row['model']}: accuracy {row['accuracy']:.1f}")
-
-
-def add_commands(app) -> None:
-    app.command("run")(settings_command(QuizSettings, run))
+    done = stages.score("toy-quiz", {**tables, "n_items": len(read_questions(s.questions)[:s.limit])},
+                        systems=[x.name for x in systems])
+    return finish_run(s.out, stages, s, "quiz", quiz=done.scores())

@@ -42,7 +42,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from rpbench.storage.user_files import load_yaml, read_user_text
-from rpbench.tasks.core.errors import InputError, close_match, first_error
+from rpbench.tasks.core.errors import InputError, close_match, first_error, unknown_name
 from rpbench.tasks.core.secrets import (
     field_secrets,
     looks_like_key,
@@ -373,8 +373,10 @@ class ModelsConfig(BaseModel):
         merged from its layers when first asked for. ``<like>@<model>`` (what ``bind_model`` returns) is the
         model string with the settings of role ``like`` as they are for that model (the embedded model's tuning
         never reaches another model), so the name alone says everything, in any process. A role nothing
-        declares uses [default]; names a user gives are checked before any work starts
-        (``rpbench.tasks.llm.names``).
+        declares is an error listing the roles there are (names a user gives are checked before any work
+        starts, ``rpbench.tasks.llm.names``, so this is a name the code made up: never silently [default]'s).
+        A config that does not know the benchmarks' roles (made in code, ``ModelsConfig(default=...)``, or read
+        without ``roles``) gives every role [default]'s settings.
         """
         if role in self.roles:
             return self.roles[role]
@@ -392,8 +394,13 @@ class ModelsConfig(BaseModel):
             spec = self._spec(like, model)
         elif self._layers is not None and role in self._layers.builtin:
             spec = self._spec(role)
-        else:
+        elif role == "default" or self._layers is None or not self._layers.builtin:
+            # [default] itself; or a config made without the benchmarks' roles (in code, or read with no
+            # ``roles``): there every role is [default]'s
             return self.default
+        else:
+            raise unknown_name("role", role, [*self.roles, *self._layers.builtin],
+                               "a role is one of the models file's ([roles.NAME]) or one a benchmark declares")
         self._resolved[role] = spec
         return spec
 
