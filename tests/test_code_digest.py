@@ -34,7 +34,7 @@ def _edit(path: Path) -> None:
 def test_editing_one_mode_changes_only_that_modes_stage_keys(tmp_path):
     root = _copy(tmp_path)
     before = _digests(root)
-    _edit(root / "tasks" / "modes" / "roleinteract" / "letters.py")
+    _edit(root / "tasks" / "modes" / "roleinteract" / "answering.py")
     after = _digests(root)
     changed = {m for m in before if before[m] != after[m]}
     assert changed == _stage_modules()["roleinteract"]
@@ -62,7 +62,8 @@ def test_editing_shared_code_a_stage_uses_changes_its_key(tmp_path):
 def test_a_stage_depends_on_its_modes_code_and_shared_code_but_no_other_modes():
     root = package_root()
     files = {p.relative_to(root).as_posix() for p in dependencies("rpbench.flows.modes.roleinteract.flows", root)}
-    assert "tasks/modes/roleinteract/letters.py" in files and "storage/schemas.py" in files
+    assert "tasks/modes/roleinteract/answering.py" in files and "storage/schemas.py" in files
+    assert "tasks/choices/letters.py" in files  # the kit's letter reader, which RoleInteract reads replies with
     assert not any(f.startswith("tasks/modes/") and "/roleinteract/" not in f and f != "tasks/modes/__init__.py"
                    for f in files)
     assert not any(f.startswith("flows/") for f in files)  # the Prefect shell is not the work

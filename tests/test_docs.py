@@ -192,7 +192,7 @@ def test_help_texts_keep_their_bracketed_words():
 GUIDE = ROOT / "docs" / "write-a-benchmark.md"
 # Where the names a mode's author uses live: the kit, the gateway's requests and roles, reports, storage, prompts.
 KIT_PACKAGES = ("rpbench.flows.kit", "rpbench.tasks.llm", "rpbench.tasks.reports", "rpbench.tasks.core",
-                "rpbench.tasks.annotation", "rpbench.storage", "rpbench.prompts")
+                "rpbench.tasks.annotation", "rpbench.tasks.choices", "rpbench.storage", "rpbench.prompts")
 
 
 @functools.cache

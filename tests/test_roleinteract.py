@@ -15,11 +15,11 @@ import pytest
 from rpbench.flows.modes.roleinteract.settings import RoleInteractSettings
 from rpbench.samples import sample_path
 from rpbench.storage.tables import read_records
+from rpbench.tasks.choices.letters import option_letters
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.modes.roleinteract.analysis import by_key, drift, item_scores, nine_columns, preference_matrix
 from rpbench.tasks.modes.roleinteract.answering import prompt_text
 from rpbench.tasks.modes.roleinteract.catalog import NAMES, PAPER_AVG, PAPER_TABLE
-from rpbench.tasks.modes.roleinteract.letters import option_letters
 from rpbench.tasks.modes.roleinteract.loader import load_file, readable
 from rpbench.tasks.modes.roleinteract.records import Answer, ItemScore
 from rpbench.tasks.modes.roleinteract.scoring import (

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from rpbench.tasks.modes.roleinteract.letters import option_letters
+from rpbench.tasks.choices.letters import option_letters
 
 CORPUS: list[tuple[str, list[str]]] = [
     # bare letters and markup
@@ -65,3 +65,22 @@ def test_rpbench_reads_right_every_reply_the_released_regex_reads_right():
     assert theirs <= ours, sorted(theirs - ours)
     assert len(ours) > len(theirs)  # and more: the negations and the article, which the regex cannot tell
     assert released("A is correct") == ["A"] and released("I would not choose A. My answer: D") == ["A", "D"]
+
+
+def test_the_kit_names_its_readers_and_scores_letters_by_a_named_rule():
+    """The kit's multiple-choice pieces a new benchmark reads its replies with: a reader by its policy's name
+    (an unknown one is an error listing them), a release's own pattern followed as it is, and the two rules."""
+    import re
+
+    from rpbench.tasks.choices.letters import pattern_reader, reader, score_letters
+    from rpbench.tasks.core.errors import InputError
+
+    assert reader("lenient")("I choose B, not A.", "ABCD") == ["B"]
+    with pytest.raises(InputError, match="unknown letter reader 'lenint' \\(did you mean 'lenient'"):
+        reader("lenint")
+    released = pattern_reader(re.compile(r"(^|\W)([A-H])(\W|$)"), group=1)
+    assert released("A good choice is D.", "ABCD") == ["A", "D"]  # the article read as a letter, as released
+    assert score_letters(["B"], ["B"]) == 1.0 and score_letters(["B", "C"], ["B"]) == 0.0
+    assert score_letters(["B", "C"], ["B"], rule="first") == 1.0 and score_letters([], ["B"], "first") == 0.0
+    with pytest.raises(InputError, match="unknown letter rule"):
+        score_letters(["B"], ["B"], rule="any")

@@ -43,7 +43,8 @@ from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Failure, Record
 from rpbench.tasks.llm import Request
 from rpbench.tasks.llm.given import given_reply, read_answers
-from rpbench.tasks.reports.spec import GroupKey, MetricSpec, ReportSpec, Scored, Scoring
+from rpbench.tasks.reports.metrics import accuracy, mean_of
+from rpbench.tasks.reports.spec import GroupKey, ReportSpec, Scored, Scoring
 
 # -- the work: records, reading the questions, scoring an answer --------------------------------------------
 
@@ -110,10 +111,9 @@ TOY = BenchmarkMode(
     roles={"quizzer": "answers the questions"},
     item_table=ANSWERS,
     report=ReportSpec("rpbench toy-quiz evaluation", Scoring(
-        metrics=(MetricSpec("accuracy", "share of questions answered right, in percent", "correct",
-                            point=lambda v: 100 * sum(v) / len(v), statistic=lambda x, axis: 100 * x.mean(axis=axis)),
-                 MetricSpec("seconds", "mean time to read the answer aloud", "seconds", higher_is_better=False,
-                            interval=False, digits=2)),
+        metrics=(accuracy("share of questions answered right"),
+                 mean_of("seconds", "mean time to read the answer aloud", "seconds", higher_is_better=False,
+                         interval=False)),
         groups=(GroupKey("language", "language"),),
     )),
     score="tests.toy_quiz:quiz_scores",

@@ -14,13 +14,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, overload
 
+from rpbench.tasks.choices.letters import option_letters
 from rpbench.tasks.llm import Model, Request
 from rpbench.tasks.llm.gather import OnDone
 from rpbench.tasks.llm.given import given_reply
 from rpbench.tasks.llm.requests import CallResult
 from rpbench.tasks.modes.roleinteract import release
 from rpbench.tasks.modes.roleinteract.catalog import GROUP, MEMORY
-from rpbench.tasks.modes.roleinteract.letters import option_letters
 from rpbench.tasks.modes.roleinteract.records import Answer, Item
 
 EMOTION = "Individual-EP-DialogueEmotionDetect"

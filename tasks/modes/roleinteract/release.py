@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rpbench.prompts import python_text
 from rpbench.prompts.releases import Release, read_text
+from rpbench.tasks.choices.letters import pattern_reader
 
 RELEASE = Release.pinned(Path(__file__).with_name("release.toml"))
 WHERE = "dataset.py"
@@ -48,9 +49,4 @@ def _letter_pattern(source: str) -> re.Pattern[str]:
 def letters_as_released(reply: str) -> list[str]:
     """The option letters ``format_predict`` reads in ``reply``: each letter A-H its pattern finds (the middle
     group), in order, each once; whether or not the item offers it."""
-    out: list[str] = []
-    for match in _letter_pattern(read_text(RELEASE, WHERE)).findall(reply):
-        letter = match[1] if isinstance(match, tuple) else match
-        if letter not in out:
-            out.append(letter)
-    return out
+    return pattern_reader(_letter_pattern(read_text(RELEASE, WHERE)), group=1)(reply, "")
