@@ -61,7 +61,8 @@ def listing(ctx: typer.Context,
                 x for x in (f"{len(missing)} missing" if missing else "", f"{len(differ)} not the pinned file"
                                                                            if differ else "") if x)
                 + f": `rpbench releases fetch {benchmark}`")
-            typer.echo(f"{benchmark}: {release.name} ({release.about}): {len(held)} files, {state}")
+            files = f"{len(held)} file" + ("s" if len(held) != 1 else "")
+            typer.echo(f"{benchmark}: {release.name} ({release.about}): {files}, {state}")
 
 
 @app.command("fetch")
