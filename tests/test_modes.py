@@ -10,6 +10,7 @@ import json
 import logging
 import math
 import random
+import re
 
 import pyarrow.parquet as pq
 import pytest
@@ -253,6 +254,28 @@ def test_two_modes_of_one_name_or_one_role_in_two_modes_are_refused(toy):
     assert "toy-two" not in modes()
 
 
+@pytest.mark.parametrize(("change", "rule"), [
+    ({"checks": {"quizz": "tests.toy_quiz:check_quiz"}}, "rule 'checks': checks ['quizz'] are for no flow"),
+    ({"flows": {"quiz": "tests.toy_quiz:quiz", "again": "tests.toy_quiz:quiz"}},
+     "rule 'run-command': RunCommand runs the mode's one flow, and it has 2"),
+    ({"smoke": None}, "rule 'smoke': a mode with flows gives a smoke scenario"),
+])
+def test_a_mode_that_breaks_a_rule_is_refused_as_it_is_registered_naming_the_rule(change, rule):
+    """What every mode must satisfy is said when it is registered, from its spec alone: a newcomer reads the
+    rule there, not in a shared test failing later."""
+    import dataclasses
+
+    with pytest.raises(ValueError, match=re.escape(f"mode 'toy-three' breaks {rule}")):
+        register(dataclasses.replace(TOY, name="toy-three", roles={"quizzer3": "answers"}, **change))
+    assert "toy-three" not in modes()
+
+
+def test_every_installed_mode_keeps_the_rules():
+    from rpbench.flows.kit.front.registry import broken_rules
+
+    assert {name: broken_rules(mode) for name, mode in modes().items()} == {name: [] for name in modes()}
+
+
 def test_a_mode_registered_before_the_installed_ones_are_found_is_checked_against_them(monkeypatch):
     """A plug-in registered first (nothing has asked for the modes yet) still may not take a built-in mode's
     role: the installed modes are found before it is added, not after (when the clash would surface later,
@@ -324,3 +347,23 @@ def test_importing_any_flow_module_leaves_litellm_unimported():
             "print(len(names), 'litellm' in sys.modules)")
     count, imported = _python(code).split()
     assert int(count) >= 8 and imported == "False"
+
+
+def test_the_toy_modes_smoke_scenario_runs_twice_and_the_second_run_sends_nothing(toy, harness, loopback, tmp_path,
+                                                                                 monkeypatch):
+    """Its smoke scenario (what the hardening tests run of every registered mode): a model and a file of answers
+    on each question; the model's replies read from the kit's stand-in replies the loopback server gives."""
+    from tests.helpers import any_mode_responder
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = any_mode_responder
+    models = loopback_models_file(tmp_path / "models.toml", loopback)
+    (step,) = TOY.smoke_steps(tmp_path / "work")
+    extra = ["--models-file", str(models), "--cache", str(tmp_path / "c.sqlite")]
+    first = rpbench(*step.args, *extra)
+    assert first.returncode == 0, first.stderr[-2000:]
+    sent = len(loopback.requests)
+    board = {r["model"]: r for r in pq.read_table(step.out / "leaderboard.parquet").to_pylist()}
+    assert sent == 4 and board["oracle"]["accuracy"] == 100.0 and board["quizzer"]["n"] == 4
+    again = rpbench(*step.args, *extra)
+    assert again.returncode == 0 and len(loopback.requests) == sent

@@ -20,6 +20,7 @@ the kit gives it, nothing here writes again:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 import pyarrow.parquet as pq
@@ -27,7 +28,7 @@ from prefect import flow
 from pydantic import Field
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.front.registry import BenchmarkMode
+from rpbench.flows.kit.front.registry import BenchmarkMode, smoke_run
 from rpbench.flows.kit.front.run_command import RunCommand
 from rpbench.flows.kit.front.settings import EvalSettings, InputPath, OutputFolder, cli
 from rpbench.flows.kit.front.systems import System, evaluation_systems
@@ -87,6 +88,7 @@ def scored(q: Question, text: str, model: str) -> QuizAnswer:
 
 
 # -- the spec: what a user sees before anything is imported -------------------------------------------------
+SAMPLES = Path(__file__).resolve().parent / "data" / "toy_quiz"
 
 
 def _quiz_tasks(folder, limit, seed):
@@ -122,6 +124,10 @@ TOY = BenchmarkMode(
     settings={"quiz": "tests.toy_quiz:QuizSettings"},
     checks={"quiz": "tests.toy_quiz:check_quiz"},
     commands=RunCommand("toy-quiz"),  # `rpbench toy-quiz run`: the leaderboard's headline, with its interval
+    # The smallest run on its own samples, a model and a file of answers on each question (the hardening tests
+    # run every registered mode's).
+    smoke=smoke_run("toy-quiz", "--questions", str(SAMPLES / "questions.jsonl"), "--model", "quizzer",
+                    "--answers", f"oracle={SAMPLES / 'oracle.jsonl'}"),
 )
 
 

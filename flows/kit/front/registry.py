@@ -247,10 +247,41 @@ _discovered = False
 _lock = threading.Lock()
 
 
+def broken_rules(mode: BenchmarkMode) -> list[str]:
+    """What a mode must satisfy, each rule by name, checked as it is registered from its spec alone (nothing
+    imported): a newcomer reads the rule here, not in a shared test failing later.
+
+    - ``checks``: a check is for one of the mode's flows (a misspelt flow name would leave its flow unchecked);
+    - ``run-command``: ``RunCommand`` makes ``run`` from the mode's one flow; a mode with several gives
+      ``Commands`` naming each;
+    - ``smoke``: a mode with flows gives a smoke scenario (``smoke=smoke_run(...)``): the hardening tests (kills
+      and resumes, faults, the secrets scan) run every registered mode's, on two systems per item, one a model;
+    - ``name`` and ``roles`` (``register``): one mode of a name, and a role name belongs to one mode."""
+    from rpbench.flows.kit.front.run_command import RunCommand
+
+    broken = []
+    stray = sorted(set(mode.checks) - set(mode.flows))
+    if stray:
+        broken.append(f"rule 'checks': checks {stray} are for no flow of the mode (its flows: "
+                      f"{', '.join(sorted(mode.flows)) or 'none'})")
+    if isinstance(mode.commands, RunCommand) and len(mode.flows) != 1:
+        broken.append(f"rule 'run-command': RunCommand runs the mode's one flow, and it has {len(mode.flows)}: "
+                      "give Commands(name, {command: FlowCommand(flow), ...}) instead")
+    if mode.flows and mode.smoke is None:
+        broken.append("rule 'smoke': a mode with flows gives a smoke scenario (smoke=smoke_run(name, *args) on "
+                      "shipped samples, a model and a file of answers on each item): the hardening tests run "
+                      "every registered mode's")
+    return broken
+
+
 def register(mode: BenchmarkMode) -> BenchmarkMode:
     """Add a mode. A second, different mode of the same name, or a role another mode already declares, is an
-    error: one would silently shadow the other. Registering the same spec again is harmless. The installed
-    modes are found first, so a mode registered before anything asked for them is checked against them too."""
+    error: one would silently shadow the other; so is a mode that breaks a rule of ``broken_rules``. Registering
+    the same spec again is harmless. The installed modes are found first, so a mode registered before anything
+    asked for them is checked against them too."""
+    broken = broken_rules(mode)
+    if broken:
+        raise ValueError(f"mode '{mode.name}' breaks {'; '.join(broken)}")
     _discover()
     with _lock:
         held = _modes.get(mode.name)
