@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,9 +22,15 @@ class ReleaseLayoutError(ValueError):
     """A release file does not hold what rpbench reads from it where it expects it (another commit's file)."""
 
 
+# CPython 3.11's parser is not safe to run in two threads at once ("AST constructor recursion depth mismatch",
+# python/cpython#106905): a stage's concurrent scenes each read a release file the first time together.
+PARSING = threading.Lock()
+
+
 @functools.lru_cache(maxsize=64)
 def parsed(source: str) -> ast.Module:
-    return ast.parse(source)
+    with PARSING:
+        return ast.parse(source)
 
 
 @functools.lru_cache(maxsize=64)

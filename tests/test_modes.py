@@ -256,7 +256,7 @@ def test_two_modes_of_one_name_or_one_role_in_two_modes_are_refused(toy):
 
 @pytest.mark.parametrize(("change", "rule"), [
     ({"checks": {"quizz": "tests.toy_quiz:check_quiz"}}, "rule 'checks': checks ['quizz'] are for no flow"),
-    ({"flows": {"quiz": "tests.toy_quiz:quiz", "again": "tests.toy_quiz:quiz"}},
+    ({"flows": {"toy": "tests.toy_quiz:quiz", "again": "tests.toy_quiz:quiz"}},
      "rule 'run-command': RunCommand runs the mode's one flow, and it has 2"),
     ({"smoke": None}, "rule 'smoke': a mode with flows gives a smoke scenario"),
 ])

@@ -120,9 +120,9 @@ TOY = BenchmarkMode(
     )),
     score="tests.toy_quiz:quiz_scores",
     annotation={"quiz-check": QUIZ_CHECK},
-    flows={"quiz": "tests.toy_quiz:quiz"},
-    settings={"quiz": "tests.toy_quiz:QuizSettings"},
-    checks={"quiz": "tests.toy_quiz:check_quiz"},
+    flows={"toy": "tests.toy_quiz:quiz"},
+    settings={"toy": "tests.toy_quiz:QuizSettings"},
+    checks={"toy": "tests.toy_quiz:check_quiz"},
     commands=RunCommand("toy-quiz"),  # `rpbench toy-quiz run`: the leaderboard's headline, with its interval
     # The smallest run on its own samples, a model and a file of answers on each question (the hardening tests
     # run every registered mode's).
@@ -192,4 +192,4 @@ def quiz(s: QuizSettings, stages: Stages) -> dict:
     tables = {"items": [m.path("quiz_answers") for m in made], "failures": [m.path("failures") for m in made]}
     done = stages.score("toy-quiz", {**tables, "n_items": len(read_questions(s.questions)[:s.limit])},
                         systems=[x.name for x in systems])
-    return finish_run(s.out, stages, s, "quiz", quiz=done.scores())
+    return finish_run(s.out, stages, s, "toy", toy=done.scores())

@@ -9,8 +9,10 @@ own without touching this file.
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
@@ -89,10 +91,26 @@ def png(fig: Any) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")  # keeps a legend set beside the axes
+    with warnings.catch_warnings():
+        # A glyph no installed font has (Chinese names where no CJK font is installed) is drawn as a box; the
+        # tables beside the chart hold the names. One warning per glyph would bury the run's output.
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
+        fig.tight_layout()
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")  # keeps a legend set beside the axes
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode()
+
+
+@functools.cache
+def chart_fonts() -> list[str]:
+    """Matplotlib's default font, then any installed font with Chinese glyphs, which matplotlib falls back to
+    for a character the first lacks (a character's or dimension's Chinese name on an axis)."""
+    from matplotlib import font_manager
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    cjk = [name for name in ("Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
+                             "Source Han Sans SC", "SimHei", "Microsoft YaHei", "PingFang SC") if name in installed]
+    return ["DejaVu Sans", *cjk]
 
 
 def _number(value: Any) -> TypeGuard[float]:
@@ -108,6 +126,7 @@ def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring, score
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    plt.rcParams["font.family"] = chart_fonts()
     head = scoring.headline
     axis = f"{head.name} ({head.unit})" if head.unit else head.name
     out = {}
