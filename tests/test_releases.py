@@ -148,3 +148,35 @@ def test_python_files_are_read_as_text_never_imported():
         pytest.skip(f"the releases are not here: {RELEASES}")
     release.judge_prompt("engagement", "zh")
     assert not any(name.startswith(("eval_prompts", "data_info", "roleplay_prompt")) for name in sys.modules)
+
+
+def test_release_files_are_parsed_one_thread_at_a_time(monkeypatch):
+    """CPython 3.11's parser fails in two threads at once ("AST constructor recursion depth mismatch"), which
+    CoSER's concurrent scenes and RoleInteract's requests met reading a release file for the first time
+    together: every parse goes through one lock. Measured by a parse that waits a little, in eight threads."""
+    import ast
+    import time
+
+    from rpbench.prompts import python_text
+
+    inside, most, lock = [0], [0], threading.Lock()
+    real = ast.parse
+
+    def slow_parse(source, *args, **kwargs):
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.02)
+        try:
+            return real(source, *args, **kwargs)
+        finally:
+            with lock:
+                inside[0] -= 1
+
+    monkeypatch.setattr(ast, "parse", slow_parse)
+    threads = [threading.Thread(target=python_text.parsed, args=(f"X = {i}\n",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1

@@ -14,6 +14,8 @@ import functools
 import hashlib
 from pathlib import Path
 
+from rpbench.prompts.python_text import parse_python
+
 # Where each top-level part of the package lives below the installed ``rpbench`` folder (or a checkout).
 PARTS = {"tasks": "tasks", "storage": "storage", "prompts": "prompts", "flows": "flows"}
 FOLLOWED = ("rpbench.tasks", "rpbench.storage", "rpbench.prompts")
@@ -55,7 +57,7 @@ def _found_elsewhere(name: str) -> Path | None:
 def _imported(path: Path, root: Path, own: str) -> set[str]:
     """The ``rpbench`` modules a file imports (a ``from package import name`` counts the submodule if it is one)."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_bytes())):
+    for node in ast.walk(parse_python(path.read_bytes())):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names if alias.name.startswith(("rpbench.", own))}
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(("rpbench", own)):
