@@ -301,12 +301,8 @@ class Gateway:
                      response_format: dict[str, Any] | None, sample_index: int = 0,
                      plan_schema: dict[str, Any] | None = None, ends: str | None = None,
                      attempts: int | None = None) -> dict[str, Any]:
-        """The reply to one attempt, from the cache or the model; a permanent failure raises.
-
-        Identical requests in flight at the same time (two models whose answers coincide, judged at once)
-        are sent once and share the reply: sent twice, a sampling model could answer each differently
-        while the cache keeps only one answer, and a rerun would then read back a different one.
-        """
+        """The reply to one attempt, from the first of: this run's batch, the cache, a plan's stand-in, a twin
+        request in flight, the model (``_shared``). A permanent failure raises."""
         batched = self._batched.pop(record.cache_key, None)
         if batched is not None:  # sent by this run, in a batch: paid for here
             record.cached = False
@@ -314,18 +310,31 @@ class Gateway:
             return batched
         cached = self.cache.get(record.cache_key) if self.cache is not None else None
         if run_plan.active:  # a plan (--plan): nothing is sent, nothing is stored; every request is counted
-            if cached is not None:
-                run_plan.from_cache(self.stage, record.role, spec.model, cached, prices_of(spec))
-                return cached
-            record.cached = False
-            batch = self._batches(spec)
-            return run_plan.stand_in(self.stage, record.role, spec.model, family_of(spec.model), record.cache_key,
-                                     convo, plan_schema, spec.max_tokens,
-                                     batch_prices_of(spec) if batch else prices_of(spec),
-                                     attempts or self.config.retry.parse_attempts,
-                                     "batch" if batch else "interactive" if self._wants_batch(spec) else "", ends)
+            return self._planned(spec, record, convo, cached, plan_schema, ends, attempts)
         if cached is not None:
             return cached
+        return await self._shared(spec, record, convo, response_format, sample_index, plan_schema, ends, attempts)
+
+    def _planned(self, spec: ModelSpec, record: CallRecord, convo: list[Message], cached: dict[str, Any] | None,
+                 plan_schema: dict[str, Any] | None, ends: str | None, attempts: int | None) -> dict[str, Any]:
+        """A plan's reply: the cached one (counted as free) or a stand-in (counted at its price)."""
+        if cached is not None:
+            run_plan.from_cache(self.stage, record.role, spec.model, cached, prices_of(spec))
+            return cached
+        record.cached = False
+        batch = self._batches(spec)
+        return run_plan.stand_in(self.stage, record.role, spec.model, family_of(spec.model), record.cache_key,
+                                 convo, plan_schema, spec.max_tokens,
+                                 batch_prices_of(spec) if batch else prices_of(spec),
+                                 attempts or self.config.retry.parse_attempts,
+                                 "batch" if batch else "interactive" if self._wants_batch(spec) else "", ends)
+
+    async def _shared(self, spec: ModelSpec, record: CallRecord, convo: list[Message],
+                      response_format: dict[str, Any] | None, sample_index: int, plan_schema: dict[str, Any] | None,
+                      ends: str | None, attempts: int | None) -> dict[str, Any]:
+        """De-duplication across threads: identical requests in flight at the same time (two models whose
+        answers coincide, judged at once) are sent once and share the reply. Sent twice, a sampling model could
+        answer each differently while the cache keeps only one answer, and a rerun would read back another."""
         mine: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
         with self._in_flight_lock:  # one look at both, so a batch cannot take the key between them
             batching = self._batching.get(record.cache_key)
@@ -337,18 +346,32 @@ class Gateway:
             return await self._reply(spec, record, convo, response_format, sample_index, plan_schema, ends, attempts)
         if shared is not None:
             return await asyncio.wrap_future(shared)  # answered by the call that sent it (cached stays True)
+        try:
+            reply = await self._sent(spec, record, convo, response_format, sample_index)
+            mine.set_result(reply)
+            return reply
+        except BaseException as exc:
+            mine.set_exception(exc)
+            mine.exception()  # retrieved: no "never retrieved" warning when nobody else was waiting
+            raise
+        finally:
+            with self._in_flight_lock:
+                self._in_flight.pop(record.cache_key, None)
+
+    async def _sent(self, spec: ModelSpec, record: CallRecord, convo: list[Message],
+                    response_format: dict[str, Any] | None, sample_index: int) -> dict[str, Any]:
+        """The model's reply, sent by this process: unless another process sharing the cache sends it (the
+        claim), once the run may send (not stopped) and the budget holds what it may cost; stored in the cache."""
         reserved: float | None = None
         cost, claimed = None, False
         try:
-            # A twin on another thread may have stored its reply and left the table between this call's look in
-            # the cache and its look in the table: look again, now that a later twin would wait for this one.
-            if self.cache is not None and (stored := self.cache.get(record.cache_key)) is not None:
-                mine.set_result(stored)
-                return stored
-            if self.cache is not None:  # the same request sent by another process sharing the cache: its reply
+            if self.cache is not None:
+                # A twin on another thread may have stored its reply and left the table between this call's look
+                # in the cache and its look in the table: look again, now that a later twin would wait for this.
+                if (stored := self.cache.get(record.cache_key)) is not None:
+                    return stored
                 claimed, stored = await self._claim(spec, record.cache_key)
-                if stored is not None:
-                    mine.set_result(stored)
+                if stored is not None:  # the same request sent by another process sharing the cache: its reply
                     return stored
             await gate()  # a stopped run sends nothing new (and journals nothing as sent)
             if run_budget.active(spec.max_cost):  # what it may cost, reserved (or the run stops, sending nothing)
@@ -366,19 +389,12 @@ class Gateway:
                 self.cache.put(record.cache_key, reply)  # (which ends the claim)
                 self._written.add(record.cache_key)
                 claimed = False
-            mine.set_result(reply)
             return reply
-        except BaseException as exc:
-            mine.set_exception(exc)
-            mine.exception()  # retrieved: no "never retrieved" warning when nobody else was waiting
-            raise
         finally:
             if claimed and self.cache is not None:  # no reply stored: another process may send it now
                 self.cache.release(record.cache_key)
             if reserved is not None:
                 run_budget.settle(record.role, reserved, cost)
-            with self._in_flight_lock:
-                self._in_flight.pop(record.cache_key, None)
 
     async def _claim(self, spec: ModelSpec, key: str) -> tuple[bool, dict[str, Any] | None]:
         """Claim the sending of ``key`` in the cache: (True, None) once this process holds the claim and sends;
