@@ -378,3 +378,29 @@ async def test_a_reply_shared_within_one_run_is_not_healed(make_gateway, loopbac
     first = await gateway.complete("judge", MSG, schema=Verdict)
     second = await gateway.fork().complete("director", MSG, schema=Verdict)
     assert not first.ok and not second.ok and len(loopback.requests) == 3
+
+
+def test_a_fork_shares_the_declared_state_and_nothing_else():
+    """Forks (one per stage) share what SharedState declares, the very objects, and keep the rest their own: a
+    stage's name, batch status, ledger and worker pools never leak into another stage's."""
+    import dataclasses
+
+    from rpbench.tasks.llm.config import ModelsConfig
+    from rpbench.tasks.llm.gateway import Gateway
+
+    parent = Gateway(ModelsConfig())
+    parent.heal = False
+    one, two = parent.fork(), parent.fork()
+    assert one.shared is two.shared is parent.shared and one.heal is False
+    for f in dataclasses.fields(parent.shared):
+        assert getattr(one.shared, f.name) is getattr(parent.shared, f.name)
+    one.stage, one.batch_status = "judge", "batch 1 of 2"
+    one._held[2] = object()  # type: ignore[assignment]
+    assert (two.stage, two.batch_status, two._held) == ("", "", {}) and parent.stage == ""
+    assert one.ledger is not two.ledger is not parent.ledger
+    one._written.add("k")  # shared: another stage's hit on this key is this run's own reply
+    assert "k" in two._written
+    shared_ids = {id(getattr(parent.shared, f.name)) for f in dataclasses.fields(parent.shared)}
+    own = {name for name, value in vars(one).items() if isinstance(value, dict | set | list)
+           and id(value) not in shared_ids}
+    assert own == {"_held"}  # every mutable the fork holds is its own or declared shared

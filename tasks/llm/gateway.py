@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import copy
 import functools
 import random
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
 import aiohttp
@@ -133,43 +133,57 @@ def _plain(exc: BaseException) -> str:
     return plain_error(scrub_text(f"{type(exc).__name__}: {str(exc).strip()}"))
 
 
+@dataclass
+class SharedState:
+    """What every fork of one gateway shares, by design and in one place: the process's view of the calls in
+    flight and of the models that failed. A fork (a stage) holds this object; everything else it has is its own.
+
+    ``sessions``: one pooled HTTP session per event loop (weakly keyed: a dead loop's goes with it).
+    ``in_flight``: requests being sent now, by cache key (``_shared``: a twin waits for the one that sends).
+    ``written``: cache keys this process sent and stored: a cache hit on one is this run's own reply (two models
+    asking the same thing), not an earlier run's, so it is no reason to heal.
+    ``unusable``: models found unusable (a refused or missing key, a model the provider does not know), by model
+    and endpoint: later calls to them stop at once instead of sending.
+    ``batched``: replies a batch of this run brought, by cache key, until the call that asked is made.
+    ``batching``: keys in a batch some stage has in flight, each with the batch's end: another stage asking one
+    waits for that batch rather than sending (and paying for) it again. Under ``lock``, with ``in_flight``.
+    ``prefixes``: recent prompts, to mark the prefixes Anthropic should cache."""
+
+    sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = field(
+        default_factory=weakref.WeakKeyDictionary)
+    in_flight: dict[str, concurrent.futures.Future[dict[str, Any]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    written: set[str] = field(default_factory=set)
+    unusable: dict[tuple[str, str | None], ModelUnusable] = field(default_factory=dict)
+    batched: dict[str, dict[str, Any]] = field(default_factory=dict)
+    batching: dict[str, concurrent.futures.Future[None]] = field(default_factory=dict)
+    prefixes: PrefixMemory = field(default_factory=PrefixMemory)
+
+
 class Gateway:
     """Role-addressed, cached, bounded, retried access to any litellm model."""
 
-    def __init__(self, config: ModelsConfig, cache: CallCache | None = None, ledger: Ledger | None = None) -> None:
+    def __init__(self, config: ModelsConfig, cache: CallCache | None = None, ledger: Ledger | None = None,
+                 shared: SharedState | None = None) -> None:
         self.config = config
         self.cache = cache
         self.ledger = ledger or Ledger()
-        # Keyed by event loop (weakly): an HTTP session and worker processes belong to one loop, and each
-        # Prefect task may run on its own; a dead loop's entries go with it.
-        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
-            weakref.WeakKeyDictionary()
-        )
-        # The worker process pools this gateway (this fork: this stage) uses, by size; the workers are the
-        # process's, shared with every other stage (see ``process_pool``), and given back in ``aclose``.
+        self.shared = shared or SharedState()
+        # The shared state under the names the methods use (the objects themselves: never rebound).
+        self._sessions, self._in_flight, self._in_flight_lock = (self.shared.sessions, self.shared.in_flight,
+                                                                 self.shared.lock)
+        self._written, self._unusable, self._prefixes = self.shared.written, self.shared.unusable, self.shared.prefixes
+        self._batched, self._batching = self.shared.batched, self.shared.batching
+        # This fork's own. The worker process pools it uses, by size; the workers are the process's, shared with
+        # every other stage (see ``process_pool``), and given back in ``aclose``.
         self._held: dict[int, ProcessPool] = {}
-        # Requests being sent now, by cache key, shared by every fork and event loop (see ``_reply``).
-        self._in_flight: dict[str, concurrent.futures.Future[dict[str, Any]]] = {}
-        self._in_flight_lock = threading.Lock()
-        # Cache keys this process sent and stored (every fork's): a cache hit on one of them is this run's own
-        # reply (two models asking the same thing), not an earlier run's, so it is no reason to heal.
-        self._written: set[str] = set()
         # A rerun gives a call whose every earlier attempt failed to parse (all served from the cache) a fresh
         # round of attempts; off for an exact replay of an earlier run's failures (--keep-failures).
         self.heal = True
-        # Models found unusable (a refused or missing key, a model the provider does not know), by model and
-        # endpoint: later calls to them stop at once instead of sending. Shared by every fork.
-        self._unusable: dict[tuple[str, str | None], ModelUnusable] = {}
         self.stage = ""  # the stage this fork calls for (a plan counts calls by stage)
         # Whether this fork's stage makes independent calls (no call waits on another's reply): a role with
         # ``batch`` then sends those of ``run_all`` as one batch. Dialogue stages stay interactive.
         self.batchable = False
-        # Replies a batch of this run brought, by cache key, until the call that asked is made (see _reply).
-        self._batched: dict[str, dict[str, Any]] = {}
-        # Keys in a batch some fork (stage) has in flight, each with the batch's end: another stage asking one
-        # waits for that batch rather than sending (and paying for) it again. Under ``_in_flight_lock``.
-        self._batching: dict[str, concurrent.futures.Future[None]] = {}
-        self._prefixes = PrefixMemory()  # recent prompts, to mark the prefixes Anthropic should cache
         self.batch_status = ""  # where this fork's batch in flight stands, for the stage's progress line
         # litellm (seconds to import) comes in with the first gateway, not with every module that names one.
         from rpbench.tasks.llm.litellm_call import tune_litellm
@@ -183,13 +197,11 @@ class Gateway:
         self._written.clear()
 
     def fork(self, ledger: Ledger | None = None) -> Gateway:
-        """The same gateway (config, cache, sessions, worker processes) with its own accounting.
-
-        Each stage records its calls in a ledger of its own, however many stages run at once.
-        """
-        twin = copy.copy(self)
-        twin.ledger = ledger or Ledger()
-        twin._held = {}
+        """A gateway of the same config and cache, sharing this one's ``SharedState`` and nothing else: its own
+        accounting (each stage records its calls in a ledger of its own, however many run at once), worker pool
+        handles, stage name, batch status, and this one's ``heal`` as it stands."""
+        twin = Gateway(self.config, self.cache, ledger or Ledger(), shared=self.shared)
+        twin.heal, twin.stage, twin.batchable = self.heal, self.stage, self.batchable
         return twin
 
     # -- plumbing -------------------------------------------------------------------------------
