@@ -470,3 +470,30 @@ def test_a_batch_endpoint_that_stays_down_ends_the_run_in_one_line(server, tmp_p
             "retrieve": "GET /v1/batches/{id} (status)",
             "content": "GET /v1/files/{id}/content (replies)"}[endpoint] in lines[0]
     assert "run the same command once openai answers" in lines[0]
+
+
+def test_batch_api_calls_and_leases_run_on_the_process_one_background_loop(monkeypatch):
+    """One owner of the background event loop: the files and batches API calls (from any stage's loop) and the
+    Prefect server's leasers run on the same loop, started once per process, never on the caller's."""
+    import litellm
+
+    from rpbench.flows.kit.scale import leases
+    from rpbench.tasks.llm import batches
+    from rpbench.tasks.llm.event_loop import background_loop
+
+    ran_on = []
+
+    async def retrieve(**kwargs):
+        ran_on.append(asyncio.get_running_loop())
+        return kwargs["batch_id"]
+
+    monkeypatch.setattr(litellm, "aretrieve_batch", retrieve, raising=False)
+
+    async def from_a_stage_loop():
+        caller = asyncio.get_running_loop()
+        got = await batches._api("aretrieve_batch", "openai", {}, batch_id="b1")
+        return caller, got
+
+    caller, got = asyncio.run(from_a_stage_loop())
+    assert got == "b1" and ran_on == [background_loop()] and ran_on[0] is not caller
+    assert leases._service_loop() is background_loop()

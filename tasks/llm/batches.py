@@ -24,7 +24,6 @@ import asyncio
 import hashlib
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -33,6 +32,7 @@ import orjson
 
 from rpbench.tasks.llm.cache import CallCache
 from rpbench.tasks.llm.config import ModelSpec, RetryPolicy
+from rpbench.tasks.llm.event_loop import on_background
 from rpbench.tasks.llm.provider_schema import BATCH_PROVIDERS, LISTED_BATCH_PROVIDERS, batch_provider
 
 ENDPOINT = "/v1/chat/completions"
@@ -106,27 +106,8 @@ def _reply_of(line: dict[str, Any]) -> dict[str, Any] | None:
             "cached_prompt_tokens": int(cached) if cached else None}
 
 
-_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
-_loop_lock = threading.Lock()
-
-
-def _provider_loop() -> asyncio.AbstractEventLoop:
-    """The one event loop, on a thread of its own, that every call to a files or batches API runs on.
-
-    litellm keeps one client per set of credentials and hands it to whichever loop asks, but the client's
-    connections belong to the loop that made it: a stage on another loop (stage shards run on several at once)
-    got "Server disconnected", and the SDK's silent retry of that creation made a second batch."""
-    global _loop
-    with _loop_lock:
-        if _loop is None or _loop[0] != os.getpid() or _loop[1].is_closed():  # a forked worker starts its own
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="rpbench-batch-api", daemon=True).start()
-            _loop = (os.getpid(), loop)
-        return _loop[1]
-
-
 async def _api(name: str, provider: str, credentials: dict[str, Any], **kwargs: Any) -> Any:
-    """One call to litellm's files or batches API, once, on the provider loop, with the client's own retries off.
+    """One call to litellm's files or batches API, once, on the background loop, with the client's own retries off.
 
     Every call here says ``max_retries=0``, not only the creation: for Azure, litellm's client cache leaves the
     retry count out of its key, so a client first made by an upload or a look-up with the SDK's default retries
@@ -134,7 +115,11 @@ async def _api(name: str, provider: str, credentials: dict[str, Any], **kwargs: 
     import litellm
 
     call = getattr(litellm, name)(custom_llm_provider=provider, max_retries=0, **credentials, **kwargs)
-    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, _provider_loop()))
+    # On the process's one background loop: litellm keeps one client per set of credentials and hands it to
+    # whichever loop asks, but the client's connections belong to the loop that made it: a stage on another loop
+    # (stage shards run on several at once) got "Server disconnected", and the SDK's silent retry of that
+    # creation made a second batch.
+    return await on_background(call)
 
 
 # What each call of litellm's files and batches API asks of the provider, as a message names it.

@@ -12,10 +12,10 @@ Rate limits (requests a minute) work the same way with tokens: a block of them i
 rate limit (whose slots decay at rpm/60 a second) and spent locally, one a request; a token taken and not
 spent is lost, which only ever makes the process send less than its rate.
 
-Every leaser lives on one background event loop of its own; requests on any thread and event loop take and
-give slots through it when they must wait. While slots are free here and nobody waits, a request takes one and
-gives it back in its own thread, under a lock, without waking that loop: handing each request to the loop and
-back (three cross-thread wake-ups a request) took a fifth of a busy process's CPU.
+Every leaser lives on the process's background event loop (``tasks/llm/event_loop.py``); requests on any
+thread and event loop take and give slots through it when they must wait. While slots are free here and nobody
+waits, a request takes one and gives it back in its own thread, under a lock, without waking that loop: handing
+each request to the loop and back (three cross-thread wake-ups a request) took a fifth of a busy process's CPU.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
+
+from rpbench.tasks.llm.event_loop import background_loop
 
 LEASE_S = 60.0  # a lease not renewed for this long is freed by the server
 RENEW_S = 15.0
@@ -60,20 +62,19 @@ class LeaseStats:
     taken: int = 0
 
 
-_loop: asyncio.AbstractEventLoop | None = None
-_loop_lock = threading.Lock()
+_exit_handler = False
+_exit_lock = threading.Lock()
 
 
 def _service_loop() -> asyncio.AbstractEventLoop:
-    """The background event loop every leaser of the process runs on (started on first use)."""
-    global _loop
-    with _loop_lock:
-        if _loop is None or _loop.is_closed():
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="rpbench-leases", daemon=True).start()
-            _loop = loop
+    """The loop every leaser of the process runs on: the process's background loop (``event_loop``), which
+    outlives every stage's own; the leases are given back when the process exits."""
+    global _exit_handler
+    with _exit_lock:
+        if not _exit_handler:
             atexit.register(_give_everything_back)
-        return _loop
+            _exit_handler = True
+    return background_loop()
 
 
 @dataclass
@@ -417,8 +418,8 @@ def _give_everything_back(timeout_s: float = 10.0) -> None:
     thread, stopped only after exit handlers)."""
     with _leasers_lock:
         leasers = list(_leasers.values())
-    loop = _loop
-    if not leasers or loop is None or loop.is_closed():
+    loop = leasers[0].loop if leasers else None
+    if loop is None or loop.is_closed():
         return
 
     async def all_back() -> None:
