@@ -106,3 +106,10 @@ def test_a_suite_file_runs_the_quiz_as_one_of_its_parts(tmp_path):
     planned = plan_suite(SuiteSettings(suite=str(suite), models=["examinee"], out=str(tmp_path / "out")))
     (mode,) = planned.modes
     assert mode.mode.name == "quiz" and [r.scored for r in mode.runs] == [True]
+
+
+def test_a_quiz_whose_settings_name_no_role_is_refused_as_it_is_declared():
+    from rpbench.flows.kit.front.quiz import QuizSettings
+
+    with pytest.raises(TypeError, match="NoRole: a quiz's settings name the role whose settings a model string"):
+        type("NoRole", (QuizSettings,), {"__module__": __name__})

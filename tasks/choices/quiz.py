@@ -10,7 +10,7 @@ leaderboard: accuracy with its interval, per group and language.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from rpbench.storage.schemas import FAILURES, TableSpec
@@ -83,7 +83,7 @@ def read_choice_items(path: str | Path, group: str) -> list[ChoiceItem]:
     return items
 
 
-def letters_parser(item: ChoiceItem, policy: str = "lenient"):  # type: ignore[no-untyped-def]
+def letters_parser(item: ChoiceItem, policy: str = "lenient") -> Callable[[str], list[str]]:
     """The request's parser: the option letters a reply chooses, or a ValueError (asked again, then a failure)."""
     read: Reader = reader(policy)
 

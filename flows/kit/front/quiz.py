@@ -30,7 +30,11 @@ class QuizSettings(EvalSettings):
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)  # the help names the mode's own grouping field
+        super().__pydantic_init_subclass__(**kwargs)
+        if not cls.role:
+            raise TypeError(f"{cls.__name__}: a quiz's settings name the role whose settings a model string given "
+                            "to --model gets (role: ClassVar[str] = \"...\", one of the mode's roles)")
+        # The help names the mode's own grouping field.
         description = (QuizSettings.model_fields["questions"].description or "").replace("{group_by}", cls.group_by)
         cls.model_fields["questions"] = FieldInfo.merge_field_infos(cls.model_fields["questions"],
                                                                     description=description)
