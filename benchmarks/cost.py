@@ -30,6 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rpbench.tasks.core.offline import OFFLINE_ENV  # noqa: E402
+from tests.shared_copies import use_shared_releases  # noqa: E402
+
+use_shared_releases()  # the releases' code the runs read their prompts from, where ../shared has it
 
 os.environ.update(OFFLINE_ENV)
 

@@ -12,7 +12,8 @@ shared limits on, so every endpoint's slots are leased from the server. It is ru
 at CALLS calls, so the growth shows (time and memory per call should stay flat), and, at CALLS, once more
 with the stage shards on a local Dask cluster of 2 workers.
 
-Printed for each run: calls/s as a ratio of the bound (IN_FLIGHT / LATENCY) and of the bare client's calls/s,
+Printed for each run: calls/s as a ratio of the bound (IN_FLIGHT / LATENCY) and of the bare client's calls/s
+(first call sent to last answered, and over the command's whole wall time),
 peak RSS of the command's whole process tree, the call cache's size and its lookup time, the wall time of each
 stage (its first call sent to its last answered) and of the command; then the growth of RSS from the small run
 to the big one; for the burst, also what litellm by itself (no gateway, no Prefect) reaches as a ratio of the
@@ -44,6 +45,9 @@ sys.path.insert(0, str(ROOT))
 
 from rpbench.deployments.cluster import Cluster, start_postgres, start_server  # noqa: E402
 from tests.loopback import bare_client_rate, spawn  # noqa: E402
+from tests.shared_copies import use_shared_releases  # noqa: E402
+
+use_shared_releases()  # the releases' code the runs read their prompts from, where ../shared has it
 
 KEY_ENV = "RPBENCH_SCALE_KEY"
 CLI = [sys.executable, "-m", "rpbench.flows.cli.main"]
@@ -311,6 +315,10 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             results[label]["vs_bare"] = results[label]["rate"] * bound / bare
             say(f"{label}_bare_aiohttp_calls_per_s", f"{bare:.1f}")
             say(f"{label}_calls_per_s_vs_bare", f"{results[label]['vs_bare']:.3f}")
+            # The same calls over the command's whole wall time (start-up, the check, leases, the report): what a
+            # user waits for, where the figure above counts from the first call sent to the last answered.
+            command = results[label]["sent"] / results[label]["wall"]
+            say(f"{label}_command_calls_per_s_vs_bare", f"{command / bare:.3f}")
             if label == "burst":  # what litellm by itself reaches, for scale: its CPU a call bounds a burst
                 sent = int(results[label]["sent"])
                 alone = litellm_alone_rate(base_url, args.route, per_model * args.models, sent, 1)

@@ -38,6 +38,9 @@ sys.path.insert(0, str(ROOT))
 from rpbench.deployments.cluster import local_cluster  # noqa: E402
 from tests.helpers import any_mode_responder  # noqa: E402
 from tests.loopback import LoopbackServer  # noqa: E402
+from tests.shared_copies import use_shared_releases  # noqa: E402
+
+use_shared_releases()  # the releases' code the runs read their prompts from, where ../shared has it
 
 LATENCY, MODELS, EVAL_CONCURRENCY, RUN_CONCURRENCY, RUN_LIMIT = 0.05, 4, 64, 16, 150
 QUESTIONS = int(sys.argv[1]) if len(sys.argv) > 1 else 1600

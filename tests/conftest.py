@@ -22,9 +22,9 @@ setup_environment(prefect_home=Path(__file__).resolve().parent.parent
 
 # The benchmarks' released code (their prompts' words), beside the checkout as ../shared/data is: every run in the
 # tests reads it from there, as a user's runs read `rpbench releases fetch`'s copy.
-_RELEASES = Path(__file__).resolve().parents[1].parent / "shared" / "releases"
-if _RELEASES.is_dir():
-    os.environ.setdefault("RPBENCH_RELEASES", str(_RELEASES))
+from tests.shared_copies import use_shared_releases  # noqa: E402
+
+use_shared_releases()
 
 import pytest  # noqa: E402
 
