@@ -71,10 +71,10 @@ def read_choice_items(path: str | Path, group: str) -> list[ChoiceItem]:
         if not isinstance(options, list) or not 2 <= len(options) <= len(LETTERS) or \
                 not all(isinstance(o, str) and o.strip() for o in options):
             raise InputError(f"{where}: field 'options': a list of 2 to {len(LETTERS)} texts")
-        gold = r["answer"].strip().upper()
-        if len(gold) != 1 or gold not in LETTERS[:len(options)]:
+        gold, letters = r["answer"].strip().upper(), LETTERS[:len(options)]
+        if len(gold) != 1 or gold not in letters:
             raise InputError(f"{where}: field 'answer': '{r['answer']}' is not one of the options' letters "
-                             f"({', '.join(LETTERS[:len(options)])})")
+                             f"({', '.join(letters)})")
         if r["id"] in seen:
             raise InputError(f"{where}: field 'id': '{r['id']}' appears more than once")
         seen.add(r["id"])

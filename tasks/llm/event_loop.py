@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 
@@ -22,7 +22,6 @@ def run_coroutine(coro: Coroutine[Any, Any, Any]) -> Any:
 
 _loop: tuple[int, asyncio.AbstractEventLoop] | None = None
 _lock = threading.Lock()
-_on_start: list[Callable[[], None]] = []
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
