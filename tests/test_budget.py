@@ -145,8 +145,7 @@ def test_once_the_budget_is_reached_no_request_starts_even_one_that_would_fit():
     on the sixteen-in-flight run above, one request a rerun sent again)."""
     from rpbench.tasks.llm.budget import Budget, BudgetReached
 
-    budget = Budget()
-    budget.start(1.0)
+    budget = Budget(1.0)
     first = budget.try_reserve("r", "m", None, 0.6)
     assert first == 0.6
     assert budget.try_reserve("r", "m", None, 0.5) is None  # waits: the first may settle below its reservation
@@ -155,7 +154,7 @@ def test_once_the_budget_is_reached_no_request_starts_even_one_that_would_fit():
         budget.try_reserve("r", "m", None, 0.5)  # 0.6 + 0.5 > 1 with nothing in flight: the run stops
     with pytest.raises(BudgetReached):
         budget.try_reserve("r", "m", None, 0.1)  # would fit, but the run is stopping
-    budget.start(2.0)  # the same command with a larger budget: a new run, free to start requests
+    budget = Budget(2.0)  # the same command with a larger budget: a new run, free to start requests
     assert budget.try_reserve("r", "m", None, 0.1) == 0.1
 
 
@@ -167,8 +166,7 @@ async def test_a_request_waiting_for_the_budget_is_never_left_waiting_on_roundin
 
     from rpbench.tasks.llm.budget import Budget, BudgetReached
 
-    budget = Budget()
-    budget.start(1.0)
+    budget = Budget(1.0)
     held = [budget.try_reserve("r", "m", None, x) for x in (0.1, 0.2, 0.3)]
     assert held == [0.1, 0.2, 0.3]
     for x in (0.1, 0.3, 0.2):  # each reply cost what it reserved
@@ -177,7 +175,7 @@ async def test_a_request_waiting_for_the_budget_is_never_left_waiting_on_roundin
     with pytest.raises(BudgetReached):
         await asyncio.wait_for(budget.reserve("r", "m", None, (0.0, 0.001), [[]], 500), timeout=5)
     # A reservation of nothing (a free model) is still one in flight until it settles.
-    budget.start(1.0)
+    budget = Budget(1.0)
     free = budget.try_reserve("r", "m", None, 0.0)
     assert budget.try_reserve("r", "m", None, 2.0) is None  # waits for the free one
     budget.settle("r", free, 0.0)

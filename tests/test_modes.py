@@ -258,7 +258,8 @@ def test_two_modes_of_one_name_or_one_role_in_two_modes_are_refused(toy):
     ({"checks": {"quizz": "tests.toy_quiz:check_quiz"}}, "rule 'checks': checks ['quizz'] are for no flow"),
     ({"flows": {"toy": "tests.toy_quiz:quiz", "again": "tests.toy_quiz:quiz"}},
      "rule 'run-command': RunCommand runs the mode's one flow, and it has 2"),
-    ({"smoke": None}, "rule 'smoke': a mode with flows gives a smoke scenario"),
+    ({"smoke": None}, "rule 'smoke': the hardening tests run every registered mode's smoke scenario, and none can "
+                      "be worked out for this one: a scenario runs on the mode's samples"),
 ])
 def test_a_mode_that_breaks_a_rule_is_refused_as_it_is_registered_naming_the_rule(change, rule):
     """What every mode must satisfy is said when it is registered, from its spec alone: a newcomer reads the
@@ -365,5 +366,13 @@ def test_the_toy_modes_smoke_scenario_runs_twice_and_the_second_run_sends_nothin
     sent = len(loopback.requests)
     board = {r["model"]: r for r in pq.read_table(step.out / "leaderboard.parquet").to_pylist()}
     assert sent == 4 and board["oracle"]["accuracy"] == 100.0 and board["quizzer"]["n"] == 4
+    # Its scoring hook gives the viewer nothing: a sample per row of its item table, scored and filterable.
+    from rpbench.tasks.reports.viewer import VIEWER_FILE, read_viewer
+
+    shown = read_viewer(step.out / VIEWER_FILE)["samples"]
+    rows = pq.read_table(step.out / "quiz_answers.parquet").to_pylist()
+    assert len(shown) == len(rows) == 8
+    assert [(s["model"], s["score"], s["facets"]["language"]) for s in shown] == [
+        (r["model"], f"accuracy {r['correct']:g}, seconds {r['seconds']:g}", r["language"]) for r in rows]
     again = rpbench(*step.args, *extra)
     assert again.returncode == 0 and len(loopback.requests) == sent

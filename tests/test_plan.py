@@ -186,19 +186,20 @@ def test_a_plan_shows_what_it_counts_on_a_terminal_and_writes_nothing_elsewhere(
     from rich.console import Console
 
     from rpbench.flows.kit.running import plan
-    from rpbench.tasks.llm.planning import run_plan
+    from rpbench.tasks.llm.planning import CallPlan
 
     counts = iter(range(0, 10_000, 1_200))
-    monkeypatch.setattr(run_plan, "counted", lambda: next(counts))
+    counted = CallPlan()
+    monkeypatch.setattr(counted, "counted", lambda: next(counts))
     screen = io.StringIO()
-    with plan._progress(Console(file=screen, force_terminal=True, width=120)) as say:
+    with plan._progress(counted, Console(file=screen, force_terminal=True, width=120)) as say:
         say("planning, second pass")
         deadline = time.monotonic() + 20  # the line is redrawn twice a second: wait for a redraw, not a time
         while "1,200 requests" not in screen.getvalue() and time.monotonic() < deadline:
             time.sleep(0.05)
     assert "planning, second pass: 1,200 requests counted" in screen.getvalue()
     piped = io.StringIO()
-    with plan._progress(Console(file=piped, force_terminal=False)) as say:
+    with plan._progress(counted, Console(file=piped, force_terminal=False)) as say:
         say("planning")
     assert piped.getvalue() == ""
 

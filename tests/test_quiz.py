@@ -113,3 +113,37 @@ def test_a_quiz_whose_settings_name_no_role_is_refused_as_it_is_declared():
 
     with pytest.raises(TypeError, match="NoRole: a quiz's settings name the role whose settings a model string"):
         type("NoRole", (QuizSettings,), {"__module__": __name__})
+
+
+def test_the_quizs_smoke_scenario_is_worked_out_from_its_settings_and_samples(tmp_path, monkeypatch):
+    """The quiz gives no scenario: the one the hardening tests run is its command on its samples, the examinee
+    and the sample answers on every question. A sample missing is an error naming the file it should be."""
+    import dataclasses
+    import shutil
+
+    from rpbench.flows.kit.front import smoke
+    from rpbench.flows.kit.front.registry import modes
+
+    quiz = modes()["quiz"]
+    assert quiz.smoke is None
+    (step,) = quiz.smoke_steps(tmp_path / "work")
+    assert step.args == ("quiz", "run", "--questions", str(sample_path("quiz", "questions.jsonl")),
+                         "--model", "examinee", "--answers", f"sample={sample_path('quiz', 'answers.jsonl')}",
+                         "--out", str(tmp_path / "work" / "quiz"), "--resamples", "200")
+    assert step.out == tmp_path / "work" / "quiz" and step.uses_models
+
+    samples = tmp_path / "samples"
+    shutil.copytree(sample_path("quiz"), samples)
+    monkeypatch.setattr(smoke, "samples_folder", lambda _mode: samples)
+    (samples / "answers.jsonl").unlink()
+    with pytest.raises(ValueError, match=f"rule 'smoke': .* add {samples}/answers.jsonl"):
+        quiz.smoke_steps(tmp_path)
+    (samples / "questions.jsonl").unlink()
+    with pytest.raises(ValueError, match=f"required setting --questions needs a sample, {samples}/questions"):
+        quiz.smoke_steps(tmp_path)
+    # Run by hand, not by RunCommand: nothing can be worked out, and the mode is told so as it is registered.
+    from rpbench.flows.kit.front.registry import broken_rules
+    from rpbench.flows.kit.front.run_command import Commands
+
+    by_hand = dataclasses.replace(quiz, commands=Commands("quiz", {}))
+    assert any("rule 'smoke'" in rule and "RunCommand" in rule for rule in broken_rules(by_hand))

@@ -28,7 +28,8 @@ from rpbench.storage.schemas import AGREEMENT as HUMAN_AGREEMENT
 from rpbench.storage.schemas import CALLS, JUDGES
 from rpbench.storage.tables import atomic_write_bytes, read_records
 from rpbench.tasks.core.records import CallRecord
-from rpbench.tasks.llm import planning
+from rpbench.tasks.llm.planning import PlanPassedBudget
+from rpbench.tasks.llm.run_context import current_run
 from rpbench.tasks.reports.index import SAMPLES_FILE, merged_samples, read_run
 from rpbench.tasks.reports.profile import (
     AGREEMENT,
@@ -180,8 +181,9 @@ def suite(settings: SuiteSettings) -> Any:
             print(f"suite: {p.mode.name}: {run.name} -> {run.settings.model_dump()['out']}")
             state = run.flow(settings=run.settings, return_state=True)
             # A plan checked against a budget it passed stops here (a suite's refusal comes in seconds).
-            if planning.run_plan.active and planning.run_plan.passed is not None:
-                raise planning.PlanPassedBudget(planning.run_plan.passed)
+            counted = current_run().plan
+            if counted is not None and counted.passed is not None:
+                raise PlanPassedBudget(counted.passed)
             if not state.is_completed():
                 break  # a later run of the mode reads what this one should have made
         outcomes[p.mode.name] = _mode_outcome(state)

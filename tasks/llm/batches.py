@@ -48,20 +48,6 @@ log = logging.getLogger("rpbench")
 Item = tuple[str, list[dict[str, Any]], dict[str, Any] | None, int]  # cache key, messages, response format, sample
 
 
-# ``--batch``: every role's independent calls go in batches, as if each had ``batch = true`` (set by the run's
-# outermost flow, for the run; flows refer to the functions, which pickle by name).
-_every_role = False
-
-
-def batch_every_role(on: bool) -> None:
-    global _every_role
-    _every_role = on
-
-
-def batching_every_role() -> bool:
-    return _every_role
-
-
 def _model_name(model: str) -> str:
     provider, slash, rest = model.partition("/")
     return rest if slash and provider in BATCH_PROVIDERS else model

@@ -58,20 +58,14 @@ class _Limit:
 
 
 class Budget:
-    """What a run may spend, in total and per role; thread-safe, one per process (``run_budget``)."""
+    """What a run may spend, in total (``budget``; None for no limit) and per role (limits set as roles are
+    used); thread-safe. One per run, in its ``RunContext``."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: float | None = None) -> None:
         self._lock = threading.Lock()
-        self._run: _Limit | None = None
+        self._run: _Limit | None = _Limit(budget) if budget is not None else None
         self._roles: dict[str, _Limit] = {}
         self._reached: BudgetReached | None = None  # a budget this run reached: nothing more starts
-
-    def start(self, budget: float | None) -> None:
-        """A run starts: its limit (None for none), nothing spent yet, role limits set as roles are used."""
-        with self._lock:
-            self._run = _Limit(budget) if budget is not None else None
-            self._roles = {}
-            self._reached = None
 
     def active(self, role_budget: float | None) -> bool:
         return self._run is not None or role_budget is not None
@@ -135,13 +129,3 @@ class Budget:
                     # Nothing in flight: nothing reserved, exactly (the sum's rounding left behind goes with it).
                     limit.reserved = limit.reserved - reserved if limit.holding > 0 else 0.0
                     limit.spent += cost or 0.0
-
-
-run_budget = Budget()
-
-
-def start_run_budget(budget: float | None) -> None:
-    """A run starts with ``budget`` (None: none). A function, not the object, is what flows refer to: whatever
-    pickles a flow (Dask ships its context to workers) pickles a function by name, but an object (and its lock)
-    by value."""
-    run_budget.start(budget)

@@ -32,19 +32,19 @@ from pydantic import BaseModel
 from rpbench.tasks.core.errors import ModelUnusable, plain_error
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.core.secrets import scrub_text
-from rpbench.tasks.llm.batches import BATCH_CLAIM_S, BatchEndpointFailed, Item, batching_every_role, send_batch
+from rpbench.tasks.llm.batches import BATCH_CLAIM_S, BatchEndpointFailed, Item, send_batch
 from rpbench.tasks.llm.bounds import bounds_for
-from rpbench.tasks.llm.budget import run_budget
+from rpbench.tasks.llm.budget import Budget
 from rpbench.tasks.llm.cache import CallCache, request_key
 from rpbench.tasks.llm.config import ModelsConfig, ModelSpec, role_shown
 from rpbench.tasks.llm.ledger import Ledger, next_call_id
 from rpbench.tasks.llm.local.models import PROVIDER as LOCAL_PROVIDER
 from rpbench.tasks.llm.local.models import model_fingerprint
-from rpbench.tasks.llm.planning import run_plan
 from rpbench.tasks.llm.process_pool import ProcessPool, acquire_pool, release_pool
 from rpbench.tasks.llm.prompt_cache import PrefixMemory, with_cache_marks
 from rpbench.tasks.llm.provider_schema import batch_provider, family_of, response_format
 from rpbench.tasks.llm.requests import CallResult, Message, NoReply, Parser, Reply, Request
+from rpbench.tasks.llm.run_context import RunContext, context_for_a_gateway
 from rpbench.tasks.llm.stopping import gate, on_the_wire
 from rpbench.tasks.llm.structured import (
     ASK_AGAIN,
@@ -174,6 +174,11 @@ class Gateway:
                                                                  self.shared.lock)
         self._written, self._unusable, self._prefixes = self.shared.written, self.shared.unusable, self.shared.prefixes
         self._batched, self._batching = self.shared.batched, self.shared.batching
+        # The run this gateway's calls belong to (a plan or a real run, its budget, --batch), taken as it is made:
+        # a stage's fork, made in the stage's thread, answers to the run that started the stage.
+        self.context: RunContext = context_for_a_gateway()
+        # Outside any run (a gateway used directly), role budgets still hold, for this gateway's calls.
+        self.budget: Budget = self.context.budget or Budget()
         # This fork's own. The worker process pools it uses, by size; the workers are the process's, shared with
         # every other stage (see ``process_pool``), and given back in ``aclose``.
         self._held: dict[int, ProcessPool] = {}
@@ -199,7 +204,8 @@ class Gateway:
     def fork(self, ledger: Ledger | None = None) -> Gateway:
         """A gateway of the same config and cache, sharing this one's ``SharedState`` and nothing else: its own
         accounting (each stage records its calls in a ledger of its own, however many run at once), worker pool
-        handles, stage name, batch status, and this one's ``heal`` as it stands."""
+        handles, stage name, batch status, and this one's ``heal`` as it stands. It takes the run context of where
+        it is made (``run_context``), not this one's: the process's gateway outlives runs, a fork is one stage's."""
         twin = Gateway(self.config, self.cache, ledger or Ledger(), shared=self.shared)
         twin.heal, twin.stage, twin.batchable = self.heal, self.stage, self.batchable
         return twin
@@ -321,7 +327,7 @@ class Gateway:
             self._written.add(record.cache_key)
             return batched
         cached = self.cache.get(record.cache_key) if self.cache is not None else None
-        if run_plan.active:  # a plan (--plan): nothing is sent, nothing is stored; every request is counted
+        if self.context.plan is not None:  # a plan: nothing is sent, nothing is stored; every request is counted
             return self._planned(spec, record, convo, cached, plan_schema, ends, attempts)
         if cached is not None:
             return cached
@@ -330,16 +336,17 @@ class Gateway:
     def _planned(self, spec: ModelSpec, record: CallRecord, convo: list[Message], cached: dict[str, Any] | None,
                  plan_schema: dict[str, Any] | None, ends: str | None, attempts: int | None) -> dict[str, Any]:
         """A plan's reply: the cached one (counted as free) or a stand-in (counted at its price)."""
+        plan = self.context.plan
+        assert plan is not None
         if cached is not None:
-            run_plan.from_cache(self.stage, record.role, spec.model, cached, prices_of(spec))
+            plan.from_cache(self.stage, record.role, spec.model, cached, prices_of(spec))
             return cached
         record.cached = False
         batch = self._batches(spec)
-        return run_plan.stand_in(self.stage, record.role, spec.model, family_of(spec.model), record.cache_key,
-                                 convo, plan_schema, spec.max_tokens,
-                                 batch_prices_of(spec) if batch else prices_of(spec),
-                                 attempts or self.config.retry.parse_attempts,
-                                 "batch" if batch else "interactive" if self._wants_batch(spec) else "", ends)
+        return plan.stand_in(self.stage, record.role, spec.model, family_of(spec.model), record.cache_key,
+                             convo, plan_schema, spec.max_tokens, batch_prices_of(spec) if batch else prices_of(spec),
+                             attempts or self.config.retry.parse_attempts,
+                             "batch" if batch else "interactive" if self._wants_batch(spec) else "", ends)
 
     async def _shared(self, spec: ModelSpec, record: CallRecord, convo: list[Message],
                       response_format: dict[str, Any] | None, sample_index: int, plan_schema: dict[str, Any] | None,
@@ -386,9 +393,9 @@ class Gateway:
                 if stored is not None:  # the same request sent by another process sharing the cache: its reply
                     return stored
             await gate()  # a stopped run sends nothing new (and journals nothing as sent)
-            if run_budget.active(spec.max_cost):  # what it may cost, reserved (or the run stops, sending nothing)
-                reserved = await run_budget.reserve(record.role, spec.model, spec.max_cost, prices_of(spec), [convo],
-                                                    spec.max_tokens)
+            if self.budget.active(spec.max_cost):  # what it may cost, reserved (or the run stops, sending nothing)
+                reserved = await self.budget.reserve(record.role, spec.model, spec.max_cost, prices_of(spec), [convo],
+                                                     spec.max_tokens)
             record.cached = False
             self.ledger.sending(record)
             if sample_index and spec.seed is not None:
@@ -406,7 +413,7 @@ class Gateway:
             if claimed and self.cache is not None:  # no reply stored: another process may send it now
                 self.cache.release(record.cache_key)
             if reserved is not None:
-                run_budget.settle(record.role, reserved, cost)
+                self.budget.settle(record.role, reserved, cost)
 
     async def _claim(self, spec: ModelSpec, key: str) -> tuple[bool, dict[str, Any] | None]:
         """Claim the sending of ``key`` in the cache: (True, None) once this process holds the claim and sends;
@@ -481,8 +488,10 @@ class Gateway:
         error = "no attempt was made (parse_attempts is 0)"
         # What a plan's stand-in reply follows: the schema's own rules (a provider's form may loosen them), or the
         # reply the schema offers for it where a rule is beyond a JSON schema (a ranking that is a permutation).
-        plan_schema = (({"const": schema.stand_in_reply()} if hasattr(schema, "stand_in_reply")
-                        else schema.model_json_schema()) if run_plan.active and schema is not None else None)
+        plan_schema = None
+        if self.context.plan is not None and schema is not None:
+            plan_schema = ({"const": schema.stand_in_reply()} if hasattr(schema, "stand_in_reply")
+                           else schema.model_json_schema())
         all_cached = True
         per_round = attempts or self.config.retry.parse_attempts
         start, attempt, limit, fresh = convo, 0, per_round, False
@@ -531,7 +540,8 @@ class Gateway:
                 self.ledger.add(record)
                 error = str(exc)
                 if reply.get("stand_in"):  # a plan's stand-in, not the model's reply: counted once, not retried
-                    run_plan.unreadable(self.stage, role, spec.model)
+                    if self.context.plan is not None:
+                        self.context.plan.unreadable(self.stage, role, spec.model)
                     self.ledger.unanswered += 1
                     return NoReply(role, spec.model, text, error, attempt, raw_replies=tuple(raw))
                 convo = repair_messages(convo, text, error,
@@ -567,9 +577,8 @@ class Gateway:
                            sampling=spec.sampling(), sample_index=sample_index, attempt=attempt,
                            response_schema=response_format)
 
-    @staticmethod
-    def _wants_batch(spec: ModelSpec) -> bool:
-        return spec.batch or batching_every_role()
+    def _wants_batch(self, spec: ModelSpec) -> bool:
+        return spec.batch or self.context.batch_every_role
 
     def _batches(self, spec: ModelSpec) -> bool:
         """Whether this stage sends ``spec``'s independent calls as a batch."""
@@ -657,10 +666,10 @@ class Gateway:
         reserved: float | None = None
         spent = 0.0
         try:
-            if run_budget.active(spec.max_cost):  # the whole batch reserved at once, before it is submitted
-                reserved = await run_budget.reserve(role, spec.model, spec.max_cost, batch_prices_of(spec),
-                                                    [convo for _key, convo, _rf, _i in items.values()],
-                                                    spec.max_tokens)
+            if self.budget.active(spec.max_cost):  # the whole batch reserved at once, before it is submitted
+                reserved = await self.budget.reserve(role, spec.model, spec.max_cost, batch_prices_of(spec),
+                                                     [convo for _key, convo, _rf, _i in items.values()],
+                                                     spec.max_tokens)
             started = time.perf_counter()
             try:
                 batch_id, replies = await send_batch(spec, list(items.values()), self.cache, self.stage or "batch",
@@ -684,7 +693,7 @@ class Gateway:
         finally:
             self.batch_status = ""
             if reserved is not None:
-                run_budget.settle(role, reserved, spent)
+                self.budget.settle(role, reserved, spent)
 
     async def run(self, req: Request[T]) -> CallResult[T]:
         """``complete`` for a prepared ``Request``."""
@@ -722,8 +731,9 @@ class Gateway:
         sequence): only those in flight are then held, and ``roles`` names the roles they call (otherwise
         every request is read once to find them).
         """
-        if self.batchable and not run_plan.active and any(self._batches(self.config.for_role(r))
-                                                          for r in set(roles or (q.role for q in requests))):
+        batch_roles = set(roles or (q.role for q in requests))
+        if self.batchable and self.context.plan is None and any(self._batches(self.config.for_role(r))
+                                                            for r in batch_roles):
             await self._send_batches(requests)
         results: list[CallResult[T] | None] = [None] * len(requests)
         todo = iter(enumerate(requests))

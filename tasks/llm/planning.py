@@ -156,11 +156,11 @@ class PlanPassedBudget(ModelUnusable):
 
 
 class CallPlan:
-    """The plan being made, in this process (``run_plan``): thread-safe; inactive unless a plan is running."""
+    """A plan being made: the requests a run would send, counted from stand-in replies; thread-safe. A run is
+    a plan when its ``RunContext`` holds one."""
 
-    def __init__(self) -> None:
+    def __init__(self, floor_limit: float | None = None) -> None:
         self._lock = threading.Lock()
-        self.active = False
         self._rows: dict[tuple[str, str, str], _Row] = {}
         self._answered: dict[str, dict[str, Any]] = {}  # stand-ins given, by cache key: the same request is sent once
         self._prefixes: dict[str, set[bytes]] = {}  # by model: prefixes of the prompts counted so far
@@ -170,7 +170,7 @@ class CallPlan:
         # A budget the plan is checked against as it is made (``--max-cost``): once the least the calls counted so
         # far can cost passes it, the plan stops (``PlanPassedBudget``), for a refusal comes in seconds, not after
         # a whole suite was planned.
-        self.floor_limit: float | None = None
+        self.floor_limit = floor_limit
         self.floor = 0.0
         self.passed: float | None = None  # the least cost counted when the plan passed ``floor_limit``
 
@@ -179,14 +179,10 @@ class CallPlan:
         its high figures, and this pass, its dialogues ended at the first offer, gives the low ones."""
         with self._lock:
             self._longest = self._rows if ending else None
-            self.active, self._rows, self._answered, self._prefixes = True, {}, {}, {}
+            self._rows, self._answered, self._prefixes = {}, {}, {}
             self.ending, self.endings_offered, self.floor = ending, 0, 0.0
             if not ending:
                 self.passed = None
-
-    def stop(self) -> None:
-        with self._lock:
-            self.active = False
 
     def _row(self, stage: str, role: str, model: str) -> _Row:
         key = (stage, role, model)
@@ -333,6 +329,3 @@ def _sum_known(costs: Sequence[Range | None]) -> Range:
         if c is not None:
             out = _add(out, c) or 0
     return out
-
-
-run_plan = CallPlan()

@@ -229,15 +229,12 @@ def refuse_a_budget_it_cannot_keep(run: Callable[[Any], None], settings: RunSett
     plan stops as soon as the least its calls can cost passes the budget, so a refusal takes seconds even for a
     suite; only the pass whose dialogues end first is made (the least a run can cost is that pass's)."""
     from rpbench.flows.kit.running.plan import budget_verdict, make_plan
-    from rpbench.tasks.llm.planning import run_plan
+    from rpbench.tasks.llm.planning import CallPlan
 
     assert settings.max_cost is not None
-    run_plan.floor_limit = settings.max_cost
-    try:
-        plan = make_plan(run, settings, shortest_only=True)
-        passed = run_plan.passed
-    finally:
-        run_plan.floor_limit = None
+    counted = CallPlan(floor_limit=settings.max_cost)
+    plan = make_plan(run, settings, shortest_only=True, calls=counted)
+    passed = counted.passed
     if passed is not None:
         raise InputError(f"--max-cost: the budget ${settings.max_cost:.4f} is below the least this run could cost "
                          f"(its prompts, with one token of reply a call, came to ${passed:.4f} before the plan was "

@@ -158,7 +158,8 @@ class BenchmarkMode:
     top_commands: Mapping[str, str] = field(default_factory=dict)
     # Its flows end to end on shipped samples, small enough for a test: a function of a work folder giving
     # SmokeSteps. The hardening tests (kills and resumes, injected faults, the secrets scan) run it for every
-    # registered mode against a loopback server; a mode without one fails those tests.
+    # registered mode against a loopback server. None: worked out from its settings and samples
+    # (``flows.kit.front.smoke``), for a mode whose one flow is its run command.
     smoke: Ref | None = None
     # Optional hooks. Annotation: kind -> an AnnotationKind (tasks.annotation.kinds) that turns a run folder
     # into Label Studio tasks. Training data: a function (path, TrainingRequest) -> samples, or None when the
@@ -223,8 +224,13 @@ class BenchmarkMode:
         return {short: load_ref(ref) for short, ref in self.flows.items()}
 
     def smoke_steps(self, work: Path) -> list[SmokeStep]:
+        """Its smoke scenario into ``work``: its own, or worked out from its settings and samples (``smoke``)."""
         if self.smoke is None:
-            return []
+            if not self.flows:
+                return []
+            from rpbench.flows.kit.front.smoke import derived_smoke
+
+            return derived_smoke(self, work)
         return list(load_ref(self.smoke)(work))
 
     def load_schedules(self) -> list[Schedule]:
@@ -254,8 +260,9 @@ def broken_rules(mode: BenchmarkMode) -> list[str]:
     - ``checks``: a check is for one of the mode's flows (a misspelt flow name would leave its flow unchecked);
     - ``run-command``: ``RunCommand`` makes ``run`` from the mode's one flow; a mode with several gives
       ``Commands`` naming each;
-    - ``smoke``: a mode with flows gives a smoke scenario (``smoke=smoke_run(...)``): the hardening tests (kills
-      and resumes, faults, the secrets scan) run every registered mode's, on two systems per item, one a model;
+    - ``smoke``: a mode with flows has a smoke scenario, on two systems per item, one a model: the hardening
+      tests (kills and resumes, faults, the secrets scan) run every registered mode's. It gives its own
+      (``smoke=smoke_run(...)``), or one is worked out from its settings and samples (``flows.kit.front.smoke``);
     - ``name`` and ``roles`` (``register``): one mode of a name, and a role name belongs to one mode."""
     from rpbench.flows.kit.front.run_command import RunCommand
 
@@ -268,9 +275,11 @@ def broken_rules(mode: BenchmarkMode) -> list[str]:
         broken.append(f"rule 'run-command': RunCommand runs the mode's one flow, and it has {len(mode.flows)}: "
                       "give Commands(name, {command: FlowCommand(flow), ...}) instead")
     if mode.flows and mode.smoke is None:
-        broken.append("rule 'smoke': a mode with flows gives a smoke scenario (smoke=smoke_run(name, *args) on "
-                      "shipped samples, a model and a file of answers on each item): the hardening tests run "
-                      "every registered mode's")
+        from rpbench.flows.kit.front.smoke import derivable
+
+        if problem := derivable(mode):
+            broken.append(f"rule 'smoke': the hardening tests run every registered mode's smoke scenario, and "
+                          f"none can be worked out for this one: {problem}")
     return broken
 
 

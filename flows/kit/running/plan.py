@@ -30,7 +30,8 @@ from rpbench.flows.kit.front.settings import RunSettings, output_fields
 from rpbench.storage.tables import atomic_write_bytes
 from rpbench.tasks.core.errors import RunFailed
 from rpbench.tasks.llm.keys import keys_checked_elsewhere
-from rpbench.tasks.llm.planning import PlanPassedBudget, run_plan
+from rpbench.tasks.llm.planning import CallPlan, PlanPassedBudget
+from rpbench.tasks.llm.run_context import RunContext, within
 from rpbench.tasks.reports.summary import span_text
 
 PLAN_FILE = "plan.json"
@@ -91,21 +92,24 @@ def settings_digest(settings: RunSettings) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def make_plan(run: Callable[[Any], None], settings: RunSettings, shortest_only: bool = False) -> dict[str, Any]:
+def make_plan(run: Callable[[Any], None], settings: RunSettings, shortest_only: bool = False,
+              calls: CallPlan | None = None) -> dict[str, Any]:
     """Run the command ``run`` on ``settings`` sending nothing; the plan of what it would send. With
-    ``shortest_only``, only the pass whose dialogues end at the first chance (all a budget's floor needs)."""
+    ``shortest_only``, only the pass whose dialogues end at the first chance (all a budget's floor needs).
+    ``calls`` is where the requests are counted (a fresh ``CallPlan`` unless given: one checked against a
+    budget as it is made is read afterwards for ``passed``)."""
+    counted = calls if calls is not None else CallPlan()
     runner = os.environ.get("RPBENCH_RUNNER")
     os.environ["RPBENCH_RUNNER"] = "threads"  # the gateway that counts is this process's
     try:
-        with _progress() as say:
+        with _progress(counted) as say, within(RunContext(plan=counted)):
             say("planning (stand-in replies, nothing sent)")
-            _run_on_stand_ins(run, settings, shortest_only=shortest_only)
-            if run_plan.endings_offered and run_plan.passed is None and not shortest_only:
+            _run_on_stand_ins(run, settings, counted, shortest_only=shortest_only)
+            if counted.endings_offered and counted.passed is None and not shortest_only:
                 # a dialogue may end early: count it ended at the first chance too (low)
                 say("planning, second pass (dialogues ended early)")
-                _run_on_stand_ins(run, settings, ending=True)
+                _run_on_stand_ins(run, settings, counted, ending=True)
     finally:
-        run_plan.stop()
         if runner is None:
             os.environ.pop("RPBENCH_RUNNER", None)
         else:
@@ -113,7 +117,7 @@ def make_plan(run: Callable[[Any], None], settings: RunSettings, shortest_only: 
     from rpbench.flows.kit.front.registry import models_config
     from rpbench.flows.kit.running.notes import role_settings, run_notes
 
-    planned = run_plan.result()
+    planned = counted.result()
     config = models_config(settings.models_file)
     # What the run would say as it starts (a judge scoring its own model, roles left on the embedded model).
     planned["notes"] = [*run_notes(settings, config), *planned["notes"]]
@@ -125,7 +129,7 @@ def make_plan(run: Callable[[Any], None], settings: RunSettings, shortest_only: 
 
 
 @contextlib.contextmanager
-def _progress(console: Console | None = None) -> Iterator[Callable[[str], None]]:
+def _progress(counted: CallPlan, console: Console | None = None) -> Iterator[Callable[[str], None]]:
     """A status line on a terminal while a plan is made (a large run's plan goes through all its data): what it is
     doing and how many requests it has counted, refreshed twice a second; gone when the plan is printed.
     Nothing is written where stderr is not a terminal (logs, scripts reading --json)."""
@@ -138,8 +142,8 @@ def _progress(console: Console | None = None) -> Iterator[Callable[[str], None]]
     with console.status("planning") as status:  # a spinner, and the text tick() gives it
         def tick() -> None:
             while True:
-                counted = run_plan.counted()
-                status.update(f"{doing[0]}: {counted:,} requests counted" if counted else doing[0])
+                n = counted.counted()
+                status.update(f"{doing[0]}: {n:,} requests counted" if n else doing[0])
                 if stop.wait(0.5):
                     return
 
@@ -155,13 +159,13 @@ def _progress(console: Console | None = None) -> Iterator[Callable[[str], None]]
             ticker.join()
 
 
-def _run_on_stand_ins(run: Callable[[Any], None], settings: RunSettings, ending: bool = False,
+def _run_on_stand_ins(run: Callable[[Any], None], settings: RunSettings, counted: CallPlan, ending: bool = False,
                       shortest_only: bool = False) -> None:
     from prefect import tags
 
     scratch = Path(tempfile.mkdtemp(prefix="rpbench-plan-"))
-    run_plan.start(ending=ending)
-    run_plan.ending = run_plan.ending or shortest_only  # one pass, its stand-ins taking every offer to end
+    counted.start(ending=ending)
+    counted.ending = counted.ending or shortest_only  # one pass, its stand-ins taking every offer to end
     try:
         planned = _scratch(settings, scratch)
         # Nothing is sent, so no key is needed yet (the run itself checks them).
@@ -171,7 +175,7 @@ def _run_on_stand_ins(run: Callable[[Any], None], settings: RunSettings, ending:
             except RunFailed:
                 pass  # stand-in replies may fail a run's rule on failures; the calls are counted all the same
             except PlanPassedBudget as passed:  # checked against a budget: the rest need not be counted
-                run_plan.passed = passed.floor
+                counted.passed = passed.floor
             except typer.Exit as exc:
                 if exc.exit_code not in (0, 3):
                     raise

@@ -14,9 +14,10 @@ from rpbench.flows.kit.running.ui import publish_markdown, publish_table
 from rpbench.storage.schemas import AGREEMENT, FAILURES
 from rpbench.storage.tables import read_table
 from rpbench.tasks.core.records import Failure
-from rpbench.tasks.llm.planning import run_plan
+from rpbench.tasks.llm.run_context import current_run
 from rpbench.tasks.reports.judges import agreement_section
 from rpbench.tasks.reports.report import Report, build_report, write_report
+from rpbench.tasks.reports.row_samples import rows_as_samples
 from rpbench.tasks.reports.spec import ReportSpec, Scored, Section
 from rpbench.tasks.reports.viewer import VIEWER_FILE, Sample, write_viewer
 
@@ -30,11 +31,14 @@ async def publish_report(run: StageRun, name: str, spec: ReportSpec, rows: Seque
                          notes: Sequence[str] | None = None, systems: Sequence[str] = (),
                          sections: Sequence[Section] = ()) -> Report:
     """Score ``rows`` (records of mode ``name``'s item table), write the report files and the sample viewer
-    (``samples``: what every model said, as the mode shows it; they may be made as they are read), publish them
-    in the UI."""
+    (``samples``: what every model said, as the mode shows it; they may be made as they are read; none: a
+    sample per row, ``rows_as_samples``), publish them in the UI."""
     intro = "".join(f"**Warning:** {line}.\n\n" for line in notes or ()) + f"{spec.unit.capitalize()}: {n_items}."
     remaining = iter(samples)
     first = next(remaining, None)
+    if first is None:  # the mode shows none of its own: a sample per row of its item table
+        remaining = rows_as_samples(rows, spec.scoring)
+        first = next(remaining, None)
     if first is not None:
         intro += (" Every sample, searchable, with what was asked and how it was judged: "
                   f"[{VIEWER_FILE}]({VIEWER_FILE}).")
@@ -79,7 +83,7 @@ async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: d
     keys the cache) into a ``Scored``; the kit writes the item table, the failures, the judges' agreement with
     people and the mode's other tables final, scores, reports and publishes."""
     found = get_mode(mode)
-    if run_plan.active:
+    if current_run().plan is not None:
         # A plan counts what a run sends, and a report sends nothing: scoring stand-in replies (CoSER's Rouge-L
         # over every simulated scene) and drawing their charts was a large share of a big plan's time, for
         # nothing. Its item and failure tables are written empty, for a flow that reads them after.

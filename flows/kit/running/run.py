@@ -25,13 +25,11 @@ from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import with_chosen_runner
 from rpbench.prompts.releases import use_releases
 from rpbench.tasks.core.errors import InputError, ModelUnusable
-from rpbench.tasks.llm import planning
-from rpbench.tasks.llm.batches import batch_every_role
-from rpbench.tasks.llm.budget import BudgetReached, start_run_budget
+from rpbench.tasks.llm.budget import Budget, BudgetReached
 from rpbench.tasks.llm.event_loop import run_coroutine
+from rpbench.tasks.llm.run_context import RunContext, current_run, within
 
 F = TypeVar("F", bound=Callable[..., Any])
-_flow_depth = 0  # rpbench flows running in this process, nested (a demo's subflows inside it)
 
 
 def _freeze_imports_once() -> None:
@@ -90,28 +88,21 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
 
     @contextlib.contextmanager
     def outermost(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
-        """The run's budget starts with its outermost flow (a demo's or a suite's subflows spend from it). Flows
-        nest in one thread here (a served deployment runs each flow in a process of its own)."""
-        global _flow_depth
+        """The run starts with its outermost flow: its context (``run_context``) takes the budget and ``--batch``,
+        keeping a plan the command is counting. Subflows (a demo's, a suite's) run inside it and spend from the
+        same budget; a later run in the process, outside it, starts its own."""
         settings = kwargs.get("settings", args[0] if args else None)
-        if _flow_depth == 0:
+        context = current_run()
+        if not context.started:
             use_releases(getattr(settings, "releases", None))  # a deployment's or a trigger's runs name it here
-            start_run_budget(getattr(settings, "max_cost", None))
-            batch_every_role(bool(getattr(settings, "batch", False)))
+            context = RunContext(plan=context.plan, budget=Budget(getattr(settings, "max_cost", None)),
+                                 batch_every_role=bool(getattr(settings, "batch", False)))
         # Said as the run starts: on the command line and in the UI's log (a plan carries them itself, once).
-        # The plan is reached through its module: a Dask worker is sent this function by value, and the plan's
-        # lock cannot be pickled.
-        if isinstance(settings, RunSettings) and not planning.run_plan.active:
+        if isinstance(settings, RunSettings) and context.plan is None:
             for line in run_notes(settings, models_config(settings.models_file)):
                 logging.getLogger("rpbench").warning("warning: %s", line)
-        _flow_depth += 1
-        try:
+        with within(context):
             yield
-        finally:
-            _flow_depth -= 1
-            if _flow_depth == 0:
-                start_run_budget(None)  # the budget was this run's: later runs in the process start their own
-                batch_every_role(False)
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)

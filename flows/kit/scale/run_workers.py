@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.tasks.core.errors import InputError
-from rpbench.tasks.llm.planning import run_plan
 from rpbench.tasks.llm.process_pool import cool_pool, warm_pool
+from rpbench.tasks.llm.run_context import current_run
 
 
 @contextlib.contextmanager
@@ -31,7 +31,7 @@ def workers_for_run(models_file: str | None) -> Iterator[None]:
     try:
         config = models_config(models_file)
         # A plan sends nothing, so it needs no worker.
-        sizes = set() if chosen_runner() != "threads" or run_plan.active else {
+        sizes = set() if chosen_runner() != "threads" or current_run().plan is not None else {
             spec.processes for spec in [config.default, *config.roles.values()] if spec.processes > 1}
     except InputError:  # the flow says what is wrong with the file or the runner, as it checks its settings
         sizes = set()

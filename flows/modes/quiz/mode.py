@@ -7,10 +7,9 @@ from typing import ClassVar
 from pydantic import Field
 
 from rpbench.flows.kit.front.quiz import QuizSettings
-from rpbench.flows.kit.front.registry import BenchmarkMode, one_run, smoke_run
+from rpbench.flows.kit.front.registry import BenchmarkMode, one_run
 from rpbench.flows.kit.front.run_command import RunCommand
 from rpbench.flows.kit.front.settings import OutputFolder
-from rpbench.samples import sample_path
 from rpbench.tasks.llm.config import Role
 
 
@@ -35,8 +34,7 @@ QUIZ = BenchmarkMode(
     settings={"quiz": "mode:CharacterQuizSettings"},
     checks={"quiz": "rpbench.flows.kit.front.quiz:check_quiz"},
     commands=RunCommand("quiz"),  # `rpbench quiz run`: its options from the settings, the headline printed
-    # A model and a file of answers on each of the ten sample questions (the hardening tests run it).
-    smoke=smoke_run("quiz", "--questions", str(sample_path("quiz", "questions.jsonl")), "--model", "examinee",
-                    "--answers", f"sample={sample_path('quiz', 'answers.jsonl')}"),
+    # No smoke= : the hardening tests' scenario is worked out from the settings and samples/quiz/ (the examinee
+    # and answers.jsonl on every question of questions.jsonl).
     suite=one_run("quiz"),
 )
