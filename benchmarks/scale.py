@@ -212,14 +212,15 @@ def litellm_alone_rate(base_url: str, route: str, in_flight: int, n: int, proces
     return n / (max(end for _, end in spans) - min(start for start, _ in spans))
 
 
-def calls_per_second(out: Path) -> tuple[int, float]:
+def calls_per_second(out: Path) -> tuple[int, float, float, float]:
+    """Calls sent, their rate from the first sent to the last answered, and those two moments (wall clock)."""
     import pyarrow.parquet as pq
 
     calls = pq.read_table(out / "calls.parquet", columns=["started_at", "latency_s", "cached"]).to_pylist()
     sent = [c for c in calls if not c["cached"]]
-    starts = [c["started_at"].timestamp() for c in sent]
-    ends = [c["started_at"].timestamp() + (c["latency_s"] or 0.0) for c in sent]
-    return len(sent), len(sent) / max(max(ends) - min(starts), 1e-9)
+    first = min(c["started_at"].timestamp() for c in sent)
+    last = max(c["started_at"].timestamp() + (c["latency_s"] or 0.0) for c in sent)
+    return len(sent), len(sent) / max(last - first, 1e-9), first, last
 
 
 def cache_lookup_ms(cache: Path, samples: int = 2000) -> float:
@@ -248,13 +249,17 @@ def run(label: str, work: Path, data: Path, models: Path, n_models: int, route: 
     proc = subprocess.Popen(args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     watch = PeakRss(proc.pid)
     output, _ = proc.communicate()
-    wall = time.perf_counter() - started
+    wall, ended = time.perf_counter() - started, time.time()
     peak = watch.stop()
     if proc.returncode:
         raise SystemExit(f"{label} failed ({proc.returncode}):\n{output[-3000:]}")
-    sent, rate = calls_per_second(out)
+    sent, rate, first, last = calls_per_second(out)
     say(f"{label}_calls", sent)
     say(f"{label}_wall_s", f"{wall:.1f}")
+    # Where the wall time outside the calls goes: the command's start (imports, the check, the flow run and its
+    # leases) before the first call, and the report and exit after the last answer.
+    say(f"{label}_before_first_call_s", f"{first - since:.1f}")
+    say(f"{label}_after_last_answer_s", f"{ended - last:.1f}")
     for stage, (start, end) in sorted(stage_walls(env["PREFECT_API_URL"], since).items()):
         say(f"{label}_stage_{stage}_s", f"{end - start:.1f}")
         say(f"{label}_stage_{stage}_peak_rss_mb", f"{watch.peak_between(start, end) / 2**20:.0f}")
