@@ -731,9 +731,8 @@ class Gateway:
         sequence): only those in flight are then held, and ``roles`` names the roles they call (otherwise
         every request is read once to find them).
         """
-        batch_roles = set(roles or (q.role for q in requests))
-        if self.batchable and self.context.plan is None and any(self._batches(self.config.for_role(r))
-                                                            for r in batch_roles):
+        if self.batchable and self.context.plan is None and any(
+                self._batches(self.config.for_role(r)) for r in set(roles or (q.role for q in requests))):
             await self._send_batches(requests)
         results: list[CallResult[T] | None] = [None] * len(requests)
         todo = iter(enumerate(requests))
