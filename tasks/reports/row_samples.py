@@ -33,16 +33,15 @@ def rows_as_samples(rows: Iterable[Any], scoring: Scoring) -> Iterator[Sample]:
     """A sample per row of the item table, as described above, in the table's order."""
     metric_columns = {m.column: m.name for m in scoring.metrics}
     group_columns = {k.column: k.label for k in scoring.groups}
+    taken = {scoring.model_column, scoring.item_column, *metric_columns, *group_columns}
     for n, row in enumerate(rows):
         values = _fields(row)
         model = _shown(values.get(scoring.model_column, ""))
         item = _shown(values.get(scoring.item_column)) if scoring.item_column else str(n)
-        taken = {scoring.model_column, scoring.item_column, *metric_columns, *group_columns}
-        parts = [Part(name, _shown(value)) for name, value in values.items()
-                 if name not in taken and value is not None and _shown(value) != ""]
-        first_text = next((p.text for p in parts if p.text), "")
+        shown = {name: _shown(value) for name, value in values.items() if name not in taken and value is not None}
+        parts = [Part(name, text) for name, text in shown.items() if text]
         yield Sample(id=f"{model}/{item}/{n}", item=item, model=model,
-                     title=f"{item}: {gist(first_text, 70)}" if first_text else item,
+                     title=f"{item}: {gist(parts[0].text, 70)}" if parts else item,
                      score=", ".join(f"{name} {_shown(values[column])}" for column, name in metric_columns.items()
                                      if values.get(column) is not None),
                      parts=parts,
