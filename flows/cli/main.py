@@ -175,6 +175,9 @@ def make_app() -> typer.Typer:
     app.command("modes")(show_modes)
     app.command("trigger")(trigger_run)
     app.command("report")(report_runs)
+    from rpbench.flows.cli.leaderboard_command import leaderboard
+
+    app.command("leaderboard")(leaderboard)
     app.command("deploy")(deploy)
     app.command("prepare")(settings_command(ModelsFileSettings, prepare, starts_workers=False))
     training_commands(app)

@@ -16,12 +16,24 @@ outcomes perfectly. Intervals come from scipy's bootstrap over clusters
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 RIDGE = 1e-3
+
+# Markup a reply can carry besides its words: (actions) in either script's parentheses, *emphasis* or
+# **bold**, [thoughts], and Markdown headings or list bullets at a line start.
+_MARKUP = re.compile(
+    r"\([^()]*\)|（[^（）]*）|\*{1,2}[^*\n]+\*{1,2}|\[[^\[\]]*\]|【[^【】]*】|^\s*(?:#+|[-*•]|\d+\.)\s",
+    re.MULTILINE)
+
+
+def markup_count(text: str) -> int:
+    """How many pieces of markup a reply uses: one of the style features the style-controlled score removes."""
+    return len(_MARKUP.findall(text))
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,9 @@ class BenchmarkMode:
     # The benchmark's released code whose words it sends (a ``Release``, or several: "release:RELEASES"), read at
     # run time from pinned files; `rpbench releases` lists them and `rpbench releases fetch` downloads them.
     releases: Ref | None = None
+    # For a benchmark that writes battles (the arena): its released leaderboard as arena rows, a function
+    # (baseline, judge) -> ArenaRows marked released, shown beside the user's models by `rpbench leaderboard`.
+    arena_released: Ref | None = None
     # Where its flows, settings, checks and commands live, and its work (tables, analysis).
     package: str = ""
     work: str = ""
@@ -201,6 +204,7 @@ class BenchmarkMode:
         object.__setattr__(self, "schedules", full_name(self.schedules, package))
         object.__setattr__(self, "training_data", full_name(self.training_data, work))
         object.__setattr__(self, "releases", full_name(self.releases, work))
+        object.__setattr__(self, "arena_released", full_name(self.arena_released, work))
         object.__setattr__(self, "annotation", {k: full_name(v, work) for k, v in self.annotation.items()})
         for kind in ("flows", "checks", "settings"):
             refs = getattr(self, kind)

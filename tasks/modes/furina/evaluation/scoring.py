@@ -11,10 +11,11 @@ Performance = sum(Score_i) / (3 N) * 100.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 import numpy as np
+
+from rpbench.tasks.stats.style import markup_count  # noqa: F401  (FURINA's style feature, the kit's)
 
 DEFAULT_F = {1: 3.0, 2: 1.0, 3: 0.5, 4: 0.0, 5: 0.0}
 MAX_F = 3.0
@@ -35,16 +36,6 @@ def performance_statistic(sample: np.ndarray, axis: int) -> np.ndarray:
     return 100.0 * np.mean(sample, axis=axis) / MAX_F
 
 
-# Markup a reply can carry besides its words: (actions) in either script's parentheses, *emphasis* or
-# **bold**, [thoughts], and Markdown headings or list bullets at a line start.
-_MARKUP = re.compile(
-    r"\([^()]*\)|（[^（）]*）|\*{1,2}[^*\n]+\*{1,2}|\[[^\[\]]*\]|【[^【】]*】|^\s*(?:#+|[-*•]|\d+\.)\s",
-    re.MULTILINE)
-
-
-def markup_count(text: str) -> int:
-    """How many pieces of markup a reply uses: one of the style features the style-controlled score removes."""
-    return len(_MARKUP.findall(text))
 
 
 def position_bias(pairs: Sequence[tuple[int, int]]) -> dict[str, float]:
