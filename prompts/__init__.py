@@ -59,6 +59,13 @@ def _template_name(name: str, language: str, folder_ns: int) -> str:
     raise TemplateNotFound(f"{name}.{language}.j2")
 
 
+def languages(name: str) -> list[str]:
+    """The languages ``group/name`` is written in (one file each: ``group/name.<language>.j2``)."""
+    folder = (TEMPLATE_DIR / name).parent
+    stem = Path(name).name
+    return sorted(p.name[len(stem) + 1:-len(".j2")] for p in folder.glob(f"{stem}.*.j2"))
+
+
 def template_sha256(path: str) -> str:
     return _sha256(path, (TEMPLATE_DIR / path).stat().st_mtime_ns)
 

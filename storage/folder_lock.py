@@ -35,6 +35,9 @@ def _holder(path: Path) -> str:
         info = json.loads(path.read_text(encoding="utf-8") or "{}")
     except (OSError, ValueError):
         return "another process"
+    # The holder empties the file before it writes itself in: read in between, it names nobody yet.
+    if not isinstance(info, dict) or not {"pid", "started", "command"} <= set(info):
+        return "another process"
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.get("started", 0)))
     return f"process {info.get('pid', '?')} (since {started}: {info.get('command', '?')})"
 

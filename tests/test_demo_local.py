@@ -46,11 +46,30 @@ def test_demo_runs_end_to_end_on_the_local_model(tmp_path):
     assert "Open it in a browser: file://" in proc.stdout
     _check_coverage(out)
     _check_arithmetic(out / "eval")
+    _check_arena(out / "eval")
     # The finished runs moved elsewhere still work: the evaluation finds its benchmark from its manifest.
     moved = tmp_path / "moved" / "runs"
     shutil.move(out, moved)
     pushed = rpbench("annotate", "push", "--eval", str(moved / "eval"), "--task", "pairwise", "--dry-run")
     assert pushed.returncode == 0 and " pairwise tasks from " in pushed.stdout, pushed.stderr
+
+
+def _check_arena(eval_dir: Path) -> None:
+    """A Bradley-Terry table over the demo's models against the base, from the very judgments its report counts:
+    two battles per judged item, and each model's slot-A share the position table's."""
+    scores = pq.read_table(eval_dir / "item_scores.parquet").to_pylist()
+    battles = pq.read_table(eval_dir / "battles.parquet").to_pylist()
+    arena = {r["model"]: r for r in pq.read_table(eval_dir / "arena.parquet").to_pylist()
+             if r["subset"] == "all" and r["language"] == "all"}
+    board = {r["model"]: r for r in pq.read_table(eval_dir / "leaderboard.parquet").to_pylist()}
+    judged = [s for s in scores if s["sigma1"] is not None and s["sigma2"] is not None]
+    assert len(battles) == 2 * len(judged) > 0
+    assert set(arena) == {*board, battles[0]["baseline"]} and {"local-greedy", "local-sampled"} <= set(arena)
+    for model, row in board.items():
+        assert arena[model]["elo"] is not None
+        if row.get("slot_a_share") is not None:
+            assert arena[model]["slot_a_share"] == pytest.approx(row["slot_a_share"])
+    assert "Arena: Bradley-Terry over both orders" in (eval_dir / "report.md").read_text(encoding="utf-8")
 
 
 def _check_coverage(out: Path) -> None:

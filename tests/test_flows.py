@@ -137,7 +137,12 @@ def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback
     scores = read_records(out / "item_scores.parquet", ITEM_SCORES)
     assert len(scores) == 3 and all(s.score == 0.5 for s in scores)  # sigma 2 twice: (f(2) + f(6 - 2)) / 2
     assert len(read_rows(out / "judgments.parquet", JUDGMENTS)) == 6
-    assert (out / "report.html").read_text().count("data:image/png;base64,") == 3
+    # Three of FURINA's own charts, and the arena's Elo over both orders' battles.
+    assert (out / "report.html").read_text().count("data:image/png;base64,") == 4
+    from rpbench.tasks.reports.arena import BATTLES
+
+    battles = read_records(out / "battles.parquet", BATTLES)
+    assert len(battles) == 6 and {b.outcome for b in battles} == {"model_a"} and {b.position for b in battles} == {"a", "b"}
     assert manifest["totals"]["calls_sent"] == len(loopback.requests) == manifest["this_run"]["calls_sent"]
     # The flow's own time, from its first stage to its manifest: at least the span of its stages' log lines
     # (not, say, the last stage's alone).

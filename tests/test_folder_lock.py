@@ -37,3 +37,16 @@ def test_a_second_command_on_a_folder_in_use_exits_2_naming_the_holder(tmp_path)
     assert "in use" not in again.stderr
     # The lock lives outside the run folder: a command stopped by bad input left the folder untouched.
     assert lock_path(out).is_file() and not out.exists()
+
+
+def test_a_lock_read_while_its_holder_writes_itself_in_names_another_process(tmp_path):
+    """The holder empties the lock file before it writes itself in: a second command reading in between (or a
+    half-written file) is told "another process", never "process ? (since 1970-01-01 ...)"."""
+    from rpbench.storage.folder_lock import _holder
+
+    path = tmp_path / "x.lock"
+    for text in ("", "{}", '{"pid": 12', '{"pid": 12}'):
+        path.write_text(text)
+        assert _holder(path) == "another process", text
+    path.write_text('{"pid": 12, "started": 0, "command": "rpbench quiz run"}')
+    assert _holder(path).startswith("process 12 (since ")

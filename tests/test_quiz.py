@@ -79,6 +79,11 @@ def test_the_quiz_runs_from_its_command_and_scores_as_a_count_by_hand(harness, l
     ({"id": "x", "character": "c", "question": "q?", "options": "a, b", "answer": "A"},
      "field 'options': a list of 2 to 8 texts"),
     ({"id": "x", "question": "q?", "options": ["a", "b"], "answer": "A"}, "field 'character': missing"),
+    # A language the quiz's prompt is not written in would be asked in English without a word.
+    ({"id": "x", "character": "c", "question": "q?", "options": ["a", "b"], "answer": "A", "language": "fr"},
+     "field 'language': 'fr' has no prompt (the quiz's languages: en, zh)"),
+    ({"id": "x", "character": "c", "question": "q?", "options": ["a", "b"], "answer": "A", "language": 5},
+     "field 'language': 5 (not a text) has no prompt (the quiz's languages: en, zh)"),
 ])
 def test_a_bad_quiz_file_is_one_line_naming_the_file_the_line_and_the_field(line, field, tmp_path):
     bad = tmp_path / "quiz.jsonl"

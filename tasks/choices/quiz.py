@@ -58,9 +58,10 @@ class ChoiceAnswer(Record):
 CHOICE_ANSWERS = TableSpec("choice_answers", 1, ChoiceAnswer)
 
 
-def read_choice_items(path: str | Path, group: str) -> list[ChoiceItem]:
+def read_choice_items(path: str | Path, group: str, languages: Sequence[str] | None = None) -> list[ChoiceItem]:
     """A quiz file: JSONL of {id, question, options (2 to 8 texts), answer (the gold letter), ``group``[, language]};
-    a problem is one InputError naming the file, the line and the field."""
+    a problem is one InputError naming the file, the line and the field. ``languages``: those the quiz's prompt
+    is written in (a question in another would be asked in English without a word)."""
     items: list[ChoiceItem] = []
     seen: set[str] = set()
     for where, r in jsonl_objects(path, "a quiz file", f"'id', 'question', 'options', 'answer' and '{group}'"):
@@ -75,11 +76,16 @@ def read_choice_items(path: str | Path, group: str) -> list[ChoiceItem]:
         if len(gold) != 1 or gold not in letters:
             raise InputError(f"{where}: field 'answer': '{r['answer']}' is not one of the options' letters "
                              f"({', '.join(letters)})")
+        language = r.get("language", "en")
+        if not isinstance(language, str) or (languages is not None and language not in languages):
+            shown = f"'{language}'" if isinstance(language, str) else f"{language!r} (not a text)"
+            raise InputError(f"{where}: field 'language': {shown} has no prompt"
+                             + (f" (the quiz's languages: {', '.join(languages)})" if languages else ""))
         if r["id"] in seen:
             raise InputError(f"{where}: field 'id': '{r['id']}' appears more than once")
         seen.add(r["id"])
         items.append(ChoiceItem(id=r["id"], question=r["question"], options=options, gold=gold, group=r[group],
-                                language=str(r.get("language") or "en")))
+                                language=language))
     return items
 
 

@@ -231,8 +231,10 @@ def arena_chart(rows: Sequence[ArenaRow], title: str) -> str | None:
     fig, ax = plt.subplots(figsize=(7, 0.5 + 0.4 * len(rated)))
     ys = list(range(len(rated)))
     elos = [float(r.elo or 0) for r in rated]
-    lows = [e - (r.elo_low if r.elo_low is not None else e) for e, r in zip(elos, rated, strict=True)]
-    highs = [(r.elo_high if r.elo_high is not None else e) - e for e, r in zip(elos, rated, strict=True)]
+    # A percentile interval of a refitted rating need not hold the rating itself (the fit is centred anew each
+    # resample): a bar is drawn from the point to each end the interval has beyond it.
+    lows = [max(0.0, e - (r.elo_low if r.elo_low is not None else e)) for e, r in zip(elos, rated, strict=True)]
+    highs = [max(0.0, (r.elo_high if r.elo_high is not None else e) - e) for e, r in zip(elos, rated, strict=True)]
     ax.errorbar(elos, ys, xerr=[lows, highs], fmt="o", capsize=3)
     ax.set_yticks(ys, [r.model for r in rated])
     ax.set_xlabel("Elo (Bradley-Terry, 95% interval)")

@@ -22,6 +22,7 @@ class QuizSettings(EvalSettings):
     answers_are: ClassVar[str] = "answers"
     role: ClassVar[str] = ""
     group_by: ClassVar[str] = "character"
+    prompt: ClassVar[str] = ""  # the template a question is asked in (``<mode>/<name>``): its languages are the quiz's
 
     questions: InputPath = Field(json_schema_extra=cli("--questions"),
                                  description="JSONL of {id, question, options (2 to 8 texts), answer (the gold "
@@ -34,6 +35,9 @@ class QuizSettings(EvalSettings):
         if not cls.role:
             raise TypeError(f"{cls.__name__}: a quiz's settings name the role whose settings a model string given "
                             "to --model gets (role: ClassVar[str] = \"...\", one of the mode's roles)")
+        if not cls.prompt:
+            raise TypeError(f"{cls.__name__}: a quiz's settings name the template its questions are asked in "
+                            "(prompt: ClassVar[str] = \"<mode>/<name>\"): a question's language must have one")
         # The help names the mode's own grouping field.
         description = (QuizSettings.model_fields["questions"].description or "").replace("{group_by}", cls.group_by)
         cls.model_fields["questions"] = FieldInfo.merge_field_infos(cls.model_fields["questions"],
@@ -43,7 +47,8 @@ class QuizSettings(EvalSettings):
 
 def check_quiz(s: QuizSettings) -> list[System]:
     """Every input error before any call: the quiz file, the models, the answer files (their ids checked)."""
+    from rpbench.prompts import languages
     from rpbench.tasks.choices.quiz import read_choice_items
 
-    known = {q.id: q for q in read_choice_items(s.questions, s.group_by)}
+    known = {q.id: q for q in read_choice_items(s.questions, s.group_by, languages(s.prompt))}
     return evaluation_systems(s, like=s.role, known=known)

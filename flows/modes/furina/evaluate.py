@@ -111,7 +111,8 @@ def evaluate(s: EvalSettings, stages: Stages) -> dict:
               "checks": [c.path("checks") for c in hallucination],
               "item_scores": [x.path("item_scores") for x in scored], "failures": [x.path("failures") for x in scored]}
     done = stages.score("furina", {**files, **tables, "n_items": n_items,
-                                   "judge_model": models_config(s.models_file).for_role("judge").model},
+                                   "judge_model": models_config(s.models_file).for_role("judge").model,
+                                   "base": systems[0].name, "run": Path(s.out).resolve().name},
                         systems=[x.name for x in systems[1:]])
     failures = failure_counts(read_records(done.path("failures"), FAILURES))
     summary = done.scores("pareto", "separability_index", items=n_items, models=[x.name for x in systems[1:]],

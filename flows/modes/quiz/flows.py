@@ -20,7 +20,7 @@ async def answers(run: StageRun, questions: str, limit: int | None, role: str | 
     """System ``name``'s answers: each question asked of the model bound to ``role`` (``prompts/quiz/ask``), or
     read from the file ``given``."""
     quiz = read_choice_items(questions, CharacterQuizSettings.group_by)[:limit]
-    return await answer_quiz(run, "quiz/ask", quiz, role, given, name)
+    return await answer_quiz(run, CharacterQuizSettings.prompt, quiz, role, given, name)
 
 
 @flow(name="rpbench-quiz")

@@ -19,6 +19,7 @@ class CharacterQuizSettings(QuizSettings):
 
     role: ClassVar[str] = "examinee"  # a model string given to --model gets this role's settings
     group_by: ClassVar[str] = "character"  # the field of a question the report breaks accuracy down by
+    prompt: ClassVar[str] = "quiz/ask"  # prompts/quiz/ask.<language>.j2: a question's language must have one
     out: OutputFolder = Field(default="runs/quiz", description="Folder for the answers, report and viewer.")
 
 

@@ -37,9 +37,10 @@ async def dialogues(run: StageRun, subsets: list[str], character_data: str | Non
     paths = {"character": character_data, "scene": scene_data}
     items = [i for subset in subsets for i in load_items(subset, paths[subset])[:limit]]  # type: ignore[arg-type]
     async with run.gateway() as gateway:
+        gateway.heal = False  # the dialogue heals its judge's asks itself (dialogue.judged)
         made = await gather_counted(
             [converse(gateway, i, name, role, baseline, baseline_role, judge, seed, rounds_of(i.subset, max_rounds),
-                      judge_asks) for i in items],
+                      judge_asks, not run.keep_failures) for i in items],
             run.progress.track(f"dialogues of {name}", len(items)))
     ends = [end for _, end in made]
     run.write(ROUNDS, [r for rounds, _ in made for r in rounds])

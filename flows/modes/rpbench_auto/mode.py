@@ -33,10 +33,10 @@ RPBENCH_AUTO = BenchmarkMode(
     settings={"rpbench_auto": "RpbenchAutoSettings"},
     checks={"rpbench_auto": "check_run"},
     commands=RunCommand("rpbench-auto", _lines),
-    # Two models on one character and one scene of the shipped samples, two rounds each.
+    # Two models on the two characters and two scenes of the shipped samples, two rounds each.
     smoke=smoke_run("rpbench-auto", "--character-data", str(sample_path("rpbench-auto", "characters.jsonl")),
                     "--scene-data", str(sample_path("rpbench-auto", "scenes.jsonl")), "--model",
-                    "rpbench-auto-candidate", "--model", "judge", "--limit", "1", "--max-rounds", "2"),
+                    "rpbench-auto-candidate", "--model", "judge", "--max-rounds", "2"),
     releases="release:RELEASE",
     arena_released="analysis:released_rows",
     suite=one_run("rpbench_auto"),

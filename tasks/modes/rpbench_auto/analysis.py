@@ -95,8 +95,7 @@ def _scaled(value: float | None) -> float | None:
 
 def analyze(inp: AnalysisInput) -> Analysis:
     """Fill the leaderboard's Elo, no-winner, slot-A and mean-of-subsets columns; write the arena's sections."""
-    battles: list[ArenaBattle] = inp.context["battles"]
-    rows = arena_rows(battles, inp.resamples, inp.seed)
+    rows: list[ArenaRow] = inp.context["arena"]
     overall = {r.model: r for r in rows if r.subset == ALL and r.language == ALL}
     for row in inp.board:
         found = overall.get(row["model"])
@@ -132,19 +131,19 @@ REPORT = ReportSpec("RPBench-Auto: NPCs against a baseline, judged round by roun
 
 
 def scored(rounds: list[str], ends: list[str], failures: list[str], n_items: int, judge_model: str, baseline: str,
-           run: str, version: str, released: bool) -> Scored:
+           run: str, version: str, released: bool, resamples: int, seed: int) -> Scored:
     """The report stage's hook: the rounds (the item table), the battles for the arena, the dialogues' ends."""
     from rpbench.storage.schemas import FAILURES
     from rpbench.storage.tables import read_records
     from rpbench.tasks.modes.rpbench_auto.tables import DIALOGUE_ENDS, ROUNDS
-    from rpbench.tasks.reports.arena import BATTLES
+    from rpbench.tasks.reports.arena import ARENA, BATTLES
 
     rows = [r for p in rounds for r in read_records(p, ROUNDS)]
     battles = battles_of(rows, run, judge_model, version, baseline)
     made = [e for p in ends for e in read_records(p, DIALOGUE_ENDS)]
     return Scored(rows, [f for p in failures for f in read_records(p, FAILURES)], n_items,
-                  [(BATTLES, battles), (DIALOGUE_ENDS, made)],
-                  {"battles": battles, "baseline": baseline, "judge": judge_model, "released": released},
+                  [(BATTLES, battles), (ARENA, arena := arena_rows(battles, resamples, seed)), (DIALOGUE_ENDS, made)],
+                  {"arena": arena, "baseline": baseline, "judge": judge_model, "released": released},
                   summary={"no_winner": sum(r.outcome == "none" for r in rows),
                            "judge_asked_again": sum(e.judge_asks for e in made),
                            "ended_by_scene": sum(bool(e.ended_by_scene) for e in made)})

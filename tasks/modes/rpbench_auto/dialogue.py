@@ -155,25 +155,32 @@ def draws(seed: int, subset: str, item_id: str) -> random.Random:
     return random.Random(f"{seed}:{subset}:{item_id}")
 
 
-async def judged(gateway: Model, role: str, messages: list[dict[str, Any]], tag: str, asks: int
-                 ) -> tuple[Any, int, str | None]:
-    """(the reply, how many asks it took, None) or (None, asks, the error) when none of ``asks`` could be read."""
-    last = "no ask was made"
-    for k in range(asks):
+async def judged(gateway: Model, role: str, messages: list[dict[str, Any]], tag: str, asks: int,
+                 heal: bool = True) -> tuple[Any, int, str | None]:
+    """(the reply, how many asks it took, None) or (None, asks, the error) when none of ``asks`` could be read.
+
+    Each ask is a sample of its own (its index in the call cache), so a rerun replays the asks that were made and
+    takes the same reply; where every ask came from the cache unreadable (an earlier run's failure) and ``heal``
+    (no --keep-failures), ``asks`` more are made, once. The stage's gateway does not heal single asks: an
+    unreadable first ask that a later one answered is part of the dialogue, not a failure to retry."""
+    last, limit, fresh, k = "no ask was made", asks, False, 0
+    while k < limit:
         ask: Request[Any] = Request(role, list(messages), schema=JudgeTurn, attempts=1, sample_index=k,
                                     tag=f"{tag}:judge{k}" if k else f"{tag}:judge")
         result: CallResult[Any] = await gateway.run(ask)
         if result.ok:
             return result, k + 1, None
-        last = result.error
+        last, fresh, k = result.error, fresh or not result.cached, k + 1
         if not result.raw_replies:  # no reply at all (after the gateway's retries): asking again is no help
             break
-    return None, asks, last
+        if k == limit == asks and heal and not fresh:
+            limit += asks
+    return None, k, last
 
 
 async def converse(gateway: Model, item: Item, candidate: str, candidate_role: str, baseline: str,
                    baseline_role: str, judge_role: str, seed: int, rounds: int, asks: int = JUDGE_ASKS,
-                   ) -> tuple[list[Round], DialogueEnd]:
+                   heal: bool = True) -> tuple[list[Round], DialogueEnd]:
     """``candidate`` against ``baseline`` on ``item``: the judged rounds, and how the dialogue ended."""
     tag = f"rpbench-auto:{item.subset}:{item.item_id}:{candidate}"
     made: list[Round] = []
@@ -189,7 +196,7 @@ async def converse(gateway: Model, item: Item, candidate: str, candidate_role: s
     judging: list[dict[str, Any]] = [{"role": "system", "content": item.judge_system},
                                      {"role": "user", "content": json.dumps({"model_a": item.greeting,
                                                                              "model_b": item.greeting})}]
-    verdict, took, error = await judged(gateway, judge_role, judging, f"{tag}:r0", asks)
+    verdict, took, error = await judged(gateway, judge_role, judging, f"{tag}:r0", asks, heal)
     asked_again += took - 1
     if verdict is None:
         return made, end("failed", f"judge, opening: {error}")
@@ -214,7 +221,7 @@ async def converse(gateway: Model, item: Item, candidate: str, candidate_role: s
             finished = [chat_finished(text_a), chat_finished(text_b)]
             unreadable += sum(f is None for f in finished)
         judging.append({"role": "user", "content": json.dumps({"model_a": text_a, "model_b": text_b})})
-        verdict, took, error = await judged(gateway, judge_role, judging, f"{tag}:r{r}", asks)
+        verdict, took, error = await judged(gateway, judge_role, judging, f"{tag}:r{r}", asks, heal)
         asked_again += took - 1
         if verdict is None:
             return made, end("failed", f"judge, round {r}: {error}")

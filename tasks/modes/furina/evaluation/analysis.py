@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rpbench.tasks.modes.furina.dimensions import DIMENSIONS
 from rpbench.tasks.modes.furina.evaluation.charts import pareto_grid
@@ -34,6 +34,9 @@ from rpbench.tasks.reports.spec import (
 )
 from rpbench.tasks.stats import separability_index
 from rpbench.tasks.stats.style import Comparison, style_controlled
+
+if TYPE_CHECKING:  # the arena's table (pyarrow) is loaded when a report is made, not with FURINA's commands
+    from rpbench.tasks.reports.arena import ArenaBattle, ArenaRow, Outcome
 
 ALL = "all"
 CHARACTER_TYPES = ("established", "synthesized")
@@ -183,6 +186,44 @@ def comparisons(item_scores: Sequence[ItemScore]) -> list[Comparison]:
     return out
 
 
+def battles(item_scores: Sequence[ItemScore], base: str, judge: str, run: str, version: str) -> list[ArenaBattle]:
+    """Each judgment of an answered item as the arena's battle: the reply under test in slot A (sigma1) and in
+    slot B (sigma2) against the base model's; sigma below 3 is a win for slot A, above 3 for slot B, 3 a tie."""
+    from rpbench.tasks.reports.arena import ArenaBattle
+
+    def outcome(sigma: int) -> Outcome:
+        return "model_a" if sigma < 3 else "model_b" if sigma > 3 else "tie"
+
+    out = []
+    for s in item_scores:
+        if s.sigma1 is None or s.sigma2 is None:
+            continue
+        test = (s.test_chars, s.test_markup)
+        reply = (s.base_chars, s.base_markup)
+        for order, sigma, (a, b) in ((1, s.sigma1, (test, reply)), (2, s.sigma2, (reply, test))):
+            out.append(ArenaBattle(benchmark="furina", version=version, run=run, subset=s.dimension,
+                                   language=s.language, dialogue=s.dialogue_id, item_id=s.item_id, round=order,
+                                   model_a=s.model if order == 1 else base, model_b=base if order == 1 else s.model,
+                                   candidate=s.model, baseline=base, position="a" if order == 1 else "b",
+                                   outcome=outcome(sigma), judge=judge, a_chars=a[0], b_chars=b[0],
+                                   a_markup=a[1], b_markup=b[1]))
+    return out
+
+
+def arena_section(rows: Sequence[ArenaRow]) -> Section:
+    """The arena's table over both orders' judgments: the same battles the position table counts."""
+    from rpbench.tasks.reports.arena import arena_chart, arena_markdown
+
+    chart = arena_chart(rows, "FURINA: Elo against the base model")
+    return Section("Arena: Bradley-Terry over both orders",
+                   "Each judgment is one battle of the reply under test against the base model's reply (sigma "
+                   "below 3: slot A won; above 3: slot B; 3: a tie), so every answered item gives two, one per "
+                   "order. Win rate over decisive battles against the base (ties beside); Elo by Bradley-Terry "
+                   "maximum likelihood (400, base 10, mean 1000), a tie half a win each way; 95% intervals by a "
+                   "bootstrap over dialogues. `rpbench leaderboard` fits these over several runs.\n\n"
+                   + arena_markdown(rows), {"elo": chart} if chart else {})
+
+
 def analyze(inp: AnalysisInput) -> Analysis:
     """Fill FURINA's leaderboard columns (in place) and write its report sections."""
     records: list[ItemScore] = inp.records
@@ -242,6 +283,8 @@ def analyze(inp: AnalysisInput) -> Analysis:
                             [[m, str(s.n), fmt(s.raw_win_rate), fmt(s.controlled_win_rate),
                               fmt_interval(s.ci_low, s.ci_high)] for m, s in sorted(styled.items())])),
     ]
+    if inp.context.get("arena"):
+        sections.append(arena_section(inp.context["arena"]))
     return Analysis(sections, {"pareto": pareto, "pareto_by_slice": fronts, "separability_index": si})
 
 
@@ -250,19 +293,28 @@ REPORT = ReportSpec("FURINA-Bench: replies in character against a base model, ju
 
 
 def scored(items: str, characters: str, scenes: str, generations: list[str], judgments: list[str],
-           checks: list[str], item_scores: list[str], failures: list[str], n_items: int, judge_model: str) -> Scored:
-    """The report stage's hook: every model's tables in one place, and the sample viewer (scene, history, both
-    replies, both judgments)."""
+           checks: list[str], item_scores: list[str], failures: list[str], n_items: int, judge_model: str,
+           resamples: int, seed: int, base: str = "base", run: str = "") -> Scored:
+    """The report stage's hook: every model's tables in one place, the battles against the base and their arena
+    table, and the sample viewer (scene, history, both replies, both judgments)."""
+    import hashlib
+    from pathlib import Path
+
     from rpbench.storage.schemas import FAILURES
     from rpbench.storage.tables import read_records
     from rpbench.tasks.modes.furina.evaluation.bench import load_bench
     from rpbench.tasks.modes.furina.evaluation.samples import samples
     from rpbench.tasks.modes.furina.tables import CHECKS, GENERATIONS, ITEM_SCORES, JUDGMENTS
+    from rpbench.tasks.reports.arena import ARENA, BATTLES, arena_rows
 
     rows = [r for p in item_scores for r in read_records(p, ITEM_SCORES)]
     made = [g for p in generations for g in read_records(p, GENERATIONS)]
     judged = [j for p in judgments for j in read_records(p, JUDGMENTS)]
+    version = "bench " + hashlib.sha256(Path(items).read_bytes()).hexdigest()[:12]
+    fought = battles(rows, base, judge_model, run, version)
+    arena = arena_rows(fought, resamples, seed)
     return Scored(rows, [f for p in failures for f in read_records(p, FAILURES)], n_items,
                   [(GENERATIONS, made), (JUDGMENTS, judged),
-                   (CHECKS, [c for p in checks for c in read_records(p, CHECKS)])],
-                  {"judge": judge_model}, samples(load_bench(items, characters, scenes), rows, made, judged))
+                   (CHECKS, [c for p in checks for c in read_records(p, CHECKS)]), (BATTLES, fought), (ARENA, arena)],
+                  {"judge": judge_model, "arena": arena},
+                  samples(load_bench(items, characters, scenes), rows, made, judged))
