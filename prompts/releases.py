@@ -199,29 +199,34 @@ class FetchFailed(InputError):
 def fetch(release: Release, root: Path | None = None, opener: Opener = _download, timeout: float = 30.0,
           ) -> dict[str, str]:
     """Download every file of ``release`` that is not there yet (or differs) from the repository at the pinned
-    commit into ``root``; each is written only once its sha256 is the pinned one. Returns path -> what happened
-    ("already there", "downloaded"); the first failure is a ``FetchFailed`` naming the file and why."""
+    commit into ``root``; each is written only once its sha256 is the pinned one, atomically, and nothing else is
+    written there (no folder before a file, no lock: a shared releases folder gains only pinned files). Returns
+    path -> what happened ("already there", "downloaded"); the first failure is a ``FetchFailed`` naming the file
+    and why."""
     root = root or releases_root()
     done: dict[str, str] = {}
     for path, pinned in sorted(release.files.items()):
         target = file_path(release, path, root)
-        with one_writer(target):
+        if file_state(release, path, root) == "ok":
+            done[path] = "already there"
+            continue
+        url = release.url(path)
+        try:
+            data = opener(url, timeout)
+        except urllib.error.HTTPError as exc:
+            raise FetchFailed(f"{url}: the repository answered HTTP {exc.code} ({exc.reason}); {release.name}'s "
+                              f"{path} could not be downloaded") from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            raise FetchFailed(f"{url}: could not be downloaded ({reason}); with no network, copy the "
+                              f"releases folder from a machine that has it and give --releases DIR") from None
+        if _sha256(data) != pinned:
+            raise FetchFailed(f"{url}: the downloaded file's sha256 is {_sha256(data)[:12]}..., not the pinned "
+                              f"{pinned[:12]}...; nothing was written (is the commit still served as it was?)")
+        with one_writer(target, locks_apart=True):  # two fetches at once: the second finds the file there
             if file_state(release, path, root) == "ok":
                 done[path] = "already there"
                 continue
-            url = release.url(path)
-            try:
-                data = opener(url, timeout)
-            except urllib.error.HTTPError as exc:
-                raise FetchFailed(f"{url}: the repository answered HTTP {exc.code} ({exc.reason}); {release.name}'s "
-                                  f"{path} could not be downloaded") from None
-            except (urllib.error.URLError, OSError, ValueError) as exc:
-                reason = getattr(exc, "reason", None) or exc
-                raise FetchFailed(f"{url}: could not be downloaded ({reason}); with no network, copy the "
-                                  f"releases folder from a machine that has it and give --releases DIR") from None
-            if _sha256(data) != pinned:
-                raise FetchFailed(f"{url}: the downloaded file's sha256 is {_sha256(data)[:12]}..., not the pinned "
-                                  f"{pinned[:12]}...; nothing was written (is the commit still served as it was?)")
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(f".{target.name}.partial")
             partial.write_bytes(data)

@@ -265,3 +265,29 @@ def test_a_budget_is_refused_against_the_shortest_dialogues_not_the_longest(harn
     above = rpbench(*args, "--max-cost", f"{floor * 1.1:.6f}", env={TEST_KEY_ENV: "k"})
     assert "is below the least" not in above.stderr and loopback.log, above.stderr[-2000:]
     assert above.returncode == 3 and "cannot be used" in above.stderr, above.stderr[-2000:]
+
+
+def test_a_budget_one_request_can_pass_is_refused_naming_the_role(harness, loopback, tmp_path):
+    """PingPong at its release's settings (the judge's replies up to 4,096 tokens), reply tokens at $1e-4: one
+    judge request may cost $0.41, more than a $0.12 budget, so the run could never finish. Refused before any call,
+    in one line naming the role and by how much (it used to send one call and stop)."""
+    models = tmp_path / "models.toml"
+    models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
+                      f'api_key_env = "{TEST_KEY_ENV}"\nmax_concurrency = 16\ninput_cost_per_token = 1e-7\n'
+                      "output_cost_per_token = 1e-4\n", encoding="utf-8")
+    settings = Path(__file__).resolve().parent.parent / "samples" / "pingpong" / "settings.yaml"
+    args = ["pingpong", "run", "--model", "player", "--judge", "pingpong-judge", "--settings", str(settings),
+            "--max-turns", "3", "--limit", "4", "--out", str(tmp_path / "run"), "--models-file", str(models),
+            "--cache", str(tmp_path / "calls.sqlite")]
+    ran = rpbench(*args, "--max-cost", "0.12", env={TEST_KEY_ENV: "k"})
+    assert ran.returncode == 2 and not loopback.log, ran.stderr[-2000:]
+    lines = ran.stderr.strip().splitlines()
+    # The player's replies (1,536 tokens, $0.1536 at the most) are asked first; the judge's (4,096) cost more still.
+    assert len(lines) == 1 and "one request of role 'player'" in lines[0], lines
+    assert "up to 1536 tokens of reply" in lines[0] and "more than the whole budget $0.1200" in lines[0]
+    judged = rpbench(*args, "--max-cost", "0.2", env={TEST_KEY_ENV: "k"})
+    assert judged.returncode == 2 and not loopback.log
+    assert "one request of role 'pingpong-judge'" in judged.stderr and "up to 4096 tokens" in judged.stderr
+    # A budget a single request fits in is not refused for it.
+    fits = rpbench(*args, "--max-cost", "100", "--plan", env={TEST_KEY_ENV: "k"})
+    assert fits.returncode == 0 and "one request of role" not in fits.stdout + fits.stderr

@@ -92,6 +92,10 @@ def test_fetch_downloads_every_file_checks_it_and_keeps_what_is_there(repository
     assert "characterbench: thu-coai/CharacterBench@f4ec56a" in listed.stdout and "missing" in listed.stdout
     again = rpbench("releases", "fetch", "pingpong", "--releases", str(target))
     assert again.returncode == 0 and "0 downloaded, 8 already there" in again.stdout
+    # A shared releases folder gains only pinned files: no lock, no partial file, whatever a fetch did.
+    pinned = {f"{r.folder}/{p}" for name in ("pingpong", "roleinteract") for r in _declared()[name] for p in r.files}
+    held = {str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()}
+    assert held == pinned, sorted(held - pinned)[:5]
 
 
 def test_fetch_says_in_one_line_when_it_cannot(repository, tmp_path, monkeypatch):
@@ -109,6 +113,7 @@ def test_fetch_says_in_one_line_when_it_cannot(repository, tmp_path, monkeypatch
     offline = rpbench("releases", "fetch", "roleinteract", "--releases", str(target))
     assert offline.returncode == 2 and len(offline.stderr.strip().splitlines()) == 1
     assert "could not be downloaded" in offline.stderr and "--releases DIR" in offline.stderr
+    assert not target.exists()  # no folder tree, no lock file left behind by any of these
     unknown = rpbench("releases", "fetch", "pingpnog")
     assert unknown.returncode == 2 and "did you mean 'pingpong'?" in unknown.stderr
     none = rpbench("releases", "fetch", "furina")

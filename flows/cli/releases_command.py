@@ -25,15 +25,14 @@ def _releases_by_benchmark() -> dict[str, list[Any]]:
     return {name: mode.load_releases() for name, mode in modes().items()}
 
 
-def _root(folder: str | None, create: bool = False) -> Path:
+def _root(folder: str | None, must_exist: bool = True) -> Path:
+    """The releases folder; a fetch makes it only once it has a file to write into it."""
     from rpbench.prompts.releases import releases_root
 
     if folder is None:
         return releases_root()
     path = Path(folder).expanduser()
-    if create:
-        path.mkdir(parents=True, exist_ok=True)
-    elif not path.is_dir():
+    if (must_exist or path.exists()) and not path.is_dir():
         raise InputError(f"--releases: {path} is not a folder")
     return path
 
@@ -85,7 +84,7 @@ def fetch(
         if not known[name]:
             raise InputError(f"{name}: the benchmark published no code, so there is no release to fetch (its "
                              "prompts are rpbench's own)")
-    root = _root(releases, create=True)
+    root = _root(releases, must_exist=False)
     for name in wanted:
         for release in known[name]:
             done = fetch_release(release, root)

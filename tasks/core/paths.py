@@ -15,13 +15,22 @@ def cache_dir() -> Path:
 
 
 @contextlib.contextmanager
-def one_writer(entry: Path) -> Iterator[None]:
+def one_writer(entry: Path, locks_apart: bool = False) -> Iterator[None]:
     """Held while ``entry`` (a file or folder under the cache) is checked and made: another thread or process
     making the same entry (two commands, two test workers) waits, then finds it made. Without it, the second
-    one's swap of a folder into place pulled it from under the first while that one read it."""
-    entry.parent.mkdir(parents=True, exist_ok=True)
+    one's swap of a folder into place pulled it from under the first while that one read it. ``locks_apart``:
+    the lock file lives under the cache's ``locks/``, keyed by the entry's path, not beside it (a folder others
+    read, such as a team's releases, gains no file but what is written into it)."""
+    import hashlib
+
+    if locks_apart:
+        key = hashlib.sha256(str(entry.resolve()).encode()).hexdigest()[:32]
+        lock = cache_dir() / "locks" / f"{key}.lock"
+    else:
+        lock = entry.with_name(f"{entry.name}.lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
     # A lock of its own open file each time: flock then keeps out other threads of this process too.
-    fd = os.open(entry.with_name(f"{entry.name}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # let go by the kernel however the process ends
         yield

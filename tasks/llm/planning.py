@@ -173,6 +173,9 @@ class CallPlan:
         self.floor_limit = floor_limit
         self.floor = 0.0
         self.passed: float | None = None  # the least cost counted when the plan passed ``floor_limit``
+        # A single request whose most (its prompt and its role's max_tokens of reply) is past ``floor_limit``: the
+        # run could never send it under that budget. (role, model, its most, max_tokens) of the first found.
+        self.too_costly: tuple[str, str, float, int] | None = None
 
     def start(self, ending: bool = False) -> None:
         """A new plan; or, with ``ending``, the second pass of this one: the rows counted so far are kept as
@@ -182,7 +185,7 @@ class CallPlan:
             self._rows, self._answered, self._prefixes = {}, {}, {}
             self.ending, self.endings_offered, self.floor = ending, 0, 0.0
             if not ending:
-                self.passed = None
+                self.passed, self.too_costly = None, None
 
     def _row(self, stage: str, role: str, model: str) -> _Row:
         key = (stage, role, model)
@@ -237,7 +240,13 @@ class CallPlan:
             row.most_reply_tokens += max_tokens
             if prices is not None:  # the least this call can cost: its prompt and one token of reply
                 self.floor += prices[0] * prompt + prices[1]
-            passed = self.passed is not None or (self.floor_limit is not None and self.floor > self.floor_limit)
+                most = prices[0] * prompt + prices[1] * max_tokens
+                # (A budget the least cost passes already is refused for that, the broader reason.)
+                if (self.floor_limit is not None and most > self.floor_limit >= self.floor
+                        and self.too_costly is None):
+                    self.too_costly = (role, model, most, max_tokens)
+            passed = self.passed is not None or self.too_costly is not None or (
+                self.floor_limit is not None and self.floor > self.floor_limit)
         if passed:  # (and every call after it, in whichever flow: the plan stops)
             self.passed = self.passed or self.floor
             raise PlanPassedBudget(self.passed)

@@ -235,6 +235,14 @@ def refuse_a_budget_it_cannot_keep(run: Callable[[Any], None], settings: RunSett
     counted = CallPlan(floor_limit=settings.max_cost)
     plan = make_plan(run, settings, shortest_only=True, calls=counted)
     passed = counted.passed
+    if counted.too_costly is not None:
+        from rpbench.tasks.llm.config import role_shown
+
+        role, model, most, max_tokens = counted.too_costly
+        raise InputError(f"--max-cost: one request of role '{role_shown(role)}' ({model}) can cost ${most:.4f} (its "
+                         f"prompt and up to {max_tokens} tokens of reply), ${most - settings.max_cost:.4f} more than "
+                         f"the whole budget ${settings.max_cost:.4f}: the run could never send it; give a larger "
+                         "budget, or a smaller max_tokens for that role")
     if passed is not None:
         raise InputError(f"--max-cost: the budget ${settings.max_cost:.4f} is below the least this run could cost "
                          f"(its prompts, with one token of reply a call, came to ${passed:.4f} before the plan was "
