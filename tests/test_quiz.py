@@ -49,12 +49,13 @@ def test_the_quiz_runs_from_its_command_and_scores_as_a_count_by_hand(harness, l
     assert en.startswith("Answer a multiple-choice") and "A. 221B Baker Street" in en and "(A, B, C, D)" in en
 
     # By hand: the answer file is right on 8 of 10 (bennet-1 and bajie-1 wrong); the model right on the five
-    # English questions it could answer and wrong on the four Chinese, its reply on alice-2 a counted failure.
+    # English questions it could answer and wrong on the four Chinese, its reply on alice-2 a counted failure and
+    # not right: 5 of the 10 asked.
     board = {r["model"]: r for r in pq.read_table(tmp_path / "out" / "leaderboard.parquet").to_pylist()}
     assert board["sample"]["accuracy"] == pytest.approx(80.0) and board["sample"]["n"] == 10
-    assert board["examinee"]["accuracy"] == pytest.approx(500 / 9) and board["examinee"]["n"] == 9
+    assert board["examinee"]["accuracy"] == pytest.approx(50.0) and board["examinee"]["n"] == 10
     assert board["sample"]["Elizabeth Bennet"] == pytest.approx(50.0) and board["sample"]["猪八戒"] == 0.0
-    assert board["examinee"]["en"] == pytest.approx(100.0) and board["examinee"]["zh"] == 0.0
+    assert board["examinee"]["en"] == pytest.approx(500 / 6) and board["examinee"]["zh"] == 0.0  # alice-2 is en
     failures = pq.read_table(tmp_path / "out" / "failures.parquet").to_pylist()
     assert [(f["model"], f["item_id"]) for f in failures] == [("examinee", "alice-2")]
     assert "no option letter (A, B, C, D) could be read" in failures[0]["error"]
@@ -71,6 +72,26 @@ def test_the_quiz_runs_from_its_command_and_scores_as_a_count_by_hand(harness, l
     assert all("Dinah" in r["messages"][0]["content"] for r in loopback.requests[12:])
     kept = rpbench(*args, "--keep-failures")
     assert kept.returncode == 0 and len(loopback.requests) == 15
+
+
+def test_a_question_left_unanswered_never_ranks_above_one_answered_wrongly(harness, tmp_path):
+    """Two answer files differing in one question, answered "B" (wrong) in one and "" in the other: both are right
+    on the same share of the ten questions; the empty one answered fewer, and its failure is counted."""
+    lines = [json.loads(line) for line in ANSWERS.read_text(encoding="utf-8").splitlines()]
+    for name, answer in (("wrong", "B"), ("empty", "")):
+        (tmp_path / f"{name}.jsonl").write_text("\n".join(json.dumps({**a, "answer": answer} if a["id"] == "holmes-1"
+                                                                     else a) for a in lines) + "\n")
+    ran = rpbench("quiz", "run", "--questions", str(QUESTIONS), "--answers", f"wrong={tmp_path / 'wrong.jsonl'}",
+                  "--answers", f"empty={tmp_path / 'empty.jsonl'}", "--out", str(tmp_path / "out"),
+                  "--max-failure-share", "0.2")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    board = {r["model"]: r for r in pq.read_table(tmp_path / "out" / "leaderboard.parquet").to_pylist()}
+    assert board["wrong"]["accuracy"] == board["empty"]["accuracy"] == pytest.approx(70.0)
+    assert board["wrong"]["n"] == board["empty"]["n"] == 10
+    scores = {(s["model"], s["metric"]): s["score"] for s in pq.read_table(tmp_path / "out" / "model_scores.parquet")
+              .to_pylist() if s["group"] == "all" and s["language"] == "all"}
+    assert scores[("wrong", "answered")] == 100.0 and scores[("empty", "answered")] == pytest.approx(90.0)
+    assert board["empty"]["failed"] == 1 and board["wrong"]["failed"] == 0
 
 
 @pytest.mark.parametrize(("line", "field"), [

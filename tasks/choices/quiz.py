@@ -52,10 +52,14 @@ class ChoiceAnswer(Record):
     text: str  # the reply, as the viewer shows it
     chosen: list[str]
     gold: str
-    correct: float  # 1 when the letters read are exactly the gold one, else 0
+    correct: float  # 1 when the letters read are exactly the gold one, else 0 (an unanswered question too)
+    # False: no usable reply (none, an empty one, or one with no option letter after the asks): not right, and
+    # counted as a failure besides. A system that leaves a question unanswered never ranks above one that
+    # answers it wrongly.
+    answered: bool = True
 
 
-CHOICE_ANSWERS = TableSpec("choice_answers", 1, ChoiceAnswer)
+CHOICE_ANSWERS = TableSpec("choice_answers", 2, ChoiceAnswer)  # 2: answered
 
 
 def read_choice_items(path: str | Path, group: str, languages: Sequence[str] | None = None) -> list[ChoiceItem]:
@@ -113,7 +117,10 @@ def failure_row(stage: str, item: ChoiceItem, model: str, error: str | None) -> 
 def quiz_report(title: str, group_label: str) -> ReportSpec:
     """Accuracy with its interval, a leaderboard column per group (character) and per language."""
     return ReportSpec(title, Scoring(
-        metrics=(accuracy("share of questions whose reply chose exactly the gold option"),),
+        metrics=(accuracy("share of every question asked whose reply chose exactly the gold option (a question "
+                          "left unanswered, or whose reply names no option, is not right)"),
+                 accuracy("share of the questions asked that got a reply naming an option", column="answered",
+                          name="answered")),
         groups=(GroupKey("group", group_label), GroupKey("language", "language")),
         item_column="item_id"), unit="questions")
 
@@ -125,7 +132,7 @@ def samples(items: Sequence[ChoiceItem], answers: Sequence[ChoiceAnswer]) -> Ite
         item = by_id[a.item_id]
         yield Sample(id=f"{a.model}/{a.item_id}", item=a.item_id, model=a.model,
                      title=f"{a.item_id} ({item.group}): {gist(item.question, 70)}",
-                     score="right" if a.correct else "wrong",
+                     score="right" if a.correct else "wrong" if a.answered else "unanswered",
                      parts=[Part("Question", item.question), Part("Options", item.options_text()),
                             Part(f"Reply ({a.model})", a.text), Part("Letters read", ", ".join(a.chosen)),
                             Part("Gold", item.gold)],
@@ -133,9 +140,27 @@ def samples(items: Sequence[ChoiceItem], answers: Sequence[ChoiceAnswer]) -> Ite
                              "outcome": "right" if a.correct else "wrong"})
 
 
+def unanswered_rows(quiz: Sequence[ChoiceItem], rows: Sequence[ChoiceAnswer], failed: Sequence[Failure]
+                    ) -> list[ChoiceAnswer]:
+    """A row, not right, for each question a system got no usable reply to (its failure stays counted)."""
+    by_id = {q.id: q for q in quiz}
+    have = {(r.model, r.item_id) for r in rows}
+    out = []
+    for f in failed:
+        item = by_id.get(f.item_id)
+        if item is not None and (f.model, f.item_id) not in have:
+            have.add((f.model, f.item_id))
+            out.append(ChoiceAnswer(item_id=item.id, model=f.model, group=item.group, language=item.language,
+                                    text=f.error or "", chosen=[], gold=item.gold, correct=0.0, answered=False))
+    return out
+
+
 def scored(items: list[str], failures: list[str], questions: str, group: str, limit: int | None) -> Scored:
-    """The kit's scoring hook for a quiz: its answers' rows, the failures and the viewer's samples."""
+    """The kit's scoring hook for a quiz: its answers' rows (every question asked, an unanswered one not right),
+    the failures and the viewer's samples."""
     quiz = read_choice_items(questions, group)[:limit]
-    rows = [r for p in items for r in read_records(p, CHOICE_ANSWERS)]
-    return Scored(rows, [f for p in failures for f in read_records(p, FAILURES)], len(quiz),
+    answered = [r for p in items for r in read_records(p, CHOICE_ANSWERS)]
+    failed = [f for p in failures for f in read_records(p, FAILURES)]
+    rows = [*answered, *unanswered_rows(quiz, answered, failed)]
+    return Scored(rows, failed, len(quiz),
                   samples=samples(quiz, rows))
