@@ -46,6 +46,14 @@ def test_a_run_stops_at_its_budget_and_a_larger_one_continues(harness, loopback,
     assert len(answered) == 12 and len(loopback.log) == 12
     journals = list((tmp_path / "run").rglob("*.journal.jsonl"))
     assert journals  # the calls of the stopped stage are accounted for
+    # The stopped run's manifest has every section a finished run's has, its totals counting what was answered.
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["outcome"]["status"] == "stopped" and manifest["budget"]["budget_usd"] == budget
+    for key in ("totals", "this_run", "release_files", "role_settings", "prompt_templates"):
+        assert key in manifest, key
+    assert manifest["totals"]["calls"] == 12 and manifest["this_run"]["calls_sent"] == 12
+    assert manifest["totals"]["cost_usd"] == pytest.approx(12 * 2 * PRICE)
+    assert any("dataset.py" in k for k in manifest["release_files"]) and "test" in manifest["role_settings"]
     spent = 12 * 2 * PRICE
     assert spent <= budget
     first = len(loopback.log)

@@ -4,6 +4,7 @@ exactly the requests that got no reply."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -89,19 +90,26 @@ def _run_and_signal(server: LoopbackServer, tmp_path: Path, signals: list[signal
         time.sleep(0.1)
     assert not [p for p in started if _alive(p)], "processes the command started are still running"
     first = list(server.log)
+    stopped_manifest = tmp_path / "run" / "manifest.json"
+    manifest = json.loads(stopped_manifest.read_text()) if stopped_manifest.is_file() else None
     # The rerun, in this process, on the fast endpoint: what it sends is what the stopped run did not get.
     server.latency = 0.0
     rerun = rpbench(*args, env={TEST_KEY_ENV: "k"})
     assert rerun.returncode == 0, rerun.stderr[-2000:]
-    return proc.returncode, err, signalled, first, server.log[len(first):]
+    return proc.returncode, err, signalled, first, server.log[len(first):], manifest
 
 
 @pytest.mark.parametrize("sig,code,processes", [(signal.SIGINT, 130, 1), (signal.SIGTERM, 143, 2)],
                          ids=["SIGINT", "SIGTERM-with-worker-processes"])
 def test_a_signal_to_the_group_stops_cleanly_and_the_rerun_sends_only_what_had_no_reply(
         harness, slow_endpoint, tmp_path, sig, code, processes):
-    status, err, _at, first, rerun = _run_and_signal(slow_endpoint, tmp_path, [sig], processes)
+    status, err, _at, first, rerun, manifest = _run_and_signal(slow_endpoint, tmp_path, [sig], processes)
     assert status == code, err[-2000:]
+    # The stopped run's manifest has every section a finished run's has, its totals counting what was answered.
+    assert manifest is not None and manifest["outcome"]["status"] == "stopped", err[-2000:]
+    for key in ("totals", "this_run", "release_files", "role_settings", "prompt_templates"):
+        assert key in manifest, key
+    assert manifest["totals"]["calls"] >= sum(1 for e in first if e.get("ok"))
     assert "stopping" in err and "interrupted: finished stages and every reply received are kept" in err
     assert "Traceback" not in err
     answered = {e["digest"] for e in first if e.get("ok")}
@@ -113,7 +121,7 @@ def test_a_signal_to_the_group_stops_cleanly_and_the_rerun_sends_only_what_had_n
 
 
 def test_a_second_ctrl_c_quits_at_once_keeping_what_was_recorded(harness, slow_endpoint, tmp_path):
-    status, err, signalled, first, rerun = _run_and_signal(slow_endpoint, tmp_path, [signal.SIGINT, signal.SIGINT])
+    status, err, signalled, first, rerun, _manifest = _run_and_signal(slow_endpoint, tmp_path, [signal.SIGINT, signal.SIGINT])
     assert status == 130, err[-2000:]
     assert "quitting now" in err
     # Replies that came back before the first Ctrl-C were recorded; only what was on the wire may be sent again.

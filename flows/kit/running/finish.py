@@ -82,8 +82,27 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
     """
     moved = publish_outputs(out)
     sections = _published(sections, moved)
-    models_file = settings.models_file
     run = RunDir(Path(out), started=stages.started)
+    calls, fresh = _run_calls(stages, inherited)
+    write_records(run.root / CALLS.filename, calls, CALLS)
+    stage_calls = {f"{r.stage}[{r.shard}]" if r.shard else r.stage: r.calls for r in stages.results if r.calls}
+    outcome = judge_run(run.root, stage_calls, settings.max_failure_share)
+    if failed_parts:
+        outcome = {**outcome, "status": "failed", "reasons": [*failed_parts, *outcome["reasons"]]}
+    planned = planned_for(settings, out)  # a plan of this very command (--plan), kept in the folder: shown beside
+    manifest = _write_manifest(run, settings, stages, flow, outcome, calls, fresh,
+                               plan=planned["total"] if planned else None,  # replaces an earlier command's plan
+                               **sections)
+    publish_markdown_now(f"run-summary-{slug(flow)}", run_summary_markdown(manifest, out), "rpbench run summary")
+    if outcome["status"] == "failed":
+        return failed_state(RunFailed(out, outcome["reasons"], outcome["failures"]))
+    return manifest
+
+
+def _run_calls(stages: Stages, inherited: Sequence[CallRecord] = (), stopped_in: Path | None = None
+               ) -> tuple[list[CallRecord], list[CallRecord]]:
+    """Every call behind the run (the stages' own and ``inherited``), and those this run sent itself. A stopped
+    run adds the calls of the stages it stopped in, from their journals (a stage that finished has none left)."""
     calls: list[CallRecord] = list(inherited)
     fresh: list[CallRecord] = []
     for result, cached in zip(stages.results, stages.cached, strict=True):
@@ -96,26 +115,38 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
             records = sorted(written, key=lambda r: (r.tag or "", r.cache_key, r.attempt))
             known = {c.call_id for c in calls}  # a cached stage's calls may be among the inherited ones
             calls += [r for r in records if r.call_id not in known]
-    write_records(run.root / CALLS.filename, calls, CALLS)
+    if stopped_in is not None:  # the run folder of a stopped run
+        from rpbench.tasks.llm.ledger import read_journal
+
+        known = {c.call_id for c in calls}
+        for journal in sorted((stopped_in / "calls").glob("*.journal.jsonl")):
+            records = [r for r in read_journal(journal) if r.call_id not in known]
+            calls += sorted(records, key=lambda r: (r.tag or "", r.cache_key, r.attempt))
+            fresh += [r for r in records if not r.cached]
+    return calls, fresh
+
+
+def _write_manifest(run: RunDir, s: RunSettings, stages: Stages, flow: str, outcome: Mapping[str, Any],
+                    calls: Sequence[CallRecord], fresh: Sequence[CallRecord],
+                    reads: Mapping[str, Mapping[str, str]] | None = None, **sections: Any) -> dict[str, Any]:
+    """The manifest a run writes, finished or stopped: the same sections either way (``reads``: templates and
+    release files of a stage that stopped, beside the finished stages')."""
     totals = summarize_calls(calls)
     templates = {k: v for r in stages.results for k, v in r.templates.items()}
     release_files = {k: v for r in stages.results for k, v in r.release_files.items()}
-    stage_calls = {f"{r.stage}[{r.shard}]" if r.shard else r.stage: r.calls for r in stages.results if r.calls}
-    outcome = judge_run(run.root, stage_calls, settings.max_failure_share)
-    if failed_parts:
-        outcome = {**outcome, "status": "failed", "reasons": [*failed_parts, *outcome["reasons"]]}
-    config = models_config(models_file)
-    spent = summarize_calls(fresh)
-    planned = planned_for(settings, out)  # a plan of this very command (--plan), kept in the folder: shown beside
-    judging_self, left_embedded = judge_notes(settings, config)
-    manifest = run.write_manifest(
-        outcome=outcome,
+    templates.update((reads or {}).get("templates", {}))
+    release_files.update((reads or {}).get("release_files", {}))
+    config = models_config(s.models_file)
+    spent = summarize_calls(list(fresh))
+    judging_self, left_embedded = judge_notes(s, config)
+    return run.write_manifest(
+        outcome=dict(outcome),
         self_judging=judging_self,
         embedded_roles=left_embedded,
         flow=flow,
         config=config.redacted(),
-        models_file=models_file,
-        models_file_sha256=models_file_digest(models_file),
+        models_file=s.models_file,
+        models_file_sha256=models_file_digest(s.models_file),
         models=totals.pop("models"),
         prompt_templates=dict(sorted(templates.items())),
         # The words of the benchmarks' own code a run sent, each file as read: repository@commit/path -> sha256.
@@ -125,25 +156,48 @@ def finish_run(out: str, stages: Stages, settings: RunSettings, flow: str,
         this_run={**stages.report(), "calls_sent": spent["calls_sent"], "cost_usd": spent["cost_usd"],
                   "cost_unknown_calls": spent["cost_unknown_calls"], "prompt_tokens": spent["prompt_tokens"],
                   "reply_tokens": spent["completion_tokens"], "runner": chosen_runner()},
-        plan=planned["total"] if planned else None,  # replaces an earlier command's plan in a shared folder
         **sections,
     )
-    publish_markdown_now(f"run-summary-{slug(flow)}", run_summary_markdown(manifest, out), "rpbench run summary")
-    if outcome["status"] == "failed":
-        return failed_state(RunFailed(out, outcome["reasons"], outcome["failures"]))
-    return manifest
 
 
-def stopped_by_budget(settings: Any, flow: str, error: BudgetReached) -> None:
-    """A run the budget stopped still says what it spent: its manifest (outcome stopped, the budget, the spend,
-    what is left) and a run summary; every answered call is in the call cache and the stage journals, so the
-    same command with a larger budget continues."""
+def stopped_run(settings: Any, flow: str, stages: Stages | None, error: BaseException) -> bool:
+    """A run stopped before its end (its budget reached, Ctrl-C, a model it cannot use) still writes the manifest
+    a finished run writes: its totals counting what was answered (the finished stages' calls and the journals of
+    those it stopped in), this run's part, the release files and templates read, every role's settings, and its
+    outcome (stopped, and by what: the budget, a model, a signal), with the budget's spend where that stopped it.
+    Every answered call is in the call cache, so the same command continues. False: no run folder to write."""
+    from rpbench.tasks.llm.run_context import current_run
+
+    out = getattr(settings, "out", None)
+    if not out or not isinstance(settings, RunSettings) or stages is None or current_run().plan is not None:
+        return False  # (a plan's run, in a scratch folder, writes nothing)
+    # "stopped", whatever stopped it: it did not reach its end (a failed run did, and lost too much on the way).
+    by = "budget" if isinstance(error, BudgetReached) else "model" if isinstance(error, ModelUnusable) else "signal"
+    reason = str(error) or "interrupted by a signal (Ctrl-C)"
+    extra: dict[str, Any] = {"settings": settings.recorded(out)}
+    if isinstance(error, BudgetReached):
+        extra["budget"] = {"budget_usd": error.budget, "spent_usd": round(error.spent, 6),
+                           "left_usd": round(error.budget - error.spent, 6), "scope": error.scope}
+    calls, fresh = _run_calls(stages, stopped_in=Path(out))
+    run = RunDir(Path(out), started=stages.started)
+    manifest = _write_manifest(run, settings, stages, flow,
+                               {"status": "stopped", "stopped_by": by, "reasons": [reason], "failures": {}},
+                               calls, fresh, getattr(error, "stage_reads", None), **extra)
+    publish_markdown_now(f"run-summary-{slug(flow)}", run_summary_markdown(manifest, str(out)),
+                         "rpbench run summary")
+    return True
+
+
+def stopped_by_budget(settings: Any, flow: str, error: BudgetReached, stages: Stages | None = None) -> None:
+    """A run the budget stopped still says what it spent (``stopped_run``); a flow that keeps no ``Stages`` says
+    at least its outcome and the budget's spend."""
+    if stopped_run(settings, flow, stages, error):
+        return
     out = getattr(settings, "out", None)
     if not out or not isinstance(settings, RunSettings):
         return
     config = models_config(settings.models_file)
-    run = RunDir(Path(out))
-    manifest = run.write_manifest(
+    manifest = RunDir(Path(out)).write_manifest(
         outcome={"status": "stopped", "reasons": [str(error)], "failures": {}},
         budget={"budget_usd": error.budget, "spent_usd": round(error.spent, 6),
                 "left_usd": round(error.budget - error.spent, 6), "scope": error.scope},

@@ -18,7 +18,7 @@ from rpbench.flows.kit.front import interrupts
 from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.front.settings import RunSettings
 from rpbench.flows.kit.running.environment import start_temporary_server
-from rpbench.flows.kit.running.finish import failed_state, stopped_by_budget
+from rpbench.flows.kit.running.finish import failed_state, stopped_by_budget, stopped_run
 from rpbench.flows.kit.running.notes import run_notes
 from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.scale.run_workers import workers_for_run
@@ -53,7 +53,12 @@ def _given_stages(fn: Callable[[Any, Stages], Any]) -> Callable[[Any], Any]:
     hints = inspect.get_annotations(fn, eval_str=True)
 
     def given(settings: Any) -> Any:
-        return fn(settings, Stages(settings))
+        stages = Stages(settings)
+        try:
+            return fn(settings, stages)
+        except (ModelUnusable, InputError, KeyboardInterrupt) as exc:
+            exc.rpbench_stages = stages  # type: ignore[union-attr]  # what a stopped run's manifest counts
+            raise
 
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
         setattr(given, attr, getattr(fn, attr))
@@ -118,9 +123,22 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
         return _typed_like(run_async, fn)
 
     def stopped(exc: ModelUnusable | InputError, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        settings, stages = kwargs.get("settings", args[0] if args else None), getattr(exc, "rpbench_stages", None)
         if isinstance(exc, BudgetReached):
-            stopped_by_budget(kwargs.get("settings", args[0] if args else None), fn.__name__, exc)
+            stopped_by_budget(settings, fn.__name__, exc, stages)
+        elif isinstance(exc, ModelUnusable):  # a model it cannot use: the manifest says what was done before
+            stopped_run(settings, fn.__name__, stages, exc)
         return failed_state(exc)
+
+    def interrupted(exc: KeyboardInterrupt, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Ctrl-C (or SIGTERM): the manifest says what the run did before it (``finish.stopped_run``); whatever
+        goes wrong writing it, the interrupt goes on."""
+        try:
+            with outermost(args, kwargs):
+                stopped_run(kwargs.get("settings", args[0] if args else None), fn.__name__,
+                            getattr(exc, "rpbench_stages", None), exc)
+        except Exception as failed:  # the stop is what matters here
+            logging.getLogger("rpbench").warning("warning: the stopped run's manifest was not written (%s)", failed)
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -131,6 +149,9 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
                 return fn(*args, **kwargs)
         except (ModelUnusable, InputError) as exc:
             return stopped(exc, args, kwargs)
+        except KeyboardInterrupt as exc:
+            interrupted(exc, args, kwargs)
+            raise
 
     return _typed_like(run, fn)
 

@@ -415,6 +415,10 @@ def stage(name: str, *, templates: Templates = (), roles: Roles = (), inputs: Se
                 except (ModelUnusable, InputError) as exc:  # one line in the log and the UI, not a traceback
                     from prefect.states import Failed
 
+                    # What the stage read before it stopped: a stopped run's manifest lists it (finish.stopped_run).
+                    exc.stage_reads = {"templates": dict(run.templates),  # type: ignore[union-attr]
+                                       "release_files": dict(run.release_files)}
+
                     return Failed(message=str(exc), data=exc)  # type: ignore[return-value]
             result.summary.setdefault("seconds", round(time.monotonic() - started, 3))
             await _publish(run, result)
