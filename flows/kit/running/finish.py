@@ -180,6 +180,9 @@ def stopped_run(settings: Any, flow: str, stages: Stages | None, error: BaseExce
                            "left_usd": round(error.budget - error.spent, 6), "scope": error.scope}
     calls, fresh = _run_calls(stages, stopped_in=Path(out))
     run = RunDir(Path(out), started=stages.started)
+    # Its calls table beside it, as a finished run's: the manifest's totals are what calls.parquet holds (the
+    # tables and report stay the last finished run's until this one finishes).
+    write_records(run.root / CALLS.filename, calls, CALLS)
     manifest = _write_manifest(run, settings, stages, flow,
                                {"status": "stopped", "stopped_by": by, "reasons": [reason], "failures": {}},
                                calls, fresh, getattr(error, "stage_reads", None), **extra)
