@@ -41,10 +41,11 @@ def _records(folder: Path, table: str):
 
 def test_win_rates_are_counts_and_a_rerun_sends_nothing(loopback, tmp_path, monkeypatch):
     monkeypatch.setenv(TEST_KEY_ENV, "k")
-    loopback.responder = responder()
+    loopback.responder = responder(reask=True)
     ran = _run(tmp_path, loopback, "run")
     assert ran.returncode == 0, ran.stderr[-2000:]
     rounds = _records(tmp_path / "run", "rounds")
+    assert sum(e.judge_asks for e in _records(tmp_path / "run", "dialogue_ends")) > 0  # some asked again
     board = json.loads((tmp_path / "run" / "manifest.json").read_text())["rpbench_auto"]["leaderboard"]
     row = next(r for r in board if r["model"] == "openai/loop-cand")
     decisive = [r for r in rounds if r.outcome != "none"]
@@ -68,7 +69,7 @@ def test_win_rates_are_counts_and_a_rerun_sends_nothing(loopback, tmp_path, monk
     assert [r.model_dump() for r in _records(tmp_path / "same", "rounds")] == [r.model_dump() for r in rounds]
     assert first == (tmp_path / "run" / "rounds.parquet").read_bytes()
     # Another seed draws the slots otherwise.
-    loopback.responder = responder()
+    loopback.responder = responder(reask=True)
     other = _run(tmp_path, loopback, "other", "--seed", "5")
     assert other.returncode == 0
     assert [r.model_a for r in _records(tmp_path / "other", "rounds")] != [r.model_a for r in rounds]
