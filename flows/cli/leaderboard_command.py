@@ -27,7 +27,7 @@ def leaderboard(
     from rpbench.storage.folder_lock import folder_lock
     from rpbench.storage.user_files import check_output_folder
     from rpbench.tasks.reports.arena_board import leaderboard as fit
-    from rpbench.tasks.reports.arena_board import run_folders, write_leaderboard
+    from rpbench.tasks.reports.arena_board import read_battles, run_folders, write_leaderboard
 
     try:
         check_output_folder(out)
@@ -35,12 +35,10 @@ def leaderboard(
         raise InputError(f"--out: {exc}") from None
     folders = run_folders(runs)
     with folder_lock(out, "--out"):
-        from rpbench.tasks.reports.arena_board import read_battles
-
-        benchmark = read_battles(folders)[0].benchmark
-        mode = get_mode(benchmark)
+        battles = read_battles(folders)  # read once: the checks, the fit and the page all work from these
+        mode = get_mode(battles[0].benchmark)
         released = load_ref(mode.arena_released) if mode.arena_released else None
-        rows, battles = fit(folders, resamples, seed, released)
+        rows = fit(battles, resamples, seed, released)
         written = write_leaderboard(rows, battles, Path(out), folders)
     for r in sorted((r for r in rows if r.subset == "all" and r.language == "all" and not r.released),
                     key=lambda r: -(r.elo or 0)):

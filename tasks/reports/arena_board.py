@@ -78,14 +78,13 @@ def read_battles(folders: Sequence[Path]) -> list[ArenaBattle]:
 Released = Callable[[str, str], list[ArenaRow]]
 
 
-def leaderboard(folders: Sequence[Path], resamples: int = 1000, seed: int = 0, released: Released | None = None
-                ) -> tuple[list[ArenaRow], list[ArenaBattle]]:
-    """The fitted rows of every model over ``folders``' battles (and the benchmark's released rows, marked)."""
-    battles = read_battles(folders)
+def leaderboard(battles: Sequence[ArenaBattle], resamples: int = 1000, seed: int = 0,
+                released: Released | None = None) -> list[ArenaRow]:
+    """The fitted rows of every model over ``battles`` (``read_battles``), and the benchmark's released rows."""
     rows = arena_rows(battles, resamples, seed)
     if released is not None:
         rows += released(battles[0].baseline, battles[0].judge)
-    return rows, battles
+    return rows
 
 
 def write_leaderboard(rows: Sequence[ArenaRow], battles: Sequence[ArenaBattle], out: Path,

@@ -25,8 +25,9 @@ from rpbench.tasks.llm.structured import REASONING
 from rpbench.tasks.modes.furina.builder.turns import REASONING_CAP, dimension_text, test_turn_messages, test_view
 from rpbench.tasks.modes.furina.config import EvalConfig
 from rpbench.tasks.modes.furina.domain import Character, Generation, Item, Judgment, Scene, SceneCharacter
-from rpbench.tasks.modes.furina.evaluation.scoring import DEFAULT_F, hallucinated, item_score, markup_count
+from rpbench.tasks.modes.furina.evaluation.scoring import DEFAULT_F, hallucinated, item_score
 from rpbench.tasks.modes.furina.records import Check, ItemScore
+from rpbench.tasks.stats.style import markup_count
 
 BASE = "base"
 OnDone = Callable[[int, int], Any] | None

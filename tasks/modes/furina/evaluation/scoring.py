@@ -15,8 +15,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rpbench.tasks.stats.style import markup_count  # noqa: F401  (FURINA's style feature, the kit's)
-
 DEFAULT_F = {1: 3.0, 2: 1.0, 3: 0.5, 4: 0.0, 5: 0.0}
 MAX_F = 3.0
 
