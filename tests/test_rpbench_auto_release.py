@@ -82,7 +82,10 @@ def release_requests(loopback, subset: str, lines: list[str], work: Path) -> lis
             for line in lines:
                 item = json.loads(line)
                 (code / "data" / f"rpbench_{subset}.jsonl").write_text(line + "\n")
-                random.seed(f"{SEED}:{subset}:{item['id']}")
+                # The script draws from the module-wide generator; seeded in place, a thread of the test process
+                # (an earlier run's Prefect client, say) drawing from it too would change the draws under load:
+                # the script gets a generator of its own, seeded as rpbench seeds the item.
+                module.random = random.Random(f"{SEED}:{subset}:{item['id']}")
                 module.eval_models_pairwise(MODELS["candidate"], MODELS["baseline"])
     finally:
         os.chdir(cwd)

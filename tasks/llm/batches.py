@@ -42,6 +42,7 @@ WINDOW = "24h"
 # quarter of this apart): a batch answered within hours is never taken as abandoned, and the claims of a
 # process that died on another machine sharing the call cache (whose pid cannot be asked) lapse in minutes.
 BATCH_CLAIM_S = 600.0
+API_TIMEOUT_S = 120.0  # the least time a files or batches call is given (see _credentials)
 DONE, GIVEN_UP = "completed", ("failed", "expired", "cancelled", "cancelling")
 log = logging.getLogger("rpbench")
 
@@ -54,7 +55,10 @@ def _model_name(model: str) -> str:
 
 
 def _credentials(spec: ModelSpec) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    # Each files or batches call bounded in time, as a chat request is (litellm's own default is 600 s: a reply
+    # lost on a loaded machine held a batch test for ten minutes before its retry). Not the chat timeout alone:
+    # an upload or a download of a large batch file may take longer than one reply.
+    out: dict[str, Any] = {"timeout": max(spec.timeout, API_TIMEOUT_S)}
     if spec.api_base:
         out["api_base"] = spec.api_base
     if spec.api_key_env and os.environ.get(spec.api_key_env):
