@@ -139,6 +139,26 @@ def jsonl_objects(path: str | Path, what: str, fields: str,
     return out
 
 
+def language_field(where: str, record: dict[str, Any], languages: Sequence[str] | None, whose: str) -> str:
+    """A record's ``language`` (``en`` if absent), one its prompts are written in (``languages``; None: any
+    text); else an InputError naming the record and the field, and ``whose`` languages there are ("the
+    quiz's")."""
+    language = record.get("language", "en")
+    if not isinstance(language, str) or (languages is not None and language not in languages):
+        shown = f"'{language}'" if isinstance(language, str) else f"{language!r} (not a text)"
+        raise InputError(f"{where}: field 'language': {shown} has no prompt"
+                         + (f" ({whose} languages: {', '.join(languages)})" if languages else ""))
+    return language
+
+
+def new_id(where: str, record: dict[str, Any], seen: set[str]) -> str:
+    """A record's ``id``, not one of ``seen`` (then added to it); else an InputError naming the record."""
+    if record["id"] in seen:
+        raise InputError(f"{where}: field 'id': '{record['id']}' appears more than once")
+    seen.add(record["id"])
+    return str(record["id"])
+
+
 def load_rows(path: str | Path, what: str, fields: str) -> list[dict[str, Any]]:
     """The rows of a CSV or JSON Lines file (by suffix: ``.csv``, else one JSON object per line).
 

@@ -208,9 +208,10 @@ def test_failed_dialogues_are_failures_and_each_failure_is_counted_once(harness,
     assert {lb.model for lb in read_records(out / LABELS.filename, LABELS)} == {"fine"}
     scores = read_records(out / DIALOGUE_SCORES.filename, DIALOGUE_SCORES)
     assert {s.model for s in scores} == {"fine"} and set(manifest["dmt"]["table4"]) == {"fine"}
-    # Each stage's own table in the shard's folder; the report counts each row once.
-    assert (out / "stages" / "fine" / "dialogue_failures.parquet").is_file()
-    assert (out / "stages" / "fine" / "label_failures.parquet").is_file()
+    # Each stage's own failures in its own folder of the shard's (neither overwrites the other's); the report
+    # counts each row once.
+    assert (out / "stages" / "fine" / "dmt-dialogues" / "failures.parquet").is_file()
+    assert (out / "stages" / "fine" / "dmt-labels" / "failures.parquet").is_file()
     report = (out / "report.md").read_text()
     assert "- fine: label 1, unlabelled 1" in report and "- crash: generator 1" in report, report
     assert "- mute: reply 1" in report

@@ -154,7 +154,7 @@ def test_evaluate_flow_stages_tables_report_and_a_cached_rerun(harness, loopback
     assert first == {("eval-answers", "Completed"): 2, ("eval-judgments", "Completed"): 1,
                      ("eval-checks", "Completed"): 1, ("eval-scores", "Completed"): 1,
                      ("eval-report", "Completed"): 1}
-    assert (out / "stages" / "openai-model-under-test" / "judgments.parquet").is_file()
+    assert (out / "stages" / "openai-model-under-test" / "eval-judgments" / "judgments.parquet").is_file()
     assert _worker_processes() == []
     assert assert_progress_before_first_reply(out, stage_lines) == {
         "eval-answers-base", "eval-answers-openai-model-under-test", "eval-judgments-openai-model-under-test",
@@ -264,7 +264,7 @@ def test_pool_and_build_flows_run_stage_by_stage(harness, loopback, tmp_path, mo
                                    for s in ("chunk", "boundaries", "extract", "stitch", "assemble", "merge")}
     for table in ("books", "chunks", "scenes", "dropped_scenes", "pool_stats"):
         assert (tmp_path / "pool" / f"{table}.parquet").is_file(), table
-    assert (tmp_path / "pool" / "stages" / "ledger" / "extractions.parquet").is_file()
+    assert (tmp_path / "pool" / "stages" / "ledger" / "pool-extract" / "extractions.parquet").is_file()
     assert {"pool-boundaries-ledger", "pool-extract-ledger"} <= assert_progress_before_first_reply(
         tmp_path / "pool", stage_lines)
 

@@ -123,15 +123,18 @@ def test_the_quiz_is_three_files_and_fewer_than_150_lines():
     assert len(files) <= 4 and lines <= 150, (len(files), lines)
 
 
-def test_a_suite_file_runs_the_quiz_as_one_of_its_parts(tmp_path):
+@pytest.mark.parametrize(("name", "data", "model"), [("quiz", "questions", "examinee"),
+                                                     ("rubric", "items", "rubric-actor")])
+def test_a_suite_file_runs_each_worked_example_as_one_of_its_parts(tmp_path, name, data, model):
+    """The quiz and the judged example (flows/modes/rubric) each take part in a suite from their settings alone."""
     from rpbench.flows.suite.plan import plan_suite
     from rpbench.flows.suite.settings import SuiteSettings
 
     suite = tmp_path / "suite.toml"
-    suite.write_text(f'[quiz]\nquestions = "{QUESTIONS}"\n')
-    planned = plan_suite(SuiteSettings(suite=str(suite), models=["examinee"], out=str(tmp_path / "out")))
+    suite.write_text(f'[{name}]\n{data} = "{sample_path(name, data + ".jsonl")}"\n')
+    planned = plan_suite(SuiteSettings(suite=str(suite), models=[model], out=str(tmp_path / "out")))
     (mode,) = planned.modes
-    assert mode.mode.name == "quiz" and [r.scored for r in mode.runs] == [True]
+    assert mode.mode.name == name and [r.scored for r in mode.runs] == [True]
 
 
 def test_a_quiz_whose_settings_name_no_role_is_refused_as_it_is_declared():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rpbench.storage.schemas import FAILURES, TableSpec
 from rpbench.storage.tables import read_records
-from rpbench.storage.user_files import jsonl_objects
+from rpbench.storage.user_files import jsonl_objects, language_field, new_id
 from rpbench.tasks.choices.letters import Reader, reader, score_letters
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Failure, Record
@@ -80,16 +80,9 @@ def read_choice_items(path: str | Path, group: str, languages: Sequence[str] | N
         if len(gold) != 1 or gold not in letters:
             raise InputError(f"{where}: field 'answer': '{r['answer']}' is not one of the options' letters "
                              f"({', '.join(letters)})")
-        language = r.get("language", "en")
-        if not isinstance(language, str) or (languages is not None and language not in languages):
-            shown = f"'{language}'" if isinstance(language, str) else f"{language!r} (not a text)"
-            raise InputError(f"{where}: field 'language': {shown} has no prompt"
-                             + (f" (the quiz's languages: {', '.join(languages)})" if languages else ""))
-        if r["id"] in seen:
-            raise InputError(f"{where}: field 'id': '{r['id']}' appears more than once")
-        seen.add(r["id"])
-        items.append(ChoiceItem(id=r["id"], question=r["question"], options=options, gold=gold, group=r[group],
-                                language=language))
+        language = language_field(where, r, languages, "the quiz's")
+        items.append(ChoiceItem(id=new_id(where, r, seen), question=r["question"], options=options, gold=gold,
+                                group=r[group], language=language))
     return items
 
 

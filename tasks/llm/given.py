@@ -1,6 +1,7 @@
 """Answers a user already has, read as a model's replies: scored exactly as live ones, with no call.
 
-A file of answers (JSONL, one ``{"id": ..., "answer": ...}`` per item) stands for a model's replies. Each
+A file of answers (JSONL, one ``{"id": ..., "answer": ...}`` per item, the answer under another name where a mode
+declares one) stands for a model's replies. Each
 answer goes through the same reading a live reply does (an empty one is a failure; a schema or a parser must
 accept it), once: a live reply that cannot be read is shown back to the model, a given one cannot be, so it
 stays unreadable.
@@ -36,12 +37,15 @@ def given_reply(text: str | None, role: str, schema: type[BaseModel] | None = No
     return Reply(role, GIVEN, text, parsed, 1, True, (text,))
 
 
-def read_answers(path: str | Path, known: Mapping[str, object] | None = None) -> dict[str, str]:
-    """id -> answer from a JSONL file; a bad line, a repeated id or one that names no item is one InputError
+def read_answers(path: str | Path, known: Mapping[str, object] | None = None, field: str = "answer"
+                 ) -> dict[str, str]:
+    """id -> answer from a JSONL file whose answers are under ``field`` (a mode's ``answer_field``: ``reply``
+    for a file of ``{"id", "reply"}``); a bad line, a repeated id or one that names no item is one InputError
     naming the file, the line and the field."""
     out: dict[str, str] = {}
-    for where, record in jsonl_objects(path, "a file of answers", "'id' and 'answer'"):
-        for field in ("id", "answer"):
+    answer = field
+    for where, record in jsonl_objects(path, "a file of answers", f"'id' and '{answer}'"):
+        for field in ("id", answer):
             if not isinstance(record.get(field), str):
                 raise InputError(f"{where}: field '{field}': {'missing' if field not in record else 'not text'}")
         key = record["id"]
@@ -49,7 +53,7 @@ def read_answers(path: str | Path, known: Mapping[str, object] | None = None) ->
             raise InputError(f"{where}: field 'id': '{key}' appears more than once")
         if known is not None and key not in known:
             raise InputError(f"{where}: field 'id': '{key}' is no item of the data given")
-        out[key] = record["answer"]
+        out[key] = record[answer]
     return out
 
 
@@ -101,8 +105,9 @@ def read_exchanges(path: str | Path, known: Collection[str], what: str, turns: s
     return out
 
 
-def given_results(ids: Sequence[str], path: str, role: str, **reading: Any) -> list[CallResult[object]]:
-    """The replies a file of answers gives the items ``ids``, each read as ``given_reply`` reads one (an item
-    the file does not answer is a failure saying so)."""
-    texts = read_answers(path)
+def given_results(ids: Sequence[str], path: str, role: str, field: str = "answer",
+                  **reading: Any) -> list[CallResult[object]]:
+    """The replies a file of answers gives the items ``ids`` (under ``field``), each read as ``given_reply``
+    reads one (an item the file does not answer is a failure saying so)."""
+    texts = read_answers(path, field=field)
     return [given_reply(texts.get(i), role, missing=f"{path} has no answer for this item", **reading) for i in ids]

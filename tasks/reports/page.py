@@ -100,13 +100,16 @@ def _sort_value(value: Any) -> str:
     return repr(float(value)) if isinstance(value, int | float) and value == value else ""  # nan: no value
 
 
+FAILED_COLUMNS = ("failed", "failed_share")  # always shown: how many items failed, and their share
+
+
 def leaderboard_html(board: Sequence[Mapping[str, Any]], columns: Sequence[Column], colours: Mapping[str, str],
                      compact: int = 1) -> str:
-    """The leaderboard as a sortable table: the headline, its interval, n and failures shown; the breakdowns,
-    other metrics and the mode's columns after ``compact`` of them behind a button."""
+    """The leaderboard as a sortable table: the headline, its interval, n and failures (count and share) shown;
+    the breakdowns, other metrics and the mode's columns after ``compact`` of them behind a button."""
     head, *rest = columns
-    failed = [c for c in rest if c.key == "failed"]
-    others = [c for c in rest if c.key != "failed"]
+    failed = [c for c in rest if c.key in FAILED_COLUMNS]
+    others = [c for c in rest if c.key not in FAILED_COLUMNS]
     shown: list[dict[str, Any]] = [{"heading": head.heading, "more": False},
                                    {"heading": "95% CI", "more": False}, {"heading": "n", "more": False}]
     shown += [{"heading": c.heading, "more": k >= compact} for k, c in enumerate(others)]
@@ -122,7 +125,8 @@ def leaderboard_html(board: Sequence[Mapping[str, Any]], columns: Sequence[Colum
             value = c.shown(r.get(c.key))
             cells.append({"v": _sort_value(value), "text": fmt(value, c.digits, c.missing), "more": k >= compact})
         for c in failed:
-            cells.append({"v": _sort_value(r.get(c.key)), "text": fmt(r.get(c.key), 0, c.missing), "more": False})
+            value = c.shown(r.get(c.key))
+            cells.append({"v": _sort_value(value), "text": fmt(value, c.digits, c.missing), "more": False})
         rows.append({"model": r["model"], "colour": colours.get(str(r["model"]), "#999"), "cells": cells})
     hidden = sum(c["more"] for c in shown)
     return _BOARD.render(columns=shown, rows=rows, hidden=hidden, total=len(shown) + 1)

@@ -51,7 +51,9 @@ def leaderboard_columns(scoring: Scoring, scores: Sequence[Mapping[str, Any]], e
             # In the headline's unit, which its own heading names (a unit on each of twenty columns is noise).
             columns += [Column(v, key.heading(v), head.digits) for v in shown_breakdown_values(scores, key)]
     columns += [Column(m.name, m.name, m.digits, unit=m.unit) for m in scoring.metrics[1:]]
-    return [*columns, *extra, Column("failed", "failed", 0, unit="items")]
+    # The count and its share of the items the model was asked: one failure in eight is not one in eight hundred.
+    return [*columns, *extra, Column("failed", "failed", 0, unit="items"),
+            Column("failed_share", "failed", 1, unit="% of items", scale=100.0)]
 
 
 def leaderboard_markdown(board: Sequence[Mapping[str, Any]], columns: Sequence[Column]) -> list[str]:
@@ -66,6 +68,34 @@ def leaderboard_markdown(board: Sequence[Mapping[str, Any]], columns: Sequence[C
     return lines
 
 
+def breakdown_markdown(board: Sequence[Mapping[str, Any]], scoring: Scoring, scores: Sequence[Mapping[str, Any]]
+                       ) -> str:
+    """The headline per value of each breakdown key with its 95% interval and n, a table per key (the
+    leaderboard's breakdown columns give the points alone)."""
+    from rpbench.tasks.reports.scores import ALL
+
+    head = scoring.headline
+    keys = [k for k in scoring.groups if k.breakdown]
+    parts = []
+    for key in keys:
+        values = shown_breakdown_values(scores, key)
+        if not values:
+            continue
+        lines = [f"{head.name} per {key.label}: score [95% interval] (n)", "",
+                 "| model | " + " | ".join(key.heading(v) for v in values) + " |", "|" + "---|" * (1 + len(values))]
+        for r in board:
+            cells = []
+            for v in values:
+                found = next((s for s in scores if s["model"] == r["model"] and s["metric"] == head.name
+                              and s[key.column] == v and all(s[k.column] == ALL for k in scoring.groups
+                                                             if k is not key)), None)
+                cells.append("-" if found is None else f"{fmt(found['score'], head.digits)} "
+                             f"[{fmt_interval(found['ci_low'], found['ci_high'], head.digits, ', ')}] ({found['n']})")
+            lines.append(f"| {r['model']} | " + " | ".join(cells) + " |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
 def failures_markdown(failures: Mapping[str, Mapping[str, int]]) -> str:
     lines = [f"- {m}: " + ", ".join(f"{k} {v}" for k, v in f.items()) for m, f in failures.items() if f]
     return "\n".join(lines or ["- none"])
@@ -78,8 +108,11 @@ def metrics_markdown(scoring: Scoring) -> str:
 
 
 def markdown_report(title: str, intro: str, board: Sequence[Mapping[str, Any]], columns: Sequence[Column],
-                    scoring: Scoring, sections: Sequence[Section], failures: Mapping[str, Mapping[str, int]]) -> str:
+                    scoring: Scoring, sections: Sequence[Section], failures: Mapping[str, Mapping[str, int]],
+                    breakdowns: str = "") -> str:
     lines = [f"# {title}", "", intro, "", "## Leaderboard", "", *leaderboard_markdown(board, columns), ""]
+    if breakdowns:
+        lines += [f"## {scoring.headline.name} per group, with intervals", "", breakdowns, ""]
     for section in sections:
         lines += [f"## {section.title}", "", section.markdown, ""]
     lines += ["## Failures", "", failures_markdown(failures), "", "## Metrics", "", metrics_markdown(scoring)]
@@ -117,10 +150,19 @@ def _number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
+def _interval(scores: Sequence[Mapping[str, Any]], scoring: Scoring, model: str, column: str, value: str
+              ) -> tuple[Any, Any]:
+    """The headline's interval for ``model`` at one value of one breakdown key (every other key at 'all')."""
+    found = next((s for s in scores if s["model"] == model and s["metric"] == scoring.headline.name
+                  and s[column] == value and all(s[k.column] == "all" for k in scoring.groups if k.column != column)),
+                 None)
+    return (found["ci_low"], found["ci_high"]) if found else (None, None)
+
+
 def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring, scores: Sequence[Mapping[str, Any]],
                      colours: Mapping[str, str]) -> dict[str, Chart]:
-    """One grouped bar chart of the headline metric per breakdown key, a bar per model in its colour; a value a
-    model has no items for is not drawn (no bar of 0) but named in the caption."""
+    """One grouped bar chart of the headline metric per breakdown key, a bar per model in its colour with its 95%
+    interval; a value a model has no items for is not drawn (no bar of 0) but named in the caption."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,9 +182,14 @@ def breakdown_charts(board: Sequence[Mapping[str, Any]], scoring: Scoring, score
         for k, r in enumerate(board):
             xs = [i + k * width for i in range(len(values))]
             heights = [r.get(v) for v in values]
-            drawn = [(x, h) for x, h in zip(xs, heights, strict=True) if _number(h)]
-            ax.bar([x for x, _ in drawn], [h for _, h in drawn], width, label=r["model"],
-                   color=colours.get(str(r["model"])))
+            drawn = [(x, h, _interval(scores, scoring, str(r["model"]), key.column, v))
+                     for x, h, v in zip(xs, heights, values, strict=True) if _number(h)]
+            # Each bar's 95% interval as an error bar (none where it is undefined: one item, one cluster).
+            errors = [[max(h - low, 0.0) if _number(low) else 0.0 for _, h, (low, _high) in drawn],
+                      [max(high - h, 0.0) if _number(high) else 0.0 for _, h, (_low, high) in drawn]]
+            ax.bar([x for x, _, _ in drawn], [h for _, h, _ in drawn], width, label=r["model"],
+                   color=colours.get(str(r["model"])), yerr=errors if drawn else None, capsize=2,
+                   error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
             missing += [f"{r['model']} on {v}" for v, h in zip(values, heights, strict=True) if not _number(h)]
         ticks = [i + width * (len(board) - 1) / 2 for i in range(len(values))]
         # Long names (CharacterBench's dimensions) side by side run into each other: slant them.

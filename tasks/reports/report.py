@@ -14,6 +14,7 @@ from rpbench.tasks.reports.colours import model_colours
 from rpbench.tasks.reports.page import Block, html_page, leaderboard_html, markdown_html, section_block
 from rpbench.tasks.reports.render import (
     breakdown_charts,
+    breakdown_markdown,
     failures_markdown,
     leaderboard_columns,
     markdown_report,
@@ -64,14 +65,20 @@ def build_report(spec: ReportSpec, intro: str, records: Sequence[Any], failures:
     analysis.sections += sections
     columns = leaderboard_columns(spec.scoring, scores, spec.extra_columns)
     by_kind = failure_counts(failures)
-    markdown = markdown_report(spec.title, intro, board, columns, spec.scoring, analysis.sections, by_kind)
+    asked = items_asked(board, rows, failed, spec)
+    for r in board:  # the failed items' share of those the model was asked
+        r["failed_share"] = r["failed"] / asked[str(r["model"])] if asked.get(str(r["model"])) else None
+    breakdowns = breakdown_markdown(board, spec.scoring, scores)
+    markdown = markdown_report(spec.title, intro, board, columns, spec.scoring, analysis.sections, by_kind,
+                               breakdowns)
     charts = breakdown_charts(board, spec.scoring, scores, colours)
-    blocks = [Block("Leaderboard", leaderboard_html(board, columns, colours), list(charts.values())),
+    per_group = [Block(f"{spec.scoring.headline.name} per group, with intervals", markdown_html(breakdowns))
+                 ] if breakdowns else []
+    blocks = [Block("Leaderboard", leaderboard_html(board, columns, colours), list(charts.values())), *per_group,
               *(section_block(s) for s in analysis.sections),
               Block("Failures", markdown_html(failures_markdown(by_kind))),
               Block("Metrics", markdown_html(metrics_markdown(spec.scoring)))]
-    return Report(scores, board, markdown, html_page(spec.title, intro, blocks), analysis, {},
-                  items_asked(board, rows, failed, spec))
+    return Report(scores, board, markdown, html_page(spec.title, intro, blocks), analysis, {}, asked)
 
 
 def items_asked(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], failed: set[tuple[str, str]],

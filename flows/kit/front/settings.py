@@ -188,6 +188,8 @@ class EvalSettings(RunSettings):
     item_unit: ClassVar[str] = "items"
     answers_layout: ClassVar[str] = "a JSONL file of {\"id\": item id, \"answer\": text}"
     answers_are: ClassVar[str] = "answers"
+    # The field of an --answers line holding the answer, as the kit's readers read it (given.read_answers).
+    answer_field: ClassVar[str] = "answer"
     # False for a benchmark that scores replies of its own (released ones) when given no system.
     needs_systems: ClassVar[bool] = True
     # The run's judges (``judging``): built-in roles it calls by their own name, and its fields that name one

@@ -71,7 +71,10 @@ def evaluation_systems(settings: Any, like: str, known: Any = None, what: str = 
     systems = read_systems(roles, settings.answers, what=what, reserved=reserved)
     for x in systems:
         if x.answers:
-            (read or read_answers)(x.answers, known)
+            if read is not None:
+                read(x.answers, known)
+            else:  # under the field the mode's answer files hold their answers in
+                read_answers(x.answers, known, getattr(settings, "answer_field", "answer"))
     return systems
 
 

@@ -249,8 +249,9 @@ class StageRun:
 
     @property
     def folder(self) -> Path:
-        """Where a shard's tables go (the final folder for a stage without shards)."""
-        return self.out / "stages" / slug(self.shard) if self.shard else self.final_folder
+        """Where a shard's tables go (the final folder for a stage without shards): a folder per stage, so two
+        stages of one shard (a system's answers, then their grades) each keep their own ``failures.parquet``."""
+        return self.out / "stages" / slug(self.shard) / slug(self.spec.name) if self.shard else self.final_folder
 
     @property
     def final_folder(self) -> Path:

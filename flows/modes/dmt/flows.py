@@ -53,8 +53,7 @@ async def dialogues(run: StageRun, seeds_file: str, only_seeds: list[str], forma
     run.write(STEPS, [s for d in made for s in d.steps])
     run.write(ENDS, [d.end for d in made])
     run.write(SEEDS, [s for s in seeds if any(s.id == p.id for p, _ in picked)])
-    # Each stage its own failures table (two stages of one shard share its folder).
-    run.write(FAILURES, failures, filename="dialogue_failures.parquet")
+    run.write(FAILURES, failures)
     return run.result(dialogues=len(made), rounds=sum(len(d.rounds) for d in made), failed=len(failures))
 
 
@@ -77,7 +76,7 @@ async def labels(run: StageRun, rounds: str, seeds: str, ends: str, name: str) -
     failures = [Failure(stage="dmt-labels", model=name, item_id=f"{lb.dialogue_id}:{lb.metric}",
                         kind="label", error=f"round {lb.round}: {lb.error}") for lb in made if lb.status == "failed"]
     run.write(LABELS, made)
-    run.write(FAILURES, failures, filename="label_failures.parquet")
+    run.write(FAILURES, failures)
     return run.result(labels=len(made), failed=len(failures))
 
 
@@ -96,7 +95,7 @@ def dmt(s: DmtSettings, stages: Stages) -> dict:
     tables = {"rounds": [m.path("rounds") for m in made], "steps": [m.path("steps") for m in made],
               "ends": [m.path("dialogue_ends") for m in made], "seeds": [m.path("seeds") for m in made],
               "labels": [lb.path("labels") for lb in labelled],
-              "failures": [m.path("dialogue_failures") for m in made] + [lb.path("label_failures") for lb in labelled]}
+              "failures": [m.path(FAILURES.name) for m in made] + [lb.path(FAILURES.name) for lb in labelled]}
     done = stages.score("dmt", {**tables, "max_rounds": s.max_rounds, "policy": s.policy, "n_dialogues": n},
                         systems=[x.name for x in systems])
     summary = done.scores("table4", "round_curve", policy=s.policy, dialogues=n)

@@ -1,0 +1,90 @@
+"""A judged benchmark's settings and input check, as the kit gives them (Prefect-free: a suite file is checked
+against the settings without importing a flow)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+from pydantic.fields import FieldInfo
+
+from rpbench.flows.kit.front.settings import EvalSettings, InputPath, OutputFolder, cli
+from rpbench.flows.kit.front.systems import System, evaluation_systems, judge_role
+
+Rule = Literal["mean", "median", "min", "max"]  # the names of tasks.judged.rubric.RULES
+
+
+class JudgedSettings(EvalSettings):
+    """A judged mode's settings: the items, the systems that answer them, the judges who grade the answers and
+    how their grades combine, and the usual evaluation options. The mode's subclass names its roles (``role``,
+    the model under test's; ``judges_default``, the judges' roles), its templates (``actor_prompt``: the system
+    prompt a persona is given; ``judge_prompt``: the grading request), the rubric's scale (``low``, ``high``), the
+    item field the report breaks scores down by (``group_by``), its rubrics (``dimensions``; none: one) and the
+    field its answer files hold answers in (``answer_field``)."""
+
+    item_unit: ClassVar[str] = "items"
+    answers_are: ClassVar[str] = "answers"
+    judge_fields: ClassVar[tuple[str, ...]] = ("judges",)
+    role: ClassVar[str] = ""
+    judges_default: ClassVar[tuple[str, ...]] = ()
+    actor_prompt: ClassVar[str] = ""  # <mode>/<name>: rendered with persona (and the item) as the system prompt
+    judge_prompt: ClassVar[str] = ""  # <mode>/<name>: rendered with the item, its answer and the dimension
+    low: ClassVar[int] = 1
+    high: ClassVar[int] = 5
+    group_by: ClassVar[str] = "character"
+    dimensions: ClassVar[tuple[str, ...]] = ()
+
+    items: InputPath = Field(json_schema_extra=cli("--items"),
+                             description="JSONL of {id, persona, prompt, {group_by}[, dimension][, language]}.")
+    judges: list[str] = Field(default_factory=list, json_schema_extra=cli("--judge"),
+                              description="A judge who grades every answer: a role name or a model string. Repeat "
+                                          "for several. Default: {judges}.")
+    combine: Rule = Field(default="mean", description="How several judges' grades of one answer make its score: "
+                          "mean, median, min or max.")
+    out: OutputFolder = Field(default="runs/judged", description="Folder for the answers, grades, report and viewer.")
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        if "answers_layout" not in cls.__dict__:  # said from the field the answers are under, unless said
+            cls.answers_layout = f"a JSONL file of {{\"id\": item id, \"{cls.answer_field}\": the reply's text}}"
+        super().__pydantic_init_subclass__(**kwargs)
+        if not cls.role or not cls.judges_default:
+            raise TypeError(f"{cls.__name__}: a judged mode's settings name the model under test's role and the "
+                            "judges' (role: ClassVar[str], judges_default: ClassVar[tuple[str, ...]]: the mode's "
+                            "roles)")
+        judges = FieldInfo.merge_field_infos(
+            cls.model_fields["judges"], default_factory=lambda: list(cls.judges_default),
+            description=(JudgedSettings.model_fields["judges"].description or "").replace(
+                "{judges}", ", ".join(cls.judges_default)))
+        items = FieldInfo.merge_field_infos(cls.model_fields["items"], description=(
+            cls.model_fields["items"].description or "").replace("{group_by}", cls.group_by))
+        cls.model_fields["judges"], cls.model_fields["items"] = judges, items
+        cls.model_rebuild(force=True)
+
+    def judge_names(self) -> list[str]:
+        return list(dict.fromkeys(self.judges or self.judges_default))
+
+    def read_items(self, limited: bool = True) -> list[Any]:
+        """The run's items (the first ``--limit`` unless not ``limited``); a mode reading a release's own layout
+        says otherwise."""
+        from rpbench.prompts import languages
+        from rpbench.tasks.judged.rubric import read_judged_items
+
+        items = read_judged_items(self.items, self.group_by, self.dimensions or None, languages(self.actor_prompt))
+        return items[:self.limit] if limited else items
+
+
+@dataclass(frozen=True)
+class JudgedInputs:
+    systems: list[System]
+    judges: dict[str, str]  # the name given -> the judge's role
+
+
+def check_judged(s: JudgedSettings) -> JudgedInputs:
+    """Every input error before any call: the items, the models, the answer files (their ids checked), the
+    judges."""
+    known = {i.id: i for i in s.read_items(limited=False)}
+    systems = evaluation_systems(s, like=s.role, known=known)
+    judges = {name: judge_role(s, name, like=s.judges_default[0]) for name in s.judge_names()}
+    return JudgedInputs(systems, judges)
