@@ -315,14 +315,14 @@ def test_a_call_cache_that_cannot_be_opened_is_an_input_error_naming_it(tmp_path
 
 @pytest.mark.parametrize(("variable", "value", "message"), [
     ("RPBENCH_JUDGE_TEMPERATURE", "-1", "field 'roles.judge.temperature': Input should be greater than or equal to 0"),
-    ("RPBENCH_JUDGE_TOP_P", "0", "field 'roles.judge.top_p': Input should be greater than 0"),
+    ("RPBENCH_JUDGE_TOP_P", "-0.1", "field 'roles.judge.top_p': Input should be greater than or equal to 0"),
     ("RPBENCH_JUDGE_TOP_P", "1.5", "field 'roles.judge.top_p': Input should be less than or equal to 1"),
     ("RPBENCH_JUDGE_TIMEOUT", "0", "field 'roles.judge.timeout': Input should be greater than 0"),
     # A blank model string routed nowhere: every request of a run failed ("LLM Provider NOT provided").
     ("RPBENCH_JUDGE_MODEL", " ", "field 'roles.judge.model': no model named: give a litellm model string"),
 ])
 def test_sampling_settings_out_of_every_providers_range_are_refused_when_read(variable, value, message):
-    """A negative temperature, a top_p of 0 or above 1, a timeout of 0: every provider refuses them, so they were
+    """A negative temperature, a top_p below 0 or above 1, a timeout of 0: every provider refuses them, so they were
     accepted by `rpbench models` and failed every request of a run instead."""
     ran = rpbench("models", env={variable: value})
     assert ran.returncode == 2 and ran.stderr.strip().startswith(f"error: environment variable {variable}: {message}"), \

@@ -35,7 +35,7 @@ def test_every_declared_file_is_pinned_as_the_shared_manifest_pins_it():
               for r in csv.DictReader(manifest.open(encoding="utf-8"), delimiter="\t")}
     declared = _declared()
     assert {n for n, found in declared.items() if found} == {"characterbench", "coser", "pingpong", "roleinteract",
-                                                             "rolellm", "rpbench-auto"}
+                                                             "personagym", "rolellm", "rpbench-auto"}
     for name, found in declared.items():
         for release in found:
             assert release.benchmark == name

@@ -238,10 +238,12 @@ def scored(answers: list[str], grades: list[str], failures: list[str], judges: l
                   samples=samples(given, marks, rows), context={"judges": judges, "rule": rule})
 
 
-def judged_report(title: str, group_label: str, low: int, high: int, dimensions: Sequence[str] = (),
-                  dimension_label: str = "dimension", headline: str = "score") -> ReportSpec:
+def judged_report(title: str, group_label: str, low: int, high: int, dimensions: Sequence[str] | None = (),
+                  dimension_label: str = "dimension", headline: str = "score", group_columns: bool = True
+                  ) -> ReportSpec:
     """The mean grade with its interval (macro-averaged over the ``dimensions``: each rubric counts once), a
-    leaderboard column per dimension (none for a benchmark of one rubric), group and language, and the share of
+    leaderboard column per dimension (none for a benchmark of one rubric; ``None``: several, as they come), per
+    group (unless not ``group_columns``: two hundred personas are no table) and language, and the share of
     answers every judge graded beside it."""
     grade = dataclasses.replace(
         mean_of(headline, f"mean grade of the answers ({low} to {high}), the judges combined per answer by the "
@@ -251,8 +253,9 @@ def judged_report(title: str, group_label: str, low: int, high: int, dimensions:
         metrics=(grade,
                  accuracy("share of the answers every judge graded (the rest: failures, counted)", column="graded",
                           name="graded")),
-        groups=((GroupKey("dimension", dimension_label, order=tuple(dimensions)),) if dimensions else ())
-        + (GroupKey("group", group_label), GroupKey("language", "language")),
+        groups=((GroupKey("dimension", dimension_label, order=tuple(dimensions) if dimensions else None),)
+                if dimensions is None or dimensions else ())
+        + (GroupKey("group", group_label, breakdown=group_columns), GroupKey("language", "language")),
         item_column="item_id"), unit="answers")
 
 

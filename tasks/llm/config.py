@@ -83,11 +83,13 @@ class ModelSpec(BaseModel):
     api_key_env: str | None = Field(
         default=None, description="Name of the environment variable holding the key (never the key itself)."
     )
-    # Ranges every provider shares (a negative temperature, a top_p of 0 or above 1 are refused by all of them):
-    # checked when the file is read, not by the first request of a run. Upper bounds differ, so they are left.
+    # Ranges every provider shares (a negative temperature, a top_p below 0 or above 1 are refused by all of
+    # them): checked when the file is read, not by the first request of a run. Upper bounds differ, so they are
+    # left. A top_p of 0 is OpenAI's and Together's to take (PersonaGym's judges are sent it); a server that
+    # refuses it (vLLM) says so on the first request.
     temperature: float | None = Field(default=0.0, ge=0, description='"none" (or None): not sent, so the '
                                       "provider's own default applies.")
-    top_p: float | None = Field(default=None, gt=0, le=1)
+    top_p: float | None = Field(default=None, ge=0, le=1)
     max_tokens: int = Field(default=1024, ge=1)
     seed: int | None = 0
     timeout: float = Field(default=120.0, gt=0, description="Seconds a request may take.")

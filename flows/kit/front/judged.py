@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 from pydantic.fields import FieldInfo
 
-from rpbench.flows.kit.front.settings import EvalSettings, InputPath, OutputFolder, cli
+from rpbench.flows.kit.front.settings import EvalSettings, MaybeInputPath, OutputFolder, cli
 from rpbench.flows.kit.front.systems import System, evaluation_systems, judge_role
 
 Rule = Literal["mean", "median", "min", "max"]  # the names of tasks.judged.rubric.RULES
@@ -35,7 +35,8 @@ class JudgedSettings(EvalSettings):
     group_by: ClassVar[str] = "character"
     dimensions: ClassVar[tuple[str, ...]] = ()
 
-    items: InputPath = Field(json_schema_extra=cli("--items"),
+    # Required here; a mode whose items default to a release's gives it a default of None.
+    items: MaybeInputPath = Field(json_schema_extra=cli("--items"),
                              description="JSONL of {id, persona, prompt, {group_by}[, dimension][, language]}.")
     judges: list[str] = Field(default_factory=list, json_schema_extra=cli("--judge"),
                               description="A judge who grades every answer: a role name or a model string. Repeat "
@@ -65,12 +66,21 @@ class JudgedSettings(EvalSettings):
     def judge_names(self) -> list[str]:
         return list(dict.fromkeys(self.judges or self.judges_default))
 
+    def item_params(self) -> dict[str, Any]:
+        """What the mode's answers stage (and a stage preparing its grading) is given to read its items."""
+        return {"items": self.items, "limit": self.limit}
+
+    def grade_params(self) -> dict[str, Any]:
+        """What the mode's grading stage is given besides the answers and the judge (none here)."""
+        return {}
+
     def read_items(self, limited: bool = True) -> list[Any]:
         """The run's items (the first ``--limit`` unless not ``limited``); a mode reading a release's own layout
         says otherwise."""
         from rpbench.prompts import languages
         from rpbench.tasks.judged.rubric import read_judged_items
 
+        assert self.items is not None  # required unless a mode says otherwise (and reads its items itself)
         items = read_judged_items(self.items, self.group_by, self.dimensions or None, languages(self.actor_prompt))
         return items[:self.limit] if limited else items
 

@@ -31,7 +31,8 @@ from rpbench.tasks.llm import Request
 from rpbench.tasks.llm.given import given_reply, read_answers
 from rpbench.tasks.llm.requests import Message
 
-Asks = Callable[[Sequence[JudgedAnswer]], list[JudgeAsk]]
+# The grading requests for a system's answers, given the model the judge is (a release may ask models apart).
+Asks = Callable[[Sequence[JudgedAnswer], str], list[JudgeAsk]]
 
 
 def judge_of(params: Mapping[str, Any]) -> list[str]:
@@ -51,7 +52,7 @@ def in_character(template: str) -> Callable[[JudgedItem], list[Message]]:
 def by_rubric(template: str, low: int, high: int) -> Asks:
     """One grading request per answer: a user message rendered from ``template`` (with ``persona``, ``prompt``,
     ``answer``, ``dimension``, ``low`` and ``high``, in the item's language), read against the scale's schema."""
-    def asks(answers: Sequence[JudgedAnswer]) -> list[JudgeAsk]:
+    def asks(answers: Sequence[JudgedAnswer], _judge_model: str) -> list[JudgeAsk]:
         return [JudgeAsk((a.item_id,), [{"role": "user", "content": prompts.render(
             template, a.language, persona=a.persona, prompt=a.prompt, answer=a.text, dimension=a.dimension,
             low=low, high=high).text}], grade_schema(1, low, high)) for a in answers]
@@ -84,11 +85,12 @@ async def grade_judged(run: StageRun, answers: str, judge: str, judge_name: str,
     each answer it held is a counted failure. Writes the grades and the failures."""
     given = read_records(answers, ANSWERS)
     by_id = {a.item_id: a for a in given}
-    plan = asks(given)
-    requests: list[Request[Any]] = [Request(judge, a.messages, schema=a.schema, tag=f"grade:{','.join(a.item_ids)}")
-                                    for a in plan]
     async with run.gateway() as gateway:
+        plan = asks(given, gateway.model_of(judge))
+        requests: list[Request[Any]] = [Request(judge, a.messages, schema=a.schema,
+                                                tag=f"grade:{','.join(a.item_ids)}") for a in plan]
         results = await gateway.run_all(requests, roles=[judge])
+    asked = {i for a in plan for i in a.item_ids}
     rows: list[Grade] = []
     failed = []
     for ask, r in zip(plan, results, strict=True):
@@ -101,23 +103,31 @@ async def grade_judged(run: StageRun, answers: str, judge: str, judge_name: str,
             else:
                 failed.append(failure_row(run.spec.name, answer.model, item_id, "grade_failed",
                                           f"{judge_name}: {r.error}"))
+    failed += [failure_row(run.spec.name, a.model, a.item_id, "grade_failed", f"{judge_name}: not asked (what its "
+                           "grading request needs is missing: see the failures before this stage)")
+               for a in given if a.item_id not in asked]
     run.write(GRADES, rows)
     run.write(FAILURES, failed)
     return run.result(grades=len(rows), failed=len(failed))
 
 
-def run_judged(s: JudgedSettings, stages: Stages, mode: str, flow: str, answers: Any, grades: Any) -> Any:
-    """A judged mode's flow: the input check, every system's answers (the mode's stage ``answers``), each judge's
-    grades of them (its stage ``grades``), the report."""
+def run_judged(s: JudgedSettings, stages: Stages, mode: str, flow: str, answers: Any, grades: Any,
+               prepare: tuple[Any, str] | None = None) -> Any:
+    """A judged mode's flow: the input check, every system's answers (the mode's stage ``answers``, given the
+    settings' ``item_params``), each judge's grades of them (its stage ``grades``, given ``grade_params``), the
+    report. ``prepare``: a stage run once before the grading, for every system (score examples written for the
+    questions), and the name of its table, which each grading stage is given as ``prepared``."""
     inputs = checked(check_judged, s)
-    made = stages.map(answers, [{"items": s.items, "limit": s.limit, **x.params()} for x in inputs.systems])
+    made = stages.map(answers, [{**s.item_params(), **x.params()} for x in inputs.systems])
+    before = [stages.run(prepare[0], **s.item_params(), **s.grade_params())] if prepare else []
+    extra = {"prepared": before[0].path(prepare[1])} if prepare else {}
     graded = stages.map(grades, [{"answers": m.path(ANSWERS.name), "judge": role, "judge_name": name,
-                                  "shard": f"{x.shard}--{slug(name)}"}
+                                  "shard": f"{x.shard}--{slug(name)}", **extra, **s.grade_params()}
                                  for x, m in zip(inputs.systems, made, strict=True)
                                  for name, role in inputs.judges.items()])
     done = stages.score(mode, {"answers": [m.path(ANSWERS.name) for m in made],
                                "grades": [g.path(GRADES.name) for g in graded],
-                               "failures": [r.path(FAILURES.name) for r in (*made, *graded)],
+                               "failures": [r.path(FAILURES.name) for r in (*made, *before, *graded)],
                                "judges": list(inputs.judges), "rule": s.combine},
                         systems=[x.name for x in inputs.systems])
     return finish_run(s.out, stages, s, flow, **{flow: done.scores()})  # type: ignore[arg-type]
