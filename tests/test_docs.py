@@ -98,6 +98,7 @@ def test_the_site_builds_strict_with_the_reference_and_the_measured_figures(tmp_
     assert (site / "screenshots" / "viewer-furina.png").is_file()
     tutorial = (site / "write-a-benchmark" / "index.html").read_text(encoding="utf-8")
     assert "check_quiz" in tutorial and "QuizSettings" in tutorial  # the toy mode the tests run, as it is
+    assert "JudgedSettings" in tutorial and "grade_judged" in tutorial  # the judged example, as it is
 
 
 def test_every_benchmark_is_a_group_and_furinas_old_names_are_aliases_that_say_so():
@@ -192,7 +193,8 @@ def test_help_texts_keep_their_bracketed_words():
 GUIDE = ROOT / "docs" / "write-a-benchmark.md"
 # Where the names a mode's author uses live: the kit, the gateway's requests and roles, reports, storage, prompts.
 KIT_PACKAGES = ("rpbench.flows.kit", "rpbench.tasks.llm", "rpbench.tasks.reports", "rpbench.tasks.core",
-                "rpbench.tasks.annotation", "rpbench.tasks.choices", "rpbench.storage", "rpbench.prompts")
+                "rpbench.tasks.annotation", "rpbench.tasks.choices", "rpbench.tasks.judged", "rpbench.storage",
+                "rpbench.prompts")
 
 
 @functools.cache

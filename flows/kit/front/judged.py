@@ -34,6 +34,12 @@ class JudgedSettings(EvalSettings):
     high: ClassVar[int] = 5
     group_by: ClassVar[str] = "character"
     dimensions: ClassVar[tuple[str, ...]] = ()
+    # A mode reading its items its own way: "package.module:function", called with the ``item_params`` but the
+    # limit (a release's layout); its fields the answers stage takes besides ``items`` (``item_fields``) and the
+    # grading stage besides the answers and the judge (``grade_fields``).
+    items_reader: ClassVar[str] = ""
+    item_fields: ClassVar[tuple[str, ...]] = ()
+    grade_fields: ClassVar[tuple[str, ...]] = ()
 
     # Required here; a mode whose items default to a release's gives it a default of None.
     items: MaybeInputPath = Field(json_schema_extra=cli("--items"),
@@ -68,20 +74,24 @@ class JudgedSettings(EvalSettings):
 
     def item_params(self) -> dict[str, Any]:
         """What the mode's answers stage (and a stage preparing its grading) is given to read its items."""
-        return {"items": self.items, "limit": self.limit}
+        return {"items": self.items, **{f: getattr(self, f) for f in self.item_fields}, "limit": self.limit}
 
     def grade_params(self) -> dict[str, Any]:
-        """What the mode's grading stage is given besides the answers and the judge (none here)."""
-        return {}
+        """What the mode's grading stage is given besides the answers and the judge."""
+        return {f: getattr(self, f) for f in self.grade_fields}
 
     def read_items(self, limited: bool = True) -> list[Any]:
-        """The run's items (the first ``--limit`` unless not ``limited``); a mode reading a release's own layout
-        says otherwise."""
+        """The run's items (the first ``--limit`` unless not ``limited``)."""
+        from rpbench.flows.kit.front.registry import load_ref
         from rpbench.prompts import languages
         from rpbench.tasks.judged.rubric import read_judged_items
 
-        assert self.items is not None  # required unless a mode says otherwise (and reads its items itself)
-        items = read_judged_items(self.items, self.group_by, self.dimensions or None, languages(self.actor_prompt))
+        if self.items_reader:
+            items = load_ref(self.items_reader)(**{k: v for k, v in self.item_params().items() if k != "limit"})
+        else:
+            assert self.items is not None  # required unless a mode reads its items itself
+            items = read_judged_items(self.items, self.group_by, self.dimensions or None,
+                                      languages(self.actor_prompt))
         return items[:self.limit] if limited else items
 
 

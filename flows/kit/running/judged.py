@@ -13,7 +13,7 @@ from rpbench.flows.kit.front.systems import slug
 from rpbench.flows.kit.running.finish import finish_run
 from rpbench.flows.kit.running.stage import StageResult, StageRun
 from rpbench.flows.kit.running.stages import Stages
-from rpbench.storage.schemas import FAILURES
+from rpbench.storage.schemas import FAILURES, TableSpec
 from rpbench.storage.tables import read_records
 from rpbench.tasks.judged.rubric import (
     ANSWERS,
@@ -109,6 +109,31 @@ async def grade_judged(run: StageRun, answers: str, judge: str, judge_name: str,
     run.write(GRADES, rows)
     run.write(FAILURES, failed)
     return run.result(grades=len(rows), failed=len(failed))
+
+
+async def prepare_judged(run: StageRun, role: str, parts: Mapping[str, Sequence[JudgedItem]],
+                         ask: Callable[[Sequence[JudgedItem]], Request[Any]],
+                         row: Callable[[str, Sequence[JudgedItem], Any], Any], table: TableSpec[Any]) -> StageResult:
+    """The body of a stage run once before the grading (``run_judged``'s ``prepare``: score examples for each
+    grading request's questions): one request of ``role`` per part, as ``ask`` makes it; its reply made the
+    part's row by ``row`` (which may raise ValueError: too little in it), else each item of the part a counted
+    failure (its answers are then not graded, and counted again there). Writes ``table`` and the failures."""
+    requests = [ask(p) for p in parts.values()]
+    async with run.gateway() as gateway:
+        results = await gateway.run_all(requests, roles=[role])
+    rows, failed = [], []
+    for (key, part), r in zip(parts.items(), results, strict=True):
+        error = r.error
+        if r.ok:
+            try:
+                rows.append(row(key, part, r))
+                continue
+            except ValueError as exc:
+                error = str(exc)
+        failed += [failure_row(run.spec.name, role, i.id, "prepare_failed", error) for i in part]
+    run.write(table, rows)
+    run.write(FAILURES, failed)
+    return run.result(**{table.name: len(rows)}, failed=len(failed))
 
 
 def run_judged(s: JudgedSettings, stages: Stages, mode: str, flow: str, answers: Any, grades: Any,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -40,23 +40,12 @@ class PersonaGymSettings(JudgedSettings):
     out: OutputFolder = Field(default="runs/personagym", description="Folder for the answers, score examples, "
                               "grades, report and viewer.")
 
+    items_reader: ClassVar[str] = "rpbench.tasks.modes.personagym.grading:load_items"
+    item_fields: ClassVar[tuple[str, ...]] = ("personas", "tasks")
+    grade_fields: ClassVar[tuple[str, ...]] = ("intent",)
+
     def helper_roles(self) -> list[str]:
         return ["personagym-examples"]
-
-    def read_items(self, limited: bool = True) -> list[Any]:
-        from rpbench.prompts.releases import require
-        from rpbench.tasks.modes.personagym.grading import load_items
-        from rpbench.tasks.modes.personagym.release import RELEASE
-
-        require([RELEASE])  # every word sent comes from PersonaGym's files
-        items = load_items(self.personas, self.items, self.tasks)
-        return items[:self.limit] if limited else items
-
-    def item_params(self) -> dict[str, Any]:
-        return {"items": self.items, "personas": self.personas, "tasks": self.tasks, "limit": self.limit}
-
-    def grade_params(self) -> dict[str, Any]:
-        return {"intent": self.intent}
 
 
 SAMPLES = ("--personas", str(sample_path("personagym", "personas.json")), "--questions",

@@ -24,11 +24,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from rpbench.prompts.releases import require
+from rpbench.storage.schemas import TableSpec
 from rpbench.storage.user_files import read_user_text
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.core.records import Record
 from rpbench.tasks.judged.rubric import JudgeAsk, JudgedAnswer, JudgedItem, pattern_grades
-from rpbench.tasks.llm.requests import Message
+from rpbench.tasks.llm.requests import Message, Request
 from rpbench.tasks.llm.structured import StatedInPrompt
 from rpbench.tasks.modes.personagym import release
 
@@ -62,19 +64,21 @@ def _questions(persona: str, folder: str | None) -> tuple[str, Any]:
         raise InputError(f"{where}: not JSON ({exc.msg}, line {exc.lineno})") from None
 
 
-def load_items(personas: str | None = None, questions: str | None = None,
-               tasks: Sequence[str] = ()) -> list[JudgedItem]:
+def load_items(items: str | None = None, personas: str | None = None, tasks: Sequence[str] = ()
+               ) -> list[JudgedItem]:
     """Every question of every persona for ``tasks`` (default: the release's five), in the release's order:
-    the released personas and benchmark-v1 questions, or a file of one's own personas and a folder of their
-    questions (``<persona>.json``: {task: [question, ...]}, every task there)."""
-    known = release.tasks()
+    the released personas and benchmark-v1 questions, or a file of one's own ``personas`` and a folder of their
+    questions, ``items`` (``<persona>.json``: {task: [question, ...]}, every task there). The release's files
+    are checked first: every word sent comes from them."""
+    require([release.RELEASE])
+    questions, known = items, release.tasks()
     unknown = [t for t in tasks if t not in known]
     if unknown:
         raise InputError(f"--task: no task '{unknown[0]}' (PersonaGym's: {', '.join(known)})")
     if personas is not None and questions is None:
         raise InputError("--personas: give their questions too (--questions FOLDER of <persona>.json); rpbench "
                          "does not write questions yet")
-    items = []
+    out: list[JudgedItem] = []
     for n, persona in enumerate(release.personas() if personas is None else read_personas(personas), 1):
         where, found = _questions(persona, questions)
         if not isinstance(found, dict):
@@ -87,9 +91,9 @@ def load_items(personas: str | None = None, questions: str | None = None,
         extra = [k for k in found if k not in known]
         if extra:
             raise InputError(f"{where}: field '{extra[0]}': no such task (PersonaGym's: {', '.join(known)})")
-        items += [JudgedItem(id=f"{n}:{task}:{k}", persona=persona, prompt=q, group=persona, dimension=task)
-                  for task in (tasks or known) for k, q in enumerate(found[task], 1)]
-    return items
+        out += [JudgedItem(id=f"{n}:{task}:{k}", persona=persona, prompt=q, group=persona, dimension=task)
+                for task in (tasks or known) for k, q in enumerate(found[task], 1)]
+    return out
 
 
 def chunk_of(item_id: str) -> str:
@@ -147,18 +151,23 @@ class ExampleReply(StatedInPrompt):
         return cls(examples=parts, whole=whole)
 
 
-def examples_request(chunk: Sequence[JudgedItem], intent: Intent) -> list[Message]:
+EXAMPLES = TableSpec("score_examples", 1, ScoreExample)
+EXAMPLER = "personagym-examples"  # the role that writes them (run.py's EXAMPLE_MODEL)
+
+
+def examples_request(chunk: Sequence[JudgedItem], intent: Intent) -> Request[ExampleReply]:
     """``gen_score_examples``: one score-example prompt per question, filled into the parallel prompt."""
     outline, asked = release.text(release.EXAMPLES_PROMPT), release.text(release.SCORE_PROMPT)
     rubric = release.rubric(chunk[0].dimension)
     prompts = [asked.format(persona=i.persona, question=i.prompt, rubric=rubric) for i in chunk]
-    return [{"role": "user", "content": _filled(outline, prompts, intent)}]
+    return Request(EXAMPLER, [{"role": "user", "content": _filled(outline, prompts, intent)}], schema=ExampleReply,
+                   tag=f"examples:{chunk_of(chunk[0].id)}")
 
 
-def example_row(chunk: str, items: Sequence[JudgedItem], text: str, parsed: ExampleReply,
-                intent: Intent) -> ScoreExample:
+def example_row(chunk: str, items: Sequence[JudgedItem], reply: Any, intent: Intent) -> ScoreExample:
     """The examples each item's rubric gets: under ``release`` the i-th character of the whole reply as
     ``process_examples`` makes it, under ``paper`` its own question's part. Too few of either: ValueError."""
+    text, parsed = reply.text, reply.parsed
     if intent == "release":
         own = list((parsed.whole or "\n\n".join(parsed.examples))[:len(items)])
     else:
