@@ -395,7 +395,7 @@ def test_the_paper_preset_binds_the_papers_roles_with_prices():
         spec = config.for_role(role)
         assert spec.input_cost_per_token and spec.output_cost_per_token, role
         assert spec.api_key_env and spec.api_key_env.endswith("_API_KEY"), role
-    with pytest.raises(InputError, match="neither a file nor a preset; presets: characterjudge, coser-paper, dmt-paper, furina-paper, "
+    with pytest.raises(InputError, match="neither a file nor a preset; presets: characterjudge, coser-paper, dmt-paper, furina-paper, personagym-paper, "
                                          "pingpong-paper, roleinteract-paper, rolellm-paper"):
         load_models_config("no-such-preset", environ={})
     with pytest.raises(InputError, match="neither a file nor a preset; did you mean 'furina-paper'\\? presets: "):

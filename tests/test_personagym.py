@@ -118,3 +118,49 @@ def test_bad_input_is_one_line_naming_file_record_and_field(tmp_path):
     assert _bad(tmp_path, "--task", "Humour") == (
         "error: --task: no task 'Humour' (PersonaGym's: " + ", ".join(TASKS) + ")")
     assert _bad(tmp_path, "--personas", str(PERSONAS)) .startswith("error: --personas: give their questions too")
+
+
+def _writer(body: dict) -> str:
+    """Settings and questions as the release's prompts ask for them (a Python list in a code fence); the first
+    sample of the second persona's questions is three short; everything else as ``_reply`` answers."""
+    messages = body["messages"]
+    asked = messages[-1]["content"]
+    if "select the most relevant settings" in asked:
+        return "```python\n['Wedding', 'Classroom']\n```"
+    if "Generate exactly" in asked:
+        n = int(re.search(r"Generate exactly (\d+)", asked).group(1))  # type: ignore[union-attr]
+        short = "Osaka" in asked and body.get("seed") in (None, 0)
+        return repr([f"Question {k} for the settings?" for k in range(1, n + 1 - 3 * short)])
+    if messages[0]["content"].startswith("Adopt the identity of"):
+        return "I would do it my way."
+    asked = next(m["content"] for m in messages if m["role"] == "user")
+    if "create examples of each score category" in asked:
+        return _reply(body)
+    return "\n".join(f"({k}) Evaluation: fine. Therefore, the final score is 4" for k in range(1, 6))
+
+
+def test_questions_for_one_s_own_personas_are_written_as_the_release_writes_them(loopback, tmp_path, monkeypatch):
+    """--generate-questions: the settings picked from the release's list, then ten questions a task; a reply
+    three short is asked again as a new sample (seeded); the questions land in <out>/questions/ for reuse, and a
+    rerun sends nothing."""
+    release_folder("vsamuel2003/PersonaGym", COMMIT)
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = _writer
+    args = ["personagym", "run", "--personas", str(PERSONAS), "--generate-questions", "--task", "Toxicity",
+            "--model", "personagym-actor", "--models-file", _models(tmp_path, loopback), "--cache",
+            str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "out"), "--resamples", "40"]
+    ran = rpbench(*args)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    asked = [r["messages"][-1]["content"] for r in loopback.requests]
+    picks = [a for a in asked if "select the most relevant settings" in a]
+    assert len(picks) == 2 and all("'Wedding', 'Business Dinner'" in a for a in picks)  # the list's repr
+    written = [r for r in loopback.requests if "Generate exactly 10" in r["messages"][-1]["content"]]
+    assert len(written) == 3 and sum(r.get("seed") == 1 for r in written) == 1  # the short one, sampled again
+    assert all("['Wedding', 'Classroom']" in r["messages"][-1]["content"] for r in written)
+    first = json.loads(PERSONAS.read_text())[0]
+    saved = json.loads((tmp_path / "out" / "questions" / f"{first}.json").read_text())
+    assert list(saved) == ["Toxicity"] and len(saved["Toxicity"]) == 10
+    board = {r["model"]: r for r in pq.read_table(tmp_path / "out" / "leaderboard.parquet").to_pylist()}
+    assert board["personagym-actor"]["n"] == 20 and board["personagym-actor"]["PersonaScore"] == 4.0
+    sent = len(loopback.requests)
+    assert rpbench(*args).returncode == 0 and len(loopback.requests) == sent

@@ -137,14 +137,19 @@ async def prepare_judged(run: StageRun, role: str, parts: Mapping[str, Sequence[
 
 
 def run_judged(s: JudgedSettings, stages: Stages, mode: str, flow: str, answers: Any, grades: Any,
-               prepare: tuple[Any, str] | None = None) -> Any:
+               prepare: tuple[Any, str] | None = None, make: tuple[Any, str] | None = None) -> Any:
     """A judged mode's flow: the input check, every system's answers (the mode's stage ``answers``, given the
     settings' ``item_params``), each judge's grades of them (its stage ``grades``, given ``grade_params``), the
     report. ``prepare``: a stage run once before the grading, for every system (score examples written for the
-    questions), and the name of its table, which each grading stage is given as ``prepared``."""
+    questions), and the name of its table, which each grading stage is given as ``prepared``. ``make``: a stage
+    that writes the items first (questions written for personas), and the name of what it wrote, given to every
+    later stage as ``items``."""
     inputs = checked(check_judged, s)
-    made = stages.map(answers, [{**s.item_params(), **x.params()} for x in inputs.systems])
-    before = [stages.run(prepare[0], **s.item_params(), **s.grade_params())] if prepare else []
+    params = s.item_params()
+    if make is not None:
+        params["items"] = stages.run(make[0], **params).path(make[1])
+    made = stages.map(answers, [{**params, **x.params()} for x in inputs.systems])
+    before = [stages.run(prepare[0], **params, **s.grade_params())] if prepare else []
     extra = {"prepared": before[0].path(prepare[1])} if prepare else {}
     graded = stages.map(grades, [{"answers": m.path(ANSWERS.name), "judge": role, "judge_name": name,
                                   "shard": f"{x.shard}--{slug(name)}", **extra, **s.grade_params()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rpbench.flows.kit.front.judged import JudgedSettings
 from rpbench.flows.kit.front.registry import BenchmarkMode, one_run, smoke_run
@@ -34,6 +34,9 @@ class PersonaGymSettings(JudgedSettings):
     tasks: list[str] = Field(default_factory=list, json_schema_extra=cli("--task"), description="Only these tasks "
                              "(Expected Action, Toxicity, Linguistic Habits, Persona Consistency, Action "
                              "Justification). Repeat. Default: all five.")
+    generate_questions: bool = Field(default=False, description="Write the --personas' questions as the release "
+                                     "does (settings picked for each persona, then ten questions a task), seeded and "
+                                     "cached, into <out>/questions/ (reuse them with --questions).")
     intent: Literal["release", "paper"] = Field(default="release", description="release: as the code grades (a "
                                                 "score example is one character, the rubrics a list's repr, no system "
                                                 "prompt for EVAL_2's route); paper: as the paper means.")
@@ -41,11 +44,18 @@ class PersonaGymSettings(JudgedSettings):
                               "grades, report and viewer.")
 
     items_reader: ClassVar[str] = "rpbench.tasks.modes.personagym.grading:load_items"
-    item_fields: ClassVar[tuple[str, ...]] = ("personas", "tasks")
+    item_fields: ClassVar[tuple[str, ...]] = ("personas", "tasks", "generate_questions")
     grade_fields: ClassVar[tuple[str, ...]] = ("intent",)
 
     def helper_roles(self) -> list[str]:
-        return ["personagym-examples"]
+        return ["personagym-examples", *(["personagym-questions"] if self.generate_questions else [])]
+
+    @model_validator(mode="after")
+    def _questions_to_write(self) -> PersonaGymSettings:
+        if self.generate_questions and (self.personas is None or self.items is not None or self.answers):
+            raise ValueError("--generate-questions writes the questions of --personas (not with --questions, nor "
+                             "with --answers, whose ids could name none of them yet)")
+        return self
 
 
 SAMPLES = ("--personas", str(sample_path("personagym", "personas.json")), "--questions",

@@ -64,8 +64,8 @@ def _questions(persona: str, folder: str | None) -> tuple[str, Any]:
         raise InputError(f"{where}: not JSON ({exc.msg}, line {exc.lineno})") from None
 
 
-def load_items(items: str | None = None, personas: str | None = None, tasks: Sequence[str] = ()
-               ) -> list[JudgedItem]:
+def load_items(items: str | None = None, personas: str | None = None, tasks: Sequence[str] = (),
+               generate_questions: bool = False) -> list[JudgedItem]:
     """Every question of every persona for ``tasks`` (default: the release's five), in the release's order:
     the released personas and benchmark-v1 questions, or a file of one's own ``personas`` and a folder of their
     questions, ``items`` (``<persona>.json``: {task: [question, ...]}, every task there). The release's files
@@ -75,15 +75,18 @@ def load_items(items: str | None = None, personas: str | None = None, tasks: Seq
     unknown = [t for t in tasks if t not in known]
     if unknown:
         raise InputError(f"--task: no task '{unknown[0]}' (PersonaGym's: {', '.join(known)})")
+    if generate_questions and questions is None:  # to be written: the personas checked, no item yet
+        read_personas(personas) if personas is not None else None
+        return []
     if personas is not None and questions is None:
-        raise InputError("--personas: give their questions too (--questions FOLDER of <persona>.json); rpbench "
-                         "does not write questions yet")
+        raise InputError("--personas: give their questions too (--questions FOLDER of <persona>.json), or "
+                         "--generate-questions to write them as the release does")
     out: list[JudgedItem] = []
     for n, persona in enumerate(release.personas() if personas is None else read_personas(personas), 1):
         where, found = _questions(persona, questions)
         if not isinstance(found, dict):
             raise InputError(f"{where}: a file of questions is a JSON object of task -> questions")
-        for task in known:
+        for task in tasks or known:  # every task the run asks (a file written for one task holds only it)
             asked = found.get(task)
             if not isinstance(asked, list) or not asked or not all(isinstance(q, str) and q.strip() for q in asked):
                 raise InputError(f"{where}: field '{task}': {'missing' if task not in found else 'not a list of texts'}"
