@@ -259,6 +259,5 @@ def judged_report(title: str, group_label: str, low: int, high: int, dimensions:
         item_column="item_id"), unit="answers")
 
 
-def failure_row(stage: str, model: str, item_id: str, kind: str, error: str | None,
-                scored_still: bool = False) -> Failure:
-    return Failure(stage=stage, model=model, item_id=item_id, kind=kind, error=error, scored=scored_still)
+def failure_row(stage: str, model: str, item_id: str, kind: str, error: str | None) -> Failure:
+    return Failure(stage=stage, model=model, item_id=item_id, kind=kind, error=error)
