@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -164,3 +165,14 @@ def test_questions_for_one_s_own_personas_are_written_as_the_release_writes_them
     assert board["personagym-actor"]["n"] == 20 and board["personagym-actor"]["PersonaScore"] == 4.0
     sent = len(loopback.requests)
     assert rpbench(*args).returncode == 0 and len(loopback.requests) == sent
+
+
+def test_personagym_wiring_is_no_larger_than_the_quiz():
+    """Issue 79's measure: PersonaGym's mode is mostly its own logic (tasks/modes/personagym); what wires it into
+    rpbench, its folder under flows/modes (spec, settings, flow), is no larger than the character quiz's."""
+    flows = Path(__file__).resolve().parents[1] / "flows" / "modes"
+
+    def lines(mode: str) -> int:
+        return sum(len(f.read_text(encoding="utf-8").splitlines()) for f in (flows / mode).glob("*.py"))
+
+    assert lines("personagym") <= lines("quiz"), (lines("personagym"), lines("quiz"))

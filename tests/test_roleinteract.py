@@ -245,16 +245,21 @@ def test_preference_matrix_and_drift():
     assert sizes["m"]["3"] == (pytest.approx(500 / 7), 7)
 
 
-def test_unreadable_answers_follow_the_policy_and_failed_calls_are_failures():
+def test_unreadable_answers_and_failed_calls_follow_the_policy_and_failed_calls_are_failures():
     items = load_file(EXAMPLE).items[:3]
     answers = [Answer(item_id=items[0].item_id, model="m", text="B", letters=["B"], status="ok"),
                Answer(item_id=items[1].item_id, model="m", text="hmm", letters=[], status="unparsed", error="x"),
                Answer(item_id=items[2].item_id, model="m", text=None, letters=None, status="failed", error="timeout")]
     skipped, failures = item_scores(items, answers, "skip")
     assert [r.score for r in skipped] == [100.0, None, None] and [f.item_id for f in failures] == [items[2].item_id]
-    zeroed, _ = item_scores(items, answers, "zero")
-    assert [r.score for r in zeroed] == [100.0, 0.0, None]
+    zeroed, failed = item_scores(items, answers, "zero")
+    # --policy zero: accuracy over every item, a failed call not right (a model that fails is never ranked
+    # above one answering wrongly), and still a counted failure.
+    assert [r.score for r in zeroed] == [100.0, 0.0, 0.0] and [f.item_id for f in failed] == [items[2].item_id]
     assert [r.status for r in zeroed] == ["scored", "unparsed", "failed"]
+    wrong = [a.model_copy(update={"text": "Z", "letters": ["Z"], "status": "ok", "error": None})
+             if a.status == "failed" else a for a in answers]
+    assert [r.score for r in item_scores(items, wrong, "zero")[0]] == [r.score for r in zeroed]
 
 
 def test_the_scoring_rule_decides_a_single_gold_item_with_an_extra_option():
@@ -275,8 +280,8 @@ async def test_an_empty_reply_is_a_failure_never_an_answer(make_gateway, loopbac
     loopback.responder = lambda body: ""
     made = await answer_all(make_gateway(), picked, "judge", "m")
     assert [a.status for a in made] == ["failed", "failed"] and all("empty" in (a.error or "") for a in made)
-    rows, failures = item_scores(picked, made, "zero")
-    assert [r.score for r in rows] == [None, None] and len(failures) == 2  # not "wrong" under --policy zero
+    rows, failures = item_scores(picked, made, "skip")
+    assert [r.score for r in rows] == [None, None] and len(failures) == 2  # left out, as the release leaves it
 
 
 # -- the flow ------------------------------------------------------------------------------------------

@@ -3,14 +3,18 @@ against the settings without importing a flow)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic.fields import FieldInfo
 
-from rpbench.flows.kit.front.settings import EvalSettings, MaybeInputPath, OutputFolder, cli
+from rpbench.flows.kit.front.registry import BenchmarkMode, load_ref, one_run
+from rpbench.flows.kit.front.run_command import RunCommand
+from rpbench.flows.kit.front.settings import EvalSettings, MaybeInputPath, OutputFolder, cli, flag_of
 from rpbench.flows.kit.front.systems import System, evaluation_systems, judge_role
+from rpbench.tasks.llm.config import Role
 
 Rule = Literal["mean", "median", "min", "max"]  # the names of tasks.judged.rubric.RULES
 
@@ -40,6 +44,10 @@ class JudgedSettings(EvalSettings):
     items_reader: ClassVar[str] = ""
     item_fields: ClassVar[tuple[str, ...]] = ()
     grade_fields: ClassVar[tuple[str, ...]] = ()
+    # The mode's other roles (a ``Prepare`` or ``Make`` stage's) -> the setting that turns its stage on ("": always).
+    helpers: ClassVar[dict[str, str]] = {}
+    # The setting that has a stage write the items first (``judged_flow``'s ``make``): then none are given.
+    makes_items: ClassVar[str] = ""
 
     # Required here; a mode whose items default to a release's gives it a default of None.
     items: MaybeInputPath = Field(json_schema_extra=cli("--items"),
@@ -72,6 +80,17 @@ class JudgedSettings(EvalSettings):
     def judge_names(self) -> list[str]:
         return list(dict.fromkeys(self.judges or self.judges_default))
 
+    @model_validator(mode="after")
+    def _items_made_or_given(self) -> JudgedSettings:
+        if self.makes_items and getattr(self, self.makes_items) and (self.items is not None or self.answers):
+            made, cls = flag_of(type(self), self.makes_items), type(self)
+            raise ValueError(f"{made} writes the {self.item_unit.split(' (')[0]}: not with {flag_of(cls, 'items')} "
+                             f"(they are written), nor with {flag_of(cls, 'answers')} (whose ids name none yet)")
+        return self
+
+    def helper_roles(self) -> list[str]:
+        return [role for role, when in self.helpers.items() if not when or getattr(self, when)]
+
     def item_params(self) -> dict[str, Any]:
         """What the mode's answers stage (and a stage preparing its grading) is given to read its items."""
         return {"items": self.items, **{f: getattr(self, f) for f in self.item_fields}, "limit": self.limit}
@@ -82,17 +101,19 @@ class JudgedSettings(EvalSettings):
 
     def read_items(self, limited: bool = True) -> list[Any]:
         """The run's items (the first ``--limit`` unless not ``limited``)."""
-        from rpbench.flows.kit.front.registry import load_ref
+        items = self.items_of(self.item_params())
+        return items[:self.limit] if limited else items
+
+    @classmethod
+    def items_of(cls, params: Mapping[str, Any]) -> list[Any]:
+        """Every item that ``item_params`` (a stage's parameters) name, before the limit."""
         from rpbench.prompts import languages
         from rpbench.tasks.judged.rubric import read_judged_items
 
-        if self.items_reader:
-            items = load_ref(self.items_reader)(**{k: v for k, v in self.item_params().items() if k != "limit"})
-        else:
-            assert self.items is not None  # required unless a mode reads its items itself
-            items = read_judged_items(self.items, self.group_by, self.dimensions or None,
-                                      languages(self.actor_prompt))
-        return items[:self.limit] if limited else items
+        if cls.items_reader:
+            return list(load_ref(cls.items_reader)(**{f: params[f] for f in ("items", *cls.item_fields)}))
+        assert params["items"] is not None  # required unless a mode reads its items itself
+        return read_judged_items(params["items"], cls.group_by, cls.dimensions or None, languages(cls.actor_prompt))
 
 
 @dataclass(frozen=True)
@@ -108,3 +129,17 @@ def check_judged(s: JudgedSettings) -> JudgedInputs:
     systems = evaluation_systems(s, like=s.role, known=known)
     judges = {name: judge_role(s, name, like=s.judges_default[0]) for name in s.judge_names()}
     return JudgedInputs(systems, judges)
+
+
+def judged_mode(name: str, description: str, roles: Mapping[str, Role], settings: type[JudgedSettings],
+                **more: Any) -> BenchmarkMode:
+    """A judged mode's spec: the kit's item table and scoring hook, its flow ``flows:<name>`` (made by
+    ``judged_flow``) checked by ``check_judged``, ``rpbench <name> run`` from ``settings`` (in the mode's
+    ``mode`` module), one run in a suite; ``more``: any other field (``report``, by default the mode's
+    ``analysis:REPORT``; ``smoke``; ``releases``), or these overridden."""
+    return BenchmarkMode(**{
+        "name": name, "description": description, "roles": roles,
+        "item_table": "rpbench.tasks.judged.rubric:JUDGED_SCORES", "score": "rpbench.tasks.judged.rubric:scored",
+        "flows": {name: f"flows:{name}"}, "settings": {name: f"mode:{settings.__name__}"},
+        "checks": {name: "rpbench.flows.kit.front.judged:check_judged"}, "commands": RunCommand(name),
+        "suite": one_run(name), **more})

@@ -24,9 +24,9 @@ class RoleInteractSettings(EvalSettings):
                                         "or one in that layout. Repeat.")
     out: OutputFolder = Field(default="runs/roleinteract", description="Folder for answers, scores and report.")
     policy: Literal["skip", "zero"] = Field(
-        default="skip", description="An answer in which no option can be read: skip it (left out of the averages, "
-                                    "as the released code does) or count it as wrong. Counted and reported either "
-                                    "way.")
+        default="skip", description="An answer in which no option can be read, or a failed call: skip it (left "
+                                    "out of the averages, as the released code does) or count it as not right "
+                                    "(accuracy over every item). Counted and reported either way.")
     reask: int = Field(default=0, ge=0, le=5, description="Ask again up to N times when a reply holds no option "
                        "letter (or is empty); SocialBench's code takes one reply (0).")
     with_instruction: bool = Field(default=False, description="Put each item's own instruction in its prompt, "

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from rpbench.tasks.judged.rubric import judged_report
 from rpbench.tasks.modes.personagym import release
 from rpbench.tasks.reports.render import fmt
 from rpbench.tasks.reports.spec import Analysis, AnalysisInput, Section
@@ -31,3 +34,9 @@ def beside_released(inp: AnalysisInput) -> Analysis:
             f"{release.RELEASE.name}, as published (its judges, its questions); a run is comparable with them only "
             "on the same evaluators and the release's questions.")
     return Analysis([Section("Beside PersonaGym's released scores", "\n".join([note, "", *lines]))])
+
+
+# The kit's judged report (grades 1-5, a dimension per task, by persona), this table beside it.
+REPORT = dataclasses.replace(judged_report("rpbench personagym", "persona", 1, 5, dimensions=None,
+                                           dimension_label="task", headline=HEADLINE, group_columns=False),
+                             analyze=beside_released)

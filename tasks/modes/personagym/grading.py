@@ -75,8 +75,10 @@ def load_items(items: str | None = None, personas: str | None = None, tasks: Seq
     unknown = [t for t in tasks if t not in known]
     if unknown:
         raise InputError(f"--task: no task '{unknown[0]}' (PersonaGym's: {', '.join(known)})")
-    if generate_questions and questions is None:  # to be written: the personas checked, no item yet
-        read_personas(personas) if personas is not None else None
+    if generate_questions and (personas is None or questions is None):  # to be written: none yet
+        if personas is None:
+            raise InputError("--generate-questions writes the questions of --personas: give them (a JSON list)")
+        read_personas(personas)
         return []
     if personas is not None and questions is None:
         raise InputError("--personas: give their questions too (--questions FOLDER of <persona>.json), or "
@@ -181,12 +183,12 @@ def example_row(chunk: str, items: Sequence[JudgedItem], reply: Any, intent: Int
 
 
 # -- grading ---------------------------------------------------------------------------------------------
-def grading_asks(answers: Sequence[JudgedAnswer], judge_model: str, examples: Sequence[ScoreExample],
-                 intent: Intent) -> list[JudgeAsk]:
+def grading_asks(answers: Sequence[JudgedAnswer], judge_model: str, intent: Intent,
+                 prepared: Sequence[ScoreExample]) -> list[JudgeAsk]:
     """``format_rubrics`` and ``score_rubrics``: per grading request, the task's rubric filled for each answer
     with its score example, the rubrics filled into the grading prompt, the system prompt as the judge's route
     passes it; read as ``parse_evaluations`` and ``parse_rubric`` read it."""
-    by_item = {i: e for row in examples for i, e in zip(row.item_ids, row.examples, strict=True)}
+    by_item = {i: e for row in prepared for i, e in zip(row.item_ids, row.examples, strict=True)}
     outline, system = release.text(release.GRADING_PROMPT), release.text(release.GRADING_SYSTEM)
     asks = []
     for part in chunks(answers).values():

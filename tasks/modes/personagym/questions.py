@@ -12,6 +12,7 @@ a short or a borrowed list."""
 from __future__ import annotations
 
 import ast
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from rpbench.prompts.python_text import ReleaseLayoutError
 from rpbench.tasks.core.records import Failure
 from rpbench.tasks.llm.requests import CallResult, Model, Request
 from rpbench.tasks.modes.personagym import release
+from rpbench.tasks.modes.personagym.grading import read_personas
 
 ASKER = "personagym-questions"  # the role that writes them (run.py's SETTINGS_MODEL and QUESTION_MODEL)
 
@@ -94,3 +96,13 @@ async def write_questions(model: Model, persona: str, tasks: Sequence[str], stag
             failed.append(Failure(stage=stage, model=ASKER, item_id=f"{persona}:{task}", kind="questions_failed",
                                   error=f"{tries} tries: {error}"))
     return out, failed
+
+
+async def write_all(model: Model, stage: str, personas: str, tasks: Sequence[str], **_: Any
+                    ) -> tuple[dict[str, dict[str, list[str]]], list[Failure]]:
+    """Every persona's questions, as files named after it (``<persona>.json``, what ``--questions`` reads), and
+    the failures."""
+    asked = read_personas(personas)
+    written = await asyncio.gather(*(write_questions(model, p, tasks or release.tasks(), stage) for p in asked))
+    return ({f"{p}.json": found for p, (found, _) in zip(asked, written, strict=True)},
+            [f for _, failed in written for f in failed])

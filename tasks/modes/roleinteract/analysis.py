@@ -48,8 +48,9 @@ LENGTH_EDGES = (20, 40, 60, 80, 100)  # memory items binned by utterances: 1-20,
 
 def item_scores(items: Sequence[Item], answers: Sequence[Answer], policy: Policy, rule: Rule = "paper"
                 ) -> tuple[list[ItemScore], list[Failure]]:
-    """One row per (model, item). An unreadable answer scores 0 under ``zero`` and None under ``skip``; a
-    failed call (an empty reply included) scores None and is a failure. Choice items score by ``rule``: under
+    """One row per (model, item). Under ``zero`` every item counts: an unreadable answer, and a failed call (an
+    empty reply included), score 0, not right; under ``skip`` (the released code's) both are left out. A failed
+    call is a failure either way (the failure share, the run's threshold). Choice items score by ``rule``: under
     ``released`` an answer's letters are read again from its text as SocialBench's ``format_predict`` reads them
     (an answer it reads no letter in is unreadable, as its ``compute_score`` skips it)."""
     by_id = {i.item_id: i for i in items}
@@ -68,7 +69,7 @@ def item_scores(items: Sequence[Item], answers: Sequence[Answer], policy: Policy
         elif status == "unparsed":
             score = 0.0 if policy == "zero" else None
         else:
-            score = None
+            score = 0.0 if policy == "zero" else None
             failures.append(Failure(stage="roleinteract-answers", model=a.model, item_id=a.item_id, kind="answer",
                                     error=a.error))
         rows.append(ItemScore(model=a.model, item_id=a.item_id, column=item.column, language=item.language,
