@@ -340,7 +340,7 @@ def test_a_switch_takes_no_value_and_one_on_by_default_can_be_turned_off(monkeyp
     from pydantic import BaseModel, Field
     from typer.testing import CliRunner
 
-    from rpbench.flows.kit.front.commands import settings_command
+    from rpbench.flows.kit.commands.settings_commands import settings_command
 
     class Switches(BaseModel):
         aware: bool = Field(default=True, description="Move chunk endings.")

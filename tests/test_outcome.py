@@ -144,7 +144,7 @@ def test_the_run_summary_puts_what_went_wrong_first():
 def test_calls_at_no_known_price_are_said_beside_the_cost_not_counted_free():
     """A run on a model with no known price cost $0.0000 by its sum: the summary and the command's last line
     say how many calls that sum leaves out."""
-    from rpbench.flows.kit.front.commands import stages_line
+    from rpbench.flows.kit.commands.settings_commands import stages_line
     from rpbench.tasks.reports.summary import run_summary_markdown
 
     manifest = {"outcome": {"status": "ok", "reasons": []},

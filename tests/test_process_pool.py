@@ -208,7 +208,7 @@ def test_the_command_line_starts_the_workers_before_its_flow_and_a_command_witho
     import typer
     from typer.testing import CliRunner
 
-    from rpbench.flows.kit.front.commands import settings_command
+    from rpbench.flows.kit.commands.settings_commands import settings_command
     from rpbench.flows.kit.front.settings import RunSettings
     from rpbench.tasks.llm import process_pool
 

@@ -55,7 +55,7 @@ def push(
     """Push a sample of an evaluation's items to a Label Studio project (made if missing) as annotation tasks.
 
     Pushing the same items again adds nothing: each task is keyed by item, model and task kind."""
-    from rpbench.flows.kit.front.commands import flow_of_run
+    from rpbench.flows.kit.commands.settings_commands import flow_of_run
     from rpbench.flows.kit.front.registry import annotation_kinds, load_ref, mode_of_flow
     from rpbench.tasks.annotation.label_studio import LabelStudioProjects
     from rpbench.tasks.core.errors import unknown_name

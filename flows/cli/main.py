@@ -19,10 +19,10 @@ import typer
 
 from rpbench.flows.cli.models_command import ModelsSettings, models
 from rpbench.flows.cli.modes_group import ModesGroup, tidy_help
-from rpbench.flows.kit.front import interrupts
-from rpbench.flows.kit.front.commands import settings_command
+from rpbench.flows.kit.commands.settings_commands import settings_command
 from rpbench.flows.kit.front.registry import modes
 from rpbench.flows.kit.front.settings import ModelsFileSettings
+from rpbench.flows.kit.running import interrupts
 from rpbench.flows.kit.running.environment import setup_environment
 from rpbench.flows.suite.commands import add_commands as suite_commands
 from rpbench.flows.training.commands import add_commands as training_commands

@@ -82,8 +82,10 @@ class ModesGroup(TyperGroup):
         self.commands[name] = command
 
     def _load(self, mode: BenchmarkMode) -> None:
+        from rpbench.flows.kit.commands.mode_commands import add_mode_commands  # a mode's, when it is asked for
+
         sub = typer.Typer(help=mode.description, no_args_is_help=True)
-        mode.add_commands(sub)
+        add_mode_commands(sub, mode)
         group = typer.main.get_group(sub)
         group.name = mode.name
         _name_roles(group, mode)

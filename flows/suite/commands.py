@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from rpbench.flows.kit.front.commands import settings_command
+from rpbench.flows.kit.commands.settings_commands import settings_command
 from rpbench.flows.suite.settings import SuiteSettings
 from rpbench.tasks.core.errors import RunFailed
 from rpbench.tasks.reports.render import fmt

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from rpbench.flows.kit.front.commands import settings_command, stages_line
+from rpbench.flows.kit.commands.settings_commands import settings_command, stages_line
 from rpbench.flows.training.settings import MergeSettings, TrainSettings
 from rpbench.tasks.reports.render import fmt
 

@@ -15,7 +15,6 @@ notebooks). A reference may also be the object itself.
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +23,10 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rpbench.flows.kit.front.refs import Ref, load_ref
+from rpbench.flows.kit.front.run_command import RunCommand
+from rpbench.flows.kit.front.smoke import SmokeStep, derivable, derived_smoke
+from rpbench.flows.kit.front.smoke import smoke_run as smoke_run  # a mode's spec takes it from here
 from rpbench.tasks.core.errors import unknown_name
 
 if TYPE_CHECKING:
@@ -32,47 +35,6 @@ if TYPE_CHECKING:
     from rpbench.tasks.reports.spec import ReportSpec
 
 ENTRY_POINTS = "rpbench.modes"
-# "package.module:attribute", or the object itself.
-Ref = Any
-
-
-def load_ref(ref: Ref) -> Any:
-    """The object a reference names (a reference that is not a string is the object)."""
-    if not isinstance(ref, str):
-        return ref
-    module, _, attr = ref.partition(":")
-    if not module or not attr:
-        raise ValueError(f"'{ref}' is not a 'package.module:attribute' reference")
-    found: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        found = getattr(found, part)
-    return found
-
-
-@dataclass(frozen=True)
-class SmokeStep:
-    """One command of a mode's smoke scenario: ``rpbench *args``, writing its tables into ``out``.
-
-    ``uses_models``: the command calls models, so a harness adds ``--models-file`` and ``--cache`` to it.
-    """
-
-    name: str
-    args: tuple[str, ...]
-    out: Path
-    uses_models: bool = True
-
-
-def smoke_run(mode: str, *args: str) -> Callable[[Path], list[SmokeStep]]:
-    """A mode's ``smoke`` when its scenario is one command: ``rpbench <mode> run *args`` into ``<work>/<mode>``,
-    with few bootstrap resamples."""
-    def steps(work: Path) -> list[SmokeStep]:
-        out = work / mode
-        return [SmokeStep(mode, (mode, "run", *args, "--out", str(out), "--resamples", "200"), out)]
-
-    steps.__doc__ = f"`rpbench {mode} run {' '.join(args)}`"
-    return steps
-
-
 @dataclass(frozen=True)
 class Schedule:
     """An example schedule a mode offers for `rpbench deploy`: one of its flows, a cron line, parameters."""
@@ -232,8 +194,6 @@ class BenchmarkMode:
         if self.smoke is None:
             if not self.flows:
                 return []
-            from rpbench.flows.kit.front.smoke import derived_smoke
-
             return derived_smoke(self, work)
         return list(load_ref(self.smoke)(work))
 
@@ -246,10 +206,6 @@ class BenchmarkMode:
             return []
         found = load_ref(self.releases)
         return list(found) if isinstance(found, list | tuple) else [found]
-
-    def add_commands(self, app: Any) -> None:
-        if self.commands is not None:
-            load_ref(self.commands)(app)
 
 
 _modes: dict[str, BenchmarkMode] = {}
@@ -268,8 +224,6 @@ def broken_rules(mode: BenchmarkMode) -> list[str]:
       tests (kills and resumes, faults, the secrets scan) run every registered mode's. It gives its own
       (``smoke=smoke_run(...)``), or one is worked out from its settings and samples (``flows.kit.front.smoke``);
     - ``name`` and ``roles`` (``register``): one mode of a name, and a role name belongs to one mode."""
-    from rpbench.flows.kit.front.run_command import RunCommand
-
     broken = []
     stray = sorted(set(mode.checks) - set(mode.flows))
     if stray:
@@ -278,12 +232,9 @@ def broken_rules(mode: BenchmarkMode) -> list[str]:
     if isinstance(mode.commands, RunCommand) and len(mode.flows) != 1:
         broken.append(f"rule 'run-command': RunCommand runs the mode's one flow, and it has {len(mode.flows)}: "
                       "give Commands(name, {command: FlowCommand(flow), ...}) instead")
-    if mode.flows and mode.smoke is None:
-        from rpbench.flows.kit.front.smoke import derivable
-
-        if problem := derivable(mode):
-            broken.append(f"rule 'smoke': the hardening tests run every registered mode's smoke scenario, and "
-                          f"none can be worked out for this one: {problem}")
+    if mode.flows and mode.smoke is None and (problem := derivable(mode)):
+        broken.append(f"rule 'smoke': the hardening tests run every registered mode's smoke scenario, and "
+                      f"none can be worked out for this one: {problem}")
     return broken
 
 

@@ -1,18 +1,11 @@
-"""A mode's commands made from its spec: each command that runs one of its flows is a line, not a function.
-
-Light to import (a mode's spec names them, and every spec is read for `rpbench --help`): the commands' pieces
-load when the mode's commands are.
-"""
+"""A mode's commands as its spec declares them: each command that runs one of its flows is a line, not a
+function. Declarations only, light to import (every spec is read for `rpbench --help`): the commands are made
+from them above the kit's running floor (``flows.kit.commands.mode_commands``)."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import typer
 
 Lines = Callable[..., Iterable[str]]  # (section) or (section, settings)
 
@@ -46,27 +39,7 @@ class Commands:
     def __init__(self, mode: str, commands: Mapping[str, FlowCommand | Group | str]) -> None:
         self.mode, self.commands = mode, dict(commands)
 
-    def __call__(self, app: typer.Typer) -> None:
-        from rpbench.flows.kit.front.registry import get_mode
-
-        self._add(app, get_mode(self.mode), self.commands)
-
-    def _add(self, app: typer.Typer, found: Any, commands: Mapping[str, FlowCommand | Group | str]) -> None:
-        import typer
-
-        from rpbench.flows.kit.front.registry import load_ref
-
-        for name, command in commands.items():
-            if isinstance(command, Group):
-                group = typer.Typer(help=command.help, no_args_is_help=True)
-                self._add(group, found, command.commands)
-                app.add_typer(group, name=name)
-            elif isinstance(command, str):
-                app.command(name)(load_ref(f"{found.package}.{command}"))
-            else:
-                app.command(name)(self._flow_command(found, command))
-
-    def _sharing(self, flow: str, flows: Mapping[str, str]) -> set[str]:
+    def sharing(self, flow: str, flows: Mapping[str, str]) -> set[str]:
         """The flows whose folders ``flow`` may write into: its own (a rerun continues there), and those a
         command shares a folder with by writing another flow's manifest section (PingPong's rejudge adds judges
         to a PingPong run in its folder; the run may then be run there again)."""
@@ -78,36 +51,6 @@ class Commands:
                     yield c
         groups = [{c.flow or next(iter(flows)), *(set(flows) & {c.section})} for c in walk(self.commands)]
         return {flow}.union(*(g for g in groups if flow in g))
-
-    def _flow_command(self, found: Any, command: FlowCommand) -> Callable[..., None]:
-        from pydantic import BaseModel
-
-        from rpbench.flows.kit.front.commands import leaderboard_lines, run_evaluation, settings_command
-        from rpbench.flows.kit.front.registry import load_ref
-
-        if command.flow is None:
-            (flow,) = found.flows
-        else:
-            flow = command.flow
-        model = load_ref(found.settings[flow])
-        if isinstance(command.lines, str):
-            lines: Lines = load_ref(f"{found.package}.{command.lines}")
-        elif command.lines is not None:
-            lines = command.lines
-        else:
-            headline = found.load_report().scoring.headline.name
-            lines = lambda section: leaderboard_lines(section, headline)  # noqa: E731
-
-        with_settings = len(inspect.signature(lines).parameters) > 1  # lines(section, settings): needs them too
-
-        def run(settings: BaseModel) -> None:
-            run_evaluation(settings, found.checks.get(flow), found.flows[flow], command.section or flow,
-                           (lambda section: lines(section, settings)) if with_settings else lines)
-
-        run.__doc__ = model.__doc__
-        run.rpbench_mode = self.mode  # type: ignore[attr-defined]  # which mode's folders are its own
-        run.rpbench_flows = self._sharing(flow, found.flows)  # type: ignore[attr-defined]
-        return settings_command(model, run)
 
 
 class RunCommand(Commands):

@@ -18,11 +18,53 @@ A missing sample is an error that names the file expected.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from rpbench.flows.kit.front.registry import BenchmarkMode, SmokeStep
+from rpbench.flows.kit.front.refs import load_ref
+from rpbench.flows.kit.front.run_command import RunCommand
+from rpbench.flows.kit.front.settings import EvalSettings, flag_of
+
+
+class BenchmarkMode(Protocol):
+    """What a scenario is worked out from: a mode's spec (``registry.BenchmarkMode``, which imports this)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def roles(self) -> Mapping[str, Any]: ...
+    @property
+    def flows(self) -> Mapping[str, Any]: ...
+    @property
+    def settings(self) -> Mapping[str, Any]: ...
+    @property
+    def commands(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class SmokeStep:
+    """One command of a mode's smoke scenario: ``rpbench *args``, writing its tables into ``out``.
+
+    ``uses_models``: the command calls models, so a harness adds ``--models-file`` and ``--cache`` to it.
+    """
+
+    name: str
+    args: tuple[str, ...]
+    out: Path
+    uses_models: bool = True
+
+
+def smoke_run(mode: str, *args: str) -> Callable[[Path], list[SmokeStep]]:
+    """A mode's ``smoke`` when its scenario is one command: ``rpbench <mode> run *args`` into ``<work>/<mode>``,
+    with few bootstrap resamples."""
+    def steps(work: Path) -> list[SmokeStep]:
+        out = work / mode
+        return [SmokeStep(mode, (mode, "run", *args, "--out", str(out), "--resamples", "200"), out)]
+
+    steps.__doc__ = f"`rpbench {mode} run {' '.join(args)}`"
+    return steps
 
 
 def samples_folder(mode: BenchmarkMode) -> Path:
@@ -44,9 +86,6 @@ def _sample(mode: BenchmarkMode, stem: str) -> Path | None:
 def derived_smoke(mode: BenchmarkMode, work: Path) -> list[SmokeStep]:
     """The scenario described above, for ``mode`` into ``work``; a ValueError naming the rule and what is
     missing when it cannot be worked out."""
-    from rpbench.flows.kit.front.registry import SmokeStep, load_ref
-    from rpbench.flows.kit.front.settings import EvalSettings, flag_of
-
     problem = derivable(mode)
     if problem:
         raise ValueError(f"mode '{mode.name}': rule 'smoke': {problem}")
@@ -78,8 +117,6 @@ def derived_smoke(mode: BenchmarkMode, work: Path) -> list[SmokeStep]:
 def derivable(mode: BenchmarkMode) -> str:
     """Why ``mode``'s scenario cannot be worked out from its spec alone ("" when it can): checked as the mode is
     registered, without importing anything of it."""
-    from rpbench.flows.kit.front.run_command import RunCommand
-
     if not isinstance(mode.commands, RunCommand) or len(mode.flows) != 1:
         return ("a scenario is worked out only for a mode whose one flow is its run command (RunCommand); give "
                 "smoke=smoke_run(name, *args) on shipped samples, a model and a file of answers on each item")

@@ -69,7 +69,7 @@ def start_temporary_server() -> None:
 
     Ctrl-C reaches the terminal's whole process group: left in it, the server died at once while the run
     still had calls in flight, and the flow then waited on it for good. In its own session the server outlives
-    the signal, the run stops as it means to (``flows.kit.front.interrupts``), and ``shutdown_prefect`` stops it.
+    the signal, the run stops as it means to (``flows.kit.running.interrupts``), and ``shutdown_prefect`` stops it.
     It is also told to end when this process dies, even by SIGKILL (the parent-death signal belongs to the
     thread that started it, hence the main thread). Prefect then uses this server for the run.
     """

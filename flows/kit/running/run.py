@@ -14,9 +14,9 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from rpbench.flows.kit.front import interrupts
 from rpbench.flows.kit.front.registry import models_config
 from rpbench.flows.kit.front.settings import RunSettings
+from rpbench.flows.kit.running import interrupts
 from rpbench.flows.kit.running.environment import start_temporary_server
 from rpbench.flows.kit.running.finish import failed_state, stopped_by_budget, stopped_run
 from rpbench.flows.kit.running.notes import run_notes

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from rpbench.flows.kit.front.commands import settings_command
+from rpbench.flows.kit.commands.settings_commands import settings_command
 from rpbench.flows.modes.furina.settings import (
     BuildSettings,
     ChunkSettings,

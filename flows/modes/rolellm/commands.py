@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from rpbench.flows.kit.front.commands import leaderboard_lines
+from rpbench.flows.kit.commands.settings_commands import leaderboard_lines
 from rpbench.tasks.reports.render import fmt
 
 

@@ -110,27 +110,8 @@ def load_items(subset: Subset, path: str | None = None) -> list[Item]:
 
 # -- reading replies ------------------------------------------------------------------------------
 def read_judge(text: str) -> JudgeTurn:
-    """A judge's reply as ``extract_and_parse_json`` and ``chat_completion_judger`` read it: the JSON of its
-    fenced block if it has one, else the whole reply, mended by json_repair; usable when it holds "winner" and
-    "next_round_user_speaks". rpbench also asks again for a reply whose JSON is not an object or whose user turn
-    is not text (the release would fail on either later)."""
-    import json_repair
-
-    found = release.json_fence().search(text)
-    try:
-        parsed = json_repair.loads(found.group(1) if found else text)
-    except Exception as exc:  # json_repair gives up on some input: unreadable, as in the release
-        raise ValueError(f"the reply's JSON cannot be read ({type(exc).__name__})") from None
-    if not isinstance(parsed, dict):
-        raise ValueError("the reply holds no JSON object")
-    missing = [k for k in ("winner", "next_round_user_speaks") if k not in parsed]
-    if missing:
-        raise ValueError(f"the reply's JSON has no {' and no '.join(missing)}")
-    if not isinstance(parsed["next_round_user_speaks"], str):
-        raise ValueError("next_round_user_speaks is not text")
-    winner, reason = parsed["winner"], parsed.get("decision_reason")
-    return JudgeTurn.model_construct(winner=winner, next_round_user_speaks=parsed["next_round_user_speaks"],
-                                     decision_reason=reason if isinstance(reason, str) else "")
+    """A judge's reply as the release reads it (``JudgeTurn.from_reply``)."""
+    return JudgeTurn.from_reply(text)
 
 
 def chat_finished(reply: str) -> bool | None:

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from rpbench.tasks.core.records import Record
 from rpbench.tasks.llm.structured import StatedInPrompt
+from rpbench.tasks.modes.rpbench_auto import release
 from rpbench.tasks.reports.arena import Outcome
 
 
@@ -25,7 +26,7 @@ class Item(Record):
 
 class JudgeTurn(StatedInPrompt):
     """The JSON the judge's prompt asks for. Read as ``extract_and_parse_json`` and ``chat_completion_judger``
-    read it (``dialogue.read_judge``), so ``winner`` holds whatever the judge said (null, "model_a", "model_b",
+    read it (``from_reply``), so ``winner`` holds whatever the judge said (null, "model_a", "model_b",
     or anything else, which names no winner); the schema below only holds a model decoding in process to a
     usable shape."""
 
@@ -35,9 +36,27 @@ class JudgeTurn(StatedInPrompt):
 
     @classmethod
     def from_reply(cls, text: str) -> JudgeTurn:
-        from rpbench.tasks.modes.rpbench_auto.dialogue import read_judge
+        """A judge's reply as ``extract_and_parse_json`` and ``chat_completion_judger`` read it: the JSON of its
+        fenced block if it has one, else the whole reply, mended by json_repair; usable when it holds "winner" and
+        "next_round_user_speaks". rpbench also asks again for a reply whose JSON is not an object or whose user turn
+        is not text (the release would fail on either later)."""
+        import json_repair
 
-        return read_judge(text)
+        found = release.json_fence().search(text)
+        try:
+            parsed = json_repair.loads(found.group(1) if found else text)
+        except Exception as exc:  # json_repair gives up on some input: unreadable, as in the release
+            raise ValueError(f"the reply's JSON cannot be read ({type(exc).__name__})") from None
+        if not isinstance(parsed, dict):
+            raise ValueError("the reply holds no JSON object")
+        missing = [k for k in ("winner", "next_round_user_speaks") if k not in parsed]
+        if missing:
+            raise ValueError(f"the reply's JSON has no {' and no '.join(missing)}")
+        if not isinstance(parsed["next_round_user_speaks"], str):
+            raise ValueError("next_round_user_speaks is not text")
+        winner, reason = parsed["winner"], parsed.get("decision_reason")
+        return cls.model_construct(winner=winner, next_round_user_speaks=parsed["next_round_user_speaks"],
+                                 decision_reason=reason if isinstance(reason, str) else "")
 
 
 class Round(Record):
