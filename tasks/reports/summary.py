@@ -27,6 +27,9 @@ def run_summary_markdown(manifest: dict[str, Any], run_dir: str) -> str:
                   f"${budget['budget_usd']:.4f}, ${budget['left_usd']:.4f} left. Every answered call is kept: the "
                   "same command with a larger budget continues, and the same command with --plan says what finishing "
                   "costs (calls already answered are free).", ""]
+    elif outcome.get("status") == "stopped":
+        lines += [f"**The run stopped before its end** ({'; '.join(outcome.get('reasons', [])) or 'stopped'}). "
+                  "Every answered call is kept: the same command continues from there.", ""]
     for line in [*(manifest.get("self_judging") or []), *(manifest.get("embedded_roles") or [])]:
         lines += [f"**Warning:** {line}.", ""]
     failures = outcome.get("failures") or {}
@@ -75,3 +78,12 @@ def span_text(value: Any, digits: int = 0, between: str = " to ") -> str:
     if isinstance(value, list):
         return f"{span_text(value[0], digits)}{between}{span_text(value[1], digits)}"
     return f"{value:,.{digits}f}"
+
+
+def stopped_report_markdown(manifest: dict[str, Any], run_dir: str) -> str:
+    """The report of a run that stopped before its end: what its manifest says (its outcome, what it answered
+    and spent), and that the folder's tables are still an earlier finished run's, if any."""
+    summary = run_summary_markdown(manifest, run_dir).replace(f"# rpbench run `{run_dir}`",
+                                                              f"# rpbench run `{run_dir}`: stopped", 1)
+    return summary + ("\nNo score is reported for a run that stopped: its report is written when it finishes. "
+                      "Tables in this folder from an earlier finished run, if any, are that run's.\n")

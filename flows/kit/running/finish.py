@@ -26,7 +26,7 @@ from rpbench.tasks.core.errors import InputError, ModelUnusable, RunFailed
 from rpbench.tasks.core.records import CallRecord
 from rpbench.tasks.llm.budget import BudgetReached
 from rpbench.tasks.llm.ledger import summarize_calls
-from rpbench.tasks.reports.summary import run_summary_markdown
+from rpbench.tasks.reports.summary import run_summary_markdown, stopped_report_markdown
 
 
 def publish_outputs(out: str | Path) -> dict[str, str]:
@@ -186,9 +186,21 @@ def stopped_run(settings: Any, flow: str, stages: Stages | None, error: BaseExce
     manifest = _write_manifest(run, settings, stages, flow,
                                {"status": "stopped", "stopped_by": by, "reasons": [reason], "failures": {}},
                                calls, fresh, getattr(error, "stage_reads", None), **extra)
+    _write_stopped_report(run.root, manifest, str(out))
     publish_markdown_now(f"run-summary-{slug(flow)}", run_summary_markdown(manifest, str(out)),
                          "rpbench run summary")
     return True
+
+
+def _write_stopped_report(folder: Path, manifest: dict[str, Any], out: str) -> None:
+    """report.md and report.html say what the manifest says: the run stopped, why, what it answered and spent
+    (not an earlier finished run's scores, which would read as this run's)."""
+    from rpbench.storage.tables import atomic_write_bytes
+    from rpbench.tasks.reports.page import html_page
+
+    markdown = stopped_report_markdown(manifest, out)
+    atomic_write_bytes(folder / "report.md", markdown.encode())
+    atomic_write_bytes(folder / "report.html", html_page(f"rpbench run {out}: stopped", markdown, []).encode())
 
 
 def stopped_by_budget(settings: Any, flow: str, error: BudgetReached, stages: Stages | None = None) -> None:
@@ -206,6 +218,7 @@ def stopped_by_budget(settings: Any, flow: str, error: BudgetReached, stages: St
                 "left_usd": round(error.budget - error.spent, 6), "scope": error.scope},
         flow=flow, config=config.redacted(), models_file=settings.models_file,
         settings=settings.recorded(out))
+    _write_stopped_report(Path(out), manifest, str(out))
     publish_markdown_now(f"run-summary-{slug(flow)}", run_summary_markdown(manifest, str(out)),
                          "rpbench run summary")
 
