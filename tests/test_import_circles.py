@@ -72,3 +72,18 @@ def test_the_walk_finds_a_circle_through_a_function_level_import(tmp_path):
     assert circles({"rpbench.x.a": a, "rpbench.x.b": b}) == [["rpbench.x.a", "rpbench.x.b"]]
     b.write_text("def f():\n    pass\n", encoding="utf-8")
     assert circles({"rpbench.x.a": a, "rpbench.x.b": b}) == []
+
+
+def test_a_role_bound_to_a_model_is_read_in_one_place():
+    """Issue 80: "like@model" strings were split with partition("@") in four places; now one function reads
+    them (tasks/llm/config.py: split_at), and the parsed binding says what each part is."""
+    from rpbench.tasks.llm.config import RoleBinding, endpoint_parts, role_shown
+
+    readers = [str(p.relative_to(ROOT)) for p in modules().values()
+               if any(s in p.read_text(encoding="utf-8") for s in ('partition("@")', "split(\"@\")"))]
+    assert readers == ["tasks/llm/config.py"]
+    assert RoleBinding.parse("judge") == RoleBinding("judge")
+    assert RoleBinding.parse("player@openai/gpt-4o") == RoleBinding("player", model="openai/gpt-4o")
+    assert RoleBinding.parse("player@role:gpt4o") == RoleBinding("player", bound="gpt4o")
+    assert role_shown("player@role:gpt4o") == "gpt4o" and role_shown("player@openai/x") == "player"
+    assert endpoint_parts("openai/x@http://h:1/v1") == ("openai/x", "http://h:1/v1")

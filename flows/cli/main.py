@@ -277,9 +277,10 @@ def run_cli(args: Sequence[str]) -> int:
 
 def main() -> None:
     """Entry point: run the command and exit with its status."""
-    from rpbench.flows.kit.running.environment import shutdown_prefect
+    from rpbench.flows.kit.running.environment import command_process, shutdown_prefect
 
     setup_environment()
+    command_process()
     interrupts.install()
     try:
         code = run_cli(sys.argv[1:])

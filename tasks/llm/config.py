@@ -66,11 +66,49 @@ StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
 BOUND = "role:"
 
 
+def split_at(text: str) -> tuple[str, str | None]:
+    """``a@b`` as (a, b), a text without "@" as (text, None): the one reading of the strings rpbench writes
+    with "@" (a role bound to a model, ``RoleBinding``; an endpoint, ``endpoint_parts``)."""
+    left, at, right = text.partition("@")
+    return (left, right) if at else (text, None)
+
+
+@dataclass(frozen=True)
+class RoleBinding:
+    """A role as the gateway is given it, parsed: a role's own name (``like`` alone), a model string called
+    with the settings of role ``like`` (``like@openai/gpt-4o``: ``model``), or the model a models file's role
+    binds, with ``like``'s settings under its own (``like@role:gpt4o``: ``bound``). The one place such a
+    string is read (``ModelsConfig.bind_model`` and ``bind_role`` write it)."""
+
+    like: str
+    model: str | None = None
+    bound: str | None = None
+
+    @classmethod
+    def parse(cls, role: str) -> RoleBinding:
+        like, target = split_at(role)
+        if not (like and target):
+            return cls(role)
+        if target.startswith(BOUND):
+            return cls(like, bound=target.removeprefix(BOUND))
+        return cls(like, model=target)
+
+    @property
+    def binds(self) -> bool:
+        return self.model is not None or self.bound is not None
+
+
+def endpoint_parts(endpoint: str) -> tuple[str, str]:
+    """``ModelSpec.endpoint``'s model and address (``model@api_base``)."""
+    model, base = split_at(endpoint)
+    return model, base or ""
+
+
 def role_shown(role: str) -> str:
     """A role as a message names it to the user: the name they gave (``gpt4o`` for ``like@role:gpt4o``), the
     benchmark's role a model string stands in (``pingpong-player`` for ``pingpong-player@openai/gpt-4o``)."""
-    like, _at, model = role.partition("@")
-    return model.removeprefix(BOUND) if model.startswith(BOUND) else like
+    binding = RoleBinding.parse(role)
+    return binding.bound if binding.bound is not None else binding.like
 
 
 class ModelSpec(BaseModel):
@@ -385,15 +423,15 @@ class ModelsConfig(BaseModel):
         known = self._resolved.get(role)
         if known is not None:
             return known
-        like, at, model = role.partition("@")
-        if at and like and model.startswith(BOUND):
+        binding = RoleBinding.parse(role)
+        if binding.bound is not None:
             if self._layers is None:
-                return self.for_role(model.removeprefix(BOUND))
-            spec = self._spec(like, bound=model.removeprefix(BOUND))
-        elif at and like and model:
+                return self.for_role(binding.bound)
+            spec = self._spec(binding.like, bound=binding.bound)
+        elif binding.model is not None:
             if self._layers is None:
-                return self.for_role(like).model_copy(update={"model": model})
-            spec = self._spec(like, model)
+                return self.for_role(binding.like).model_copy(update={"model": binding.model})
+            spec = self._spec(binding.like, binding.model)
         elif self._layers is not None and role in self._layers.builtin:
             spec = self._spec(role)
         elif role == "default" or self._layers is None or not self._layers.builtin:
@@ -410,11 +448,9 @@ class ModelsConfig(BaseModel):
         """Where each of ``role``'s values came from (empty for a config made in code)."""
         if self._layers is None:
             return {}
-        like, at, model = role.partition("@")
-        if at and like and model.startswith(BOUND):
-            merged = self._layers.merged(like, bound=model.removeprefix(BOUND))
-        elif at and like and model:
-            merged = self._layers.merged(like, model)
+        binding = RoleBinding.parse(role)
+        if binding.binds:
+            merged = self._layers.merged(binding.like, binding.model, binding.bound)
         else:
             merged = self._layers.merged(role if role in self.roles or role in self._layers.builtin else None)
         return {k: source for k, (_v, source) in merged.items()}
@@ -439,10 +475,10 @@ class ModelsConfig(BaseModel):
         """``RoleLayers.overridden`` for a role as the gateway is given it (``like@role:name`` included)."""
         if self._layers is None:
             return []
-        like, at, model = role.partition("@")
-        if at and model.startswith(BOUND):
-            return self._layers.overridden(like, model.removeprefix(BOUND))
-        return self._layers.overridden(like if at else role)
+        binding = RoleBinding.parse(role)
+        if binding.bound is not None:
+            return self._layers.overridden(binding.like, binding.bound)
+        return self._layers.overridden(binding.like)
 
     def key_variables(self) -> set[str]:
         """The environment variables this config reads keys from."""

@@ -58,6 +58,9 @@ from rpbench.tasks.llm.structured import (
 )
 
 T = TypeVar("T")
+# Set once this process has sent a request: from then on the run waits on its models, and work that does not need
+# them (the report's imports, ``flows.kit.running.run``) can use the time.
+requests_waiting = threading.Event()
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -383,6 +386,7 @@ class Gateway:
         claim), once the run may send (not stopped) and the budget holds what it may cost; stored in the cache."""
         reserved: float | None = None
         cost, claimed = None, False
+        requests_waiting.set()
         try:
             if self.cache is not None:
                 # A twin on another thread may have stored its reply and left the table between this call's look

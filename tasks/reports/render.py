@@ -134,6 +134,19 @@ def png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
+def load_chart_libraries() -> None:
+    """Import what a report's charts and intervals need (matplotlib on Agg with its fonts, scipy's statistics):
+    a run calls this in a thread of its own as it starts, while its stages wait on their models, so the report
+    stage at its end does not spend a second importing them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+    import scipy.stats  # noqa: F401
+
+    chart_fonts()
+
+
 @functools.cache
 def chart_fonts() -> list[str]:
     """Matplotlib's default font, then any installed font with Chinese glyphs, which matplotlib falls back to

@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from rpbench.flows.kit.front.registry import builtin_roles, models_config
 from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings, flag_of, output_fields, typed_settings
+from rpbench.flows.kit.running.environment import launch_temporary_server
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.prompts.releases import use_releases
@@ -146,6 +147,7 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
                 values[name] = given
         settings = parse_settings(model, values)
         if isinstance(settings, RunSettings):
+            launch_temporary_server()  # it boots while the checks run and Prefect loads (a fresh command only)
             use_releases(settings.releases)  # before the checks: they look for the release files there
             if settings.max_cost is not None and chosen_runner() != "threads":
                 raise InputError("--max-cost: the budget is kept by the process that sends the calls; on Dask each "

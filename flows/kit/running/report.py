@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import itertools
@@ -9,6 +10,7 @@ from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rpbench.flows.kit.front.registry import get_mode, load_ref
+from rpbench.flows.kit.running.report_imports import report_libraries_loaded
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
 from rpbench.flows.kit.running.ui import publish_markdown, publish_table
 from rpbench.storage.schemas import AGREEMENT, FAILURES
@@ -82,6 +84,7 @@ async def _scored_report(run: StageRun, mode: str, inputs: list[str], options: d
     settings, and ``resamples`` and ``seed`` if it takes them; ``inputs``: every file it reads, whose content
     keys the cache) into a ``Scored``; the kit writes the item table, the failures, the judges' agreement with
     people and the mode's other tables final, scores, reports and publishes."""
+    await asyncio.to_thread(report_libraries_loaded)  # matplotlib and scipy, imported while the run waited
     found = get_mode(mode)
     if current_run().plan is not None:
         # A plan counts what a run sends, and a report sends nothing: scoring stand-in replies (CoSER's Rouge-L

@@ -20,6 +20,7 @@ from rpbench.flows.kit.running import interrupts
 from rpbench.flows.kit.running.environment import start_temporary_server
 from rpbench.flows.kit.running.finish import failed_state, stopped_by_budget, stopped_run
 from rpbench.flows.kit.running.notes import run_notes
+from rpbench.flows.kit.running.report_imports import load_report_libraries_soon
 from rpbench.flows.kit.running.stages import Stages
 from rpbench.flows.kit.scale.run_workers import workers_for_run
 from rpbench.flows.kit.scale.runners import with_chosen_runner
@@ -113,6 +114,7 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
             _freeze_imports_once()
+            load_report_libraries_soon()
             interrupts.reclaim()
             try:
                 with outermost(args, kwargs), workers_for_run(models_file(args, kwargs)):
@@ -143,6 +145,7 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         _freeze_imports_once()
+        load_report_libraries_soon()
         interrupts.reclaim()
         try:
             with outermost(args, kwargs), workers_for_run(models_file(args, kwargs)):

@@ -29,6 +29,7 @@ from typing import Any
 
 from rpbench.tasks.core.secrets import redact_url
 from rpbench.tasks.llm.bounds import share_limits
+from rpbench.tasks.llm.config import endpoint_parts
 
 OFF = "RPBENCH_SHARED_LIMITS"
 _made: set[str] = set()
@@ -38,8 +39,8 @@ _made: set[str] = set()
 def limit_name(endpoint: str) -> str:
     """A readable, stable name for an endpoint's limit (the digest keeps two long names apart). The Prefect UI
     lists it: a password or key written into the server's address is masked in the readable part."""
-    model, at, base = endpoint.partition("@")
-    readable = re.sub(r"[^a-z0-9]+", "-", f"{model}{at}{redact_url(base)}".lower()).strip("-")[:48]
+    model, base = endpoint_parts(endpoint)
+    readable = re.sub(r"[^a-z0-9]+", "-", f"{model}@{redact_url(base)}".lower()).strip("-")[:48]
     return f"rpbench-{readable}-{hashlib.sha256(endpoint.encode()).hexdigest()[:8]}"
 
 
@@ -122,12 +123,18 @@ async def prefect_limit(endpoint: str, max_concurrency: int, rpm: int | None) ->
         leaser.give()
 
 
+OWN_SERVER_ENV = "RPBENCH_OWN_PREFECT_SERVER"
+
+
 def _server() -> str:
     """The Prefect server shared with other processes (PREFECT_API_URL), or "" for none (a command's temporary
     server is its own)."""
     from prefect.settings import get_current_settings
 
-    return str(get_current_settings().api.url or "")
+    url = str(get_current_settings().api.url or "")
+    # The temporary server a command launched as it started is named in PREFECT_API_URL too, and is as much
+    # the command's own as Prefect's (environment.launch_temporary_server).
+    return "" if url and url == os.environ.get(OWN_SERVER_ENV) else url
 
 
 def install_shared_limits() -> bool:
