@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.loopback import LoopbackServer  # noqa: E402
+
 RUNS = 3
 RPBENCH = [sys.executable, "-m", "rpbench.flows.cli.main"]
 # What the command line imported before any command ran, when registering a mode imported all of it.
