@@ -26,8 +26,8 @@ class PersonaGymSettings(JudgedSettings):
                                      'of the task, from 1), "answer": the reply\'s text}')
 
     items: MaybeInputPath = Field(default=None, json_schema_extra=cli("--questions"), description="A folder of "
-                                  "<persona>.json ({task: [question, ...]}) for --personas. Default: benchmark-v1.")
-    personas: MaybeInputPath = Field(default=None, description="A JSON list of your own personas. Default: the 200.")
+                                  "<persona>.json ({task: [question, ...]}) for --personas. Default: the release's.")
+    personas: MaybeInputPath = Field(default=None, description="A JSON list of personas. Default: the release's 200.")
     tasks: list[str] = Field(default_factory=list, json_schema_extra=cli("--task"), description="Only this task "
                              "(repeat): Expected Action, Toxicity, Linguistic Habits, Persona Consistency, Action "
                              "Justification. Default: all five.")
