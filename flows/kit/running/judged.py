@@ -226,6 +226,9 @@ def _judged_stage(name: str, module: str, body: Callable[..., Awaitable[StageRes
     run_judged_stage.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter("run", inspect.Parameter.POSITIONAL_OR_KEYWORD), *own])
     run_judged_stage.__module__, run_judged_stage.__doc__ = module, doc
+    # The stage's source in its cache key is the kit's body (inspect.getsource follows __wrapped__), not this
+    # one-line wrapper: an edit to the body runs the stage again. (__signature__ above is what Prefect sees.)
+    run_judged_stage.__wrapped__ = body  # type: ignore[attr-defined]
     run_judged_stage.__name__ = run_judged_stage.__qualname__ = name.replace("-", "_")
     code = tuple(dict.fromkeys([__name__, *(_module_of(h) for h in hooks)]))
     return stage(name, code=lambda _params: code, **declared)(run_judged_stage)
