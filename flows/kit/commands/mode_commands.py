@@ -51,9 +51,8 @@ def _flow_command(mode: BenchmarkMode, declared: Commands, command: FlowCommand)
         lines: Lines = load_ref(f"{mode.package}.{command.lines}")
     elif command.lines is not None:
         lines = command.lines
-    else:
-        headline = mode.load_report().scoring.headline.name
-        lines = lambda section: leaderboard_lines(section, headline)  # noqa: E731
+    else:  # the report is loaded once the run has ended: a mode's may sit beside its flow, which loads Prefect
+        lines = lambda section: leaderboard_lines(section, mode.load_report().scoring.headline.name)  # noqa: E731
 
     with_settings = len(inspect.signature(lines).parameters) > 1  # lines(section, settings): needs them too
 
