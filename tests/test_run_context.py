@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import json
 import threading
 
 import pytest
@@ -136,3 +137,73 @@ def test_no_module_holds_a_runs_mode(where):
     held = {name for name, value in vars(module).items() if isinstance(value, Budget | CallPlan | bool)
             and not name.startswith("__")}
     assert held == set()
+
+
+def _count_readings(monkeypatch) -> list[str | None]:
+    """Every reading of a models file from now on (the one function that reads and checks one), by name."""
+    import rpbench.tasks.llm.config as config
+
+    read, readings = config.load_models_config, []
+
+    def counted(path=None, *args, **kwargs):
+        readings.append(None if path is None else str(path))
+        return read(path, *args, **kwargs)
+
+    monkeypatch.setattr(config, "load_models_config", counted)
+    return readings
+
+
+def test_a_run_reads_its_models_file_once_and_carries_it_to_every_stage(harness, loopback, tmp_path, monkeypatch):
+    """The command reads and checks the models file; its plan, checks, flow, stages (their cache keys and
+    gateways) and manifest take the run's copy. It was read again at each of about 20 places, and a file edited
+    during a run reached some of its stages and not others."""
+    from rpbench.samples import sample_path
+    from tests.helpers import TEST_KEY_ENV, loopback_models_file, rpbench
+
+    monkeypatch.setenv(TEST_KEY_ENV, "k")
+    loopback.responder = lambda body: "A"
+    models = loopback_models_file(tmp_path / "models.toml", loopback,
+                                  default="input_cost_per_token = 1e-7\noutput_cost_per_token = 1e-6\n")
+    args = ["quiz", "run", "--questions", str(sample_path("quiz", "questions.jsonl")), "--model", "examinee",
+            "--out", str(tmp_path / "out"), "--models-file", str(models), "--cache", str(tmp_path / "c.sqlite")]
+    readings = _count_readings(monkeypatch)
+    ran = rpbench(*args)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert readings == [str(models)] and loopback.requests
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["role_settings"]["examinee"]["model"]["value"] == "openai/loopback"  # the run's copy
+
+    # A budget is checked against a plan first (the command runs the flow on stand-ins): one reading still.
+    readings.clear()
+    again = rpbench(*args, "--max-cost", "5")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert readings == [str(models)]
+
+    # A run no command started (a deployment's, a trigger's) reads it once, as its flow starts.
+    from rpbench.flows.modes.quiz.flows import quiz
+    from rpbench.flows.modes.quiz.mode import CharacterQuizSettings
+
+    readings.clear()
+    quiz(CharacterQuizSettings(questions=str(sample_path("quiz", "questions.jsonl")), models=["examinee"],
+                           out=str(tmp_path / "out2"), models_file=str(models), cache=str(tmp_path / "c.sqlite")))
+    assert readings == [str(models)]
+
+
+def test_a_stage_cache_key_is_the_same_from_the_runs_copy_as_from_the_file(tmp_path):
+    """What a stage's cache key holds of its roles (model, endpoint, sampling, retry) is the same whether taken
+    from the run's carried configuration or read from the file, so runs cached before the run carried it are
+    found cached after."""
+    from rpbench.flows.kit.front.registry import models_config
+    from rpbench.flows.kit.running.stage import role_identities
+
+    models = tmp_path / "models.toml"
+    models.write_text('[default]\nmodel = "openai/x"\napi_base = "http://127.0.0.1:9/v1"\ntemperature = 0.3\n'
+                      '[roles.judge]\nmodel = "openai/y"\nmax_tokens = 77\n', encoding="utf-8")
+    params = {"models_file": str(models)}
+    read = role_identities(params, ["judge", "player"])
+    carried = RunContext(budget=Budget(), models=models_config(str(models)), models_file=str(models))
+    models.write_text('[default]\nmodel = "openai/other"\n', encoding="utf-8")  # edited while the run works
+    with within(carried):
+        assert role_identities(params, ["judge", "player"]) == read  # the run's copy, not the edit
+    assert role_identities(params, ["judge", "player"]) != read  # outside the run, the edit
+    assert read["judge"]["model"] == "openai/y" and read["player"]["model"] == "openai/x"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rpbench.flows.kit.front.registry import load_ref, models_config, modes
+from rpbench.flows.kit.front.registry import load_ref, modes, run_models
 from rpbench.flows.training.settings import TrainSettings
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm.local.models import (
@@ -72,7 +72,7 @@ def evaluator(path: str, request: TrainingRequest) -> str:
 
 def base_name(s: TrainSettings) -> str:
     """The base's local model name; anything else is an input error."""
-    config = models_config(s.models_file)
+    config = run_models(s.models_file)
     register_local_models(config.local_models)
     name = local_name(s.base)
     if name is None:

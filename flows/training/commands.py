@@ -42,7 +42,7 @@ def train(s: TrainSettings) -> None:
 def merge(s: MergeSettings) -> None:
     """Fold a trained adapter into its base weights and write a plain transformers folder (for vLLM or any
     server that loads transformers models)."""
-    from rpbench.flows.kit.front.registry import models_config
+    from rpbench.flows.kit.front.registry import run_models
     from rpbench.tasks.core.errors import InputError
     from rpbench.tasks.llm.local.hf_weights import transformers_folder
     from rpbench.tasks.llm.local.models import (
@@ -55,7 +55,7 @@ def merge(s: MergeSettings) -> None:
     )
     from rpbench.tasks.training.merge import merge_adapter
 
-    register_local_models(models_config(s.models_file).local_models)
+    register_local_models(run_models(s.models_file).local_models)
     name = local_name(s.model)
     base, adapter = split_adapter(name) if name else (None, None)
     if base is None or adapter is None:

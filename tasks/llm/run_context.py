@@ -1,4 +1,5 @@
-"""What kind of run a call belongs to: a plan or a real run, its budget, whether every role batches.
+"""What kind of run a call belongs to: a plan or a real run, its budget, whether every role batches, and the
+models configuration it read.
 
 These used to be switches at module level, flipped by the command and read deep in the gateway, so any thread
 in the process saw whatever the last command set. Now they are one immutable ``RunContext`` in a context
@@ -21,6 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from rpbench.tasks.llm.budget import Budget
+from rpbench.tasks.llm.config import ModelsConfig
 from rpbench.tasks.llm.planning import CallPlan
 
 
@@ -32,11 +34,22 @@ class RunContext:
     cache cannot answer gets a stand-in reply, and nothing is sent. None for a real run.
     ``budget``: what the run may spend (``--max-cost``) and what each role may (``max_cost`` in the models file).
     It is None until the run's outermost flow starts, so None also means "no run has started here".
-    ``batch_every_role``: ``--batch``, every role's independent calls go in batches."""
+    ``batch_every_role``: ``--batch``, every role's independent calls go in batches.
+    ``models``: the models file as the run read and checked it, once, when it started (the command, or the
+    outermost flow of a run no command started), with ``models_file`` naming it as the settings do (a path, a
+    preset's name, or None for the built-in one). Every stage, check, plan and manifest of the run takes its
+    roles' settings from here: the file is not read again, and an edit made while the run works reaches the
+    next run, never half of this one."""
 
     plan: CallPlan | None = None
     budget: Budget | None = None
     batch_every_role: bool = False
+    models: ModelsConfig | None = None
+    models_file: str | None = None
+
+    def models_for(self, models_file: str | None) -> ModelsConfig | None:
+        """The run's models configuration, if it was read from ``models_file`` (None otherwise)."""
+        return self.models if self.models is not None and self.models_file == models_file else None
 
     @property
     def started(self) -> bool:

@@ -4,6 +4,7 @@ field's default and description, so a command can never drift from its flow's pa
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -25,6 +26,7 @@ from rpbench.prompts.releases import use_releases
 from rpbench.storage.folder_lock import folder_lock
 from rpbench.tasks.core.errors import InputError, RunFailed, close_match, first_error
 from rpbench.tasks.llm import ModelsConfig
+from rpbench.tasks.llm.run_context import current_run, within
 
 S = TypeVar("S", bound=BaseModel)
 # Shared options go at the end of --help.
@@ -155,32 +157,36 @@ def settings_command(model: type[S], run: Callable[[S], None], *, starts_workers
             if settings.batch and chosen_runner() != "threads":
                 raise InputError("--batch: it reaches the calls sent from this process only; on Dask each worker "
                                  "sends its own: write batch = true for the roles in the models file instead")
+        the_run: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         if isinstance(settings, ModelsFileSettings):
             # Read (and check) the models file now: an error in it is one line before any flow starts,
-            # not Prefect's report of a failed flow run followed by the same line.
+            # not Prefect's report of a failed flow run followed by the same line. The run carries what was
+            # read here: its plan, checks, flows, stages and manifest do not read the file again.
             config = models_config(settings.models_file)
+            the_run = within(dataclasses.replace(current_run(), models=config, models_file=settings.models_file))
             check_role_sections(config, settings.models_file, _names_given(settings))
             if isinstance(settings, RunSettings) and settings.batch:
                 for role, spec in [("default", config.default), *config.roles.items()]:
                     if problem := spec.batch_key_problem():
                         raise InputError(f"--batch: role {role}: {problem}")
-        folder = run_folder(model, settings)
-        # A folder that is also the command's input (a rejudge writes into the run it reads) is judged by the
-        # mode's own check of that input, which says what it should hold, not as an --out the user never gave.
-        if folder and folder not in _arguments(model, settings):
-            refuse_another_modes_folder(run, folder, flag_of(model, "out"))
-        lock = folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext()
-        if plan and isinstance(settings, RunSettings):
-            with lock:  # a plan keeps plan.json in the folder: not while a run works there
-                _print_plan(run, settings, as_json)
-            return
-        if plans and isinstance(settings, RunSettings) and settings.max_cost is not None:
-            with lock:
-                refuse_a_budget_it_cannot_keep(run, settings)
-        workers = (workers_for_run(settings.models_file) if isinstance(settings, RunSettings) and starts_workers
-                   else contextlib.nullcontext())
-        with folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext(), workers:
-            run(settings)
+        with the_run:
+            folder = run_folder(model, settings)
+            # A folder that is also the command's input (a rejudge writes into the run it reads) is judged by the
+            # mode's own check of that input, which says what it should hold, not as an --out the user never gave.
+            if folder and folder not in _arguments(model, settings):
+                refuse_another_modes_folder(run, folder, flag_of(model, "out"))
+            lock = folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext()
+            if plan and isinstance(settings, RunSettings):
+                with lock:  # a plan keeps plan.json in the folder: not while a run works there
+                    _print_plan(run, settings, as_json)
+                return
+            if plans and isinstance(settings, RunSettings) and settings.max_cost is not None:
+                with lock:
+                    refuse_a_budget_it_cannot_keep(run, settings)
+            workers = (workers_for_run(settings.models_file) if isinstance(settings, RunSettings) and starts_workers
+                       else contextlib.nullcontext())
+            with folder_lock(folder, flag_of(model, "out")) if folder else contextlib.nullcontext(), workers:
+                run(settings)
 
     # An old flag takes what its field takes (repeated, for a field given once per value, as --player is).
     hidden = [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY,

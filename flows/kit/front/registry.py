@@ -15,7 +15,6 @@ notebooks). A reference may also be the object itself.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -317,33 +316,23 @@ def role_settings() -> dict[str, tuple[str, Role]]:
     return {role: (mode.name, declared) for mode in modes().values() for role, declared in mode.roles.items()}
 
 
-_configs: dict[tuple[Any, ...], ModelsConfig] = {}
-_configs_lock = threading.Lock()
-
-
 def models_config(models_file: str | None) -> ModelsConfig:
-    """The models file (a path, a preset's name, or None for the built-in one) with every mode's own role
-    settings beneath it: what any command or stage of a run reads.
+    """The models file (a path, a preset's name, or None for the built-in one) read and checked, with every
+    mode's own role settings beneath it.
 
-    Read once for as long as the file, the environment's RPBENCH_ variables and the registered modes stay
-    as they are: a run's command, plan, checks, stages and manifest all ask for it, and each reading parsed
-    and validated it again. An edited file (its size or time changes) is read afresh, so a served process
-    sees the edit on its next run."""
-    from rpbench.tasks.llm.config import load_models_config, models_path
+    A run reads it once, as it starts, and carries it (``run_models``); this reads the file every time, so a
+    process that serves runs for days sees an edited file on its next run."""
+    from rpbench.tasks.llm.config import load_models_config
 
-    path = models_path(models_file)
-    st = path.stat()
-    key = (str(path.resolve()), st.st_mtime_ns, st.st_size, tuple(sorted(modes())),
-           tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("RPBENCH_"))))
-    with _configs_lock:
-        known = _configs.get(key)
-    if known is None:
-        known = load_models_config(models_file, roles=role_settings())
-        with _configs_lock:
-            if len(_configs) > 32:  # a long-lived process (a served deployment) sees many edits of a file
-                _configs.clear()
-            _configs[key] = known
-    return known
+    return load_models_config(models_file, roles=role_settings())
+
+
+def run_models(models_file: str | None) -> ModelsConfig:
+    """The models configuration of the run this code is part of, as the run read it when it started (the run's
+    context carries it into every stage's thread and task); read here only outside a run, or for another file."""
+    from rpbench.tasks.llm.run_context import current_run
+
+    return current_run().models_for(models_file) or models_config(models_file)
 
 
 def models_file_digest(models_file: str | None) -> str:

@@ -62,11 +62,11 @@ def evaluation_systems(settings: Any, like: str, known: Any = None, what: str = 
     """An evaluation's systems from its settings' ``--model`` (each resolved to a role; a model string gets the
     settings of role ``like``) and ``--answers`` (each file read by ``read``, JSONL answers by default, its ids
     checked against ``known``); none may take a ``reserved`` name (read_systems)."""
-    from rpbench.flows.kit.front.registry import builtin_roles, models_config
+    from rpbench.flows.kit.front.registry import builtin_roles, run_models
     from rpbench.tasks.llm.given import read_answers
     from rpbench.tasks.llm.names import resolve_all
 
-    roles = resolve_all(models_config(settings.models_file), settings.models, builtin_roles(), like=like,
+    roles = resolve_all(run_models(settings.models_file), settings.models, builtin_roles(), like=like,
                         option="--model")
     systems = read_systems(roles, settings.answers, what=what, reserved=reserved)
     for x in systems:
@@ -81,7 +81,7 @@ def evaluation_systems(settings: Any, like: str, known: Any = None, what: str = 
 def judge_role(settings: Any, name: str, like: str, option: str = "--judge") -> str:
     """The role a judge given as a role name or a model string resolves to (a model string gets ``like``'s
     settings)."""
-    from rpbench.flows.kit.front.registry import builtin_roles, models_config
+    from rpbench.flows.kit.front.registry import builtin_roles, run_models
     from rpbench.tasks.llm.names import resolve_all
 
-    return resolve_all(models_config(settings.models_file), [name], builtin_roles(), like=like, option=option)[name]
+    return resolve_all(run_models(settings.models_file), [name], builtin_roles(), like=like, option=option)[name]

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rpbench.flows.kit.front.registry import models_config, models_file_digest
+from rpbench.flows.kit.front.registry import models_file_digest, run_models
 from rpbench.flows.kit.front.settings import RunSettings
 from rpbench.flows.kit.running.notes import judge_notes, role_settings
 from rpbench.flows.kit.running.outcome import judge_run
@@ -136,7 +136,7 @@ def _write_manifest(run: RunDir, s: RunSettings, stages: Stages, flow: str, outc
     release_files = {k: v for r in stages.results for k, v in r.release_files.items()}
     templates.update((reads or {}).get("templates", {}))
     release_files.update((reads or {}).get("release_files", {}))
-    config = models_config(s.models_file)
+    config = run_models(s.models_file)
     spent = summarize_calls(list(fresh))
     judging_self, left_embedded = judge_notes(s, config)
     return run.write_manifest(
@@ -211,7 +211,7 @@ def stopped_by_budget(settings: Any, flow: str, error: BudgetReached, stages: St
     out = getattr(settings, "out", None)
     if not out or not isinstance(settings, RunSettings):
         return
-    config = models_config(settings.models_file)
+    config = run_models(settings.models_file)
     manifest = RunDir(Path(out)).write_manifest(
         outcome={"status": "stopped", "reasons": [str(error)], "failures": {}},
         budget={"budget_usd": error.budget, "spent_usd": round(error.spent, 6),

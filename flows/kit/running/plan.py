@@ -10,6 +10,7 @@ folder, where the run that follows shows it beside what it spent.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import io
 import json
@@ -31,7 +32,7 @@ from rpbench.storage.tables import atomic_write_bytes
 from rpbench.tasks.core.errors import RunFailed
 from rpbench.tasks.llm.keys import keys_checked_elsewhere
 from rpbench.tasks.llm.planning import CallPlan, PlanPassedBudget
-from rpbench.tasks.llm.run_context import RunContext, within
+from rpbench.tasks.llm.run_context import current_run, within
 from rpbench.tasks.reports.summary import span_text
 
 PLAN_FILE = "plan.json"
@@ -84,9 +85,9 @@ def _quiet() -> Iterator[None]:
 
 def settings_digest(settings: RunSettings) -> str:
     """What a plan is a plan of: the settings and the models file's content (a later run compares it)."""
-    from rpbench.flows.kit.front.registry import models_config
+    from rpbench.flows.kit.front.registry import run_models
 
-    config = models_config(settings.models_file).redacted()
+    config = run_models(settings.models_file).redacted()
     blob = orjson.dumps({"settings": settings.model_dump(mode="json", exclude={"cache"}), "models": config},
                         option=orjson.OPT_SORT_KEYS, default=str)
     return hashlib.sha256(blob).hexdigest()
@@ -102,7 +103,7 @@ def make_plan(run: Callable[[Any], None], settings: RunSettings, shortest_only: 
     runner = os.environ.get("RPBENCH_RUNNER")
     os.environ["RPBENCH_RUNNER"] = "threads"  # the gateway that counts is this process's
     try:
-        with _progress(counted) as say, within(RunContext(plan=counted)):
+        with _progress(counted) as say, within(dataclasses.replace(current_run(), plan=counted)):
             say("planning (stand-in replies, nothing sent)")
             _run_on_stand_ins(run, settings, counted, shortest_only=shortest_only)
             if counted.endings_offered and counted.passed is None and not shortest_only:
@@ -114,11 +115,11 @@ def make_plan(run: Callable[[Any], None], settings: RunSettings, shortest_only: 
             os.environ.pop("RPBENCH_RUNNER", None)
         else:
             os.environ["RPBENCH_RUNNER"] = runner
-    from rpbench.flows.kit.front.registry import models_config
+    from rpbench.flows.kit.front.registry import run_models
     from rpbench.flows.kit.running.notes import role_settings, run_notes
 
     planned = counted.result()
-    config = models_config(settings.models_file)
+    config = run_models(settings.models_file)
     # What the run would say as it starts (a judge scoring its own model, roles left on the embedded model).
     planned["notes"] = [*run_notes(settings, config), *planned["notes"]]
     # What each role would be sent, and where each value comes from.

@@ -14,8 +14,8 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from rpbench.flows.kit.front.registry import models_config
-from rpbench.flows.kit.front.settings import RunSettings
+from rpbench.flows.kit.front.registry import models_config, run_models
+from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings
 from rpbench.flows.kit.running import interrupts
 from rpbench.flows.kit.running.environment import start_temporary_server
 from rpbench.flows.kit.running.finish import failed_state, stopped_by_budget, stopped_run
@@ -101,13 +101,19 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
         context = current_run()
         if not context.started:
             use_releases(getattr(settings, "releases", None))  # a deployment's or a trigger's runs name it here
+            models_file = getattr(settings, "models_file", None)
+            # The models file as the command read it; a run no command started (a deployment's, a trigger's)
+            # reads it here, once. Only a settings without a models file (none of a run's) goes without.
+            models = (context.models_for(models_file) or models_config(models_file)
+                      if isinstance(settings, ModelsFileSettings) else None)
             context = RunContext(plan=context.plan, budget=Budget(getattr(settings, "max_cost", None)),
-                                 batch_every_role=bool(getattr(settings, "batch", False)))
-        # Said as the run starts: on the command line and in the UI's log (a plan carries them itself, once).
-        if isinstance(settings, RunSettings) and context.plan is None:
-            for line in run_notes(settings, models_config(settings.models_file)):
-                logging.getLogger("rpbench").warning("warning: %s", line)
+                                 batch_every_role=bool(getattr(settings, "batch", False)),
+                                 models=models, models_file=models_file)
         with within(context):
+            # Said as the run starts: on the command line and in the UI's log (a plan carries them itself, once).
+            if isinstance(settings, RunSettings) and context.plan is None:
+                for line in run_notes(settings, run_models(settings.models_file)):
+                    logging.getLogger("rpbench").warning("warning: %s", line)
             yield
 
     if inspect.iscoroutinefunction(fn):

@@ -1,4 +1,4 @@
-"""What the stages of a run share in one process: the models config, the call cache and the gateway.
+"""What the stages of a run share in one process: the call cache and the gateway.
 
 Prefect tasks receive only small, hashable parameters (paths and names); they
 look the live objects up here, built once per process and per (models file,
@@ -11,7 +11,7 @@ import hashlib
 import threading
 from pathlib import Path
 
-from rpbench.flows.kit.front.registry import models_config
+from rpbench.flows.kit.front.registry import run_models
 from rpbench.flows.kit.scale.shared_limits import install_shared_limits
 from rpbench.tasks.core.secrets import install_log_redaction
 from rpbench.tasks.llm.cache import CallCache
@@ -28,9 +28,10 @@ def shared_gateway(models_file: str | None, cache: str | None) -> Gateway:
     install_log_redaction()
     install_shared_limits()
     cache_path = str(Path(cache) if cache else DEFAULT_CACHE)
-    # Read again every time, and keyed on what it says: a process that serves runs for days sees an edited
-    # models file (or environment override) as the stage cache keys do, never the config it first read.
-    config = models_config(models_file)
+    # The run's configuration (as it read the file when it started), and keyed on what it says: a process
+    # that serves runs for days gives a later run that read an edited file (or environment override) a
+    # gateway of its own, as the stage cache keys do, never the config it first read.
+    config = run_models(models_file)
     key = (models_file, cache_path, hashlib.sha256(config.model_dump_json().encode()).hexdigest())
     with _lock:
         if key not in _gateways:

@@ -33,7 +33,7 @@ from prefect.context import TaskRunContext
 from pydantic import BaseModel, Field
 
 from rpbench import prompts
-from rpbench.flows.kit.front.registry import models_config
+from rpbench.flows.kit.front.registry import run_models
 from rpbench.flows.kit.front.systems import slug
 from rpbench.flows.kit.running.code_digest import code_digest
 from rpbench.flows.kit.running.progress import StageProgress
@@ -171,7 +171,7 @@ def role_identities(params: Mapping[str, Any], roles: Iterable[str]) -> dict[str
     roles = list(roles)
     if not roles:
         return {}
-    config = models_config(params.get("models_file"))
+    config = run_models(params.get("models_file"))
     out: dict[str, Any] = {"retry": config.retry.model_dump()}
     for role in roles:
         spec = config.for_role(role)

@@ -13,7 +13,7 @@ from typing import Any
 
 from prefect import Task
 
-from rpbench.flows.kit.front.registry import models_config
+from rpbench.flows.kit.front.registry import run_models
 from rpbench.flows.kit.front.settings import RunSettings
 from rpbench.flows.kit.running.notes import run_notes
 from rpbench.flows.kit.running.runtime import new_run
@@ -51,7 +51,7 @@ class Stages:
         self.keep_failures = bool(getattr(settings, "keep_failures", False))
         # Warnings every report of the run carries (a judge scoring its own model's answers), handed to each
         # stage that takes ``notes`` (the report stages): part of their cache key, so a report says them.
-        self.notes = (run_notes(settings, models_config(settings.models_file))
+        self.notes = (run_notes(settings, run_models(settings.models_file))
                       if isinstance(settings, RunSettings) else [])
         new_run()
 

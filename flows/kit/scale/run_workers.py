@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from rpbench.flows.kit.front.registry import models_config
+from rpbench.flows.kit.front.registry import run_models
 from rpbench.flows.kit.scale.runners import chosen_runner
 from rpbench.tasks.core.errors import InputError
 from rpbench.tasks.llm.process_pool import cool_pool, warm_pool
@@ -29,7 +29,7 @@ def workers_for_run(models_file: str | None) -> Iterator[None]:
     start their own, so nothing is started for them here.
     """
     try:
-        config = models_config(models_file)
+        config = run_models(models_file)
         # A plan sends nothing, so it needs no worker.
         sizes = set() if chosen_runner() != "threads" or current_run().plan is not None else {
             spec.processes for spec in [config.default, *config.roles.values()] if spec.processes > 1}

@@ -15,7 +15,7 @@ from typing import Any
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.front.registry import models_config
+from rpbench.flows.kit.front.registry import run_models
 from rpbench.flows.kit.running.finish import finish_run
 from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
@@ -143,7 +143,7 @@ def build_benchmark(s: BuildSettings, stages: Stages) -> dict:
             grades.append(gr.path(f"grades-w{wave}"))
             failures.update(sim.summary["failures"])
             failures.update(gr.summary["failures"])
-    cfg = models_config(s.models_file)
+    cfg = run_models(s.models_file)
     built = stages.run(items, characters=characters, pool=pool, dialogues=dialogues, grades=grades, config=config,
                        coverage=kept, source_models={r: cfg.for_role(r).model for r in sources})
     summary = {"dialogues": built.summary["dialogues"], "items": built.summary["items"], "coverage": kept,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from rpbench.flows.kit.front.registry import models_config
+from rpbench.flows.kit.front.registry import run_models
 from rpbench.flows.kit.running.finish import finish_run
 from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
@@ -89,7 +89,7 @@ async def collect(run: StageRun, characters: list[str], scenes: list[str], chara
 def synthesize_characters(settings: SynthesisSettings) -> dict:
     """Synthesize original characters (role `synthesizer`): seeds, world, profiles, scene, dialogue, each reviewed."""
     s, stages = settings, Stages(settings, out=settings.run_dir)
-    roles = resolve_all(models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer",
+    roles = resolve_all(run_models(s.models_file), s.seed_roles, ROLES, like="synthesizer",
                         option="--seed-role")
     pool = str(Path(s.pool) / SCENES.filename) if s.pool else None
     worlds: list[StageResult] = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rpbench.flows.kit.front.registry import models_config
+from rpbench.flows.kit.front.registry import run_models
 from rpbench.flows.kit.front.systems import System, read_systems
 from rpbench.flows.modes.furina.settings import BuildSettings, EvalSettings, PoolSettings, SynthesisSettings
 from rpbench.storage.tables import run_table
@@ -49,7 +49,7 @@ def check(s: BuildSettings) -> tuple[list[Character], tuple[str, ...]]:
     config = s.build(("source",))
     for c in characters:
         scene_queue(c, scenes, config)  # every character has a scene to play in
-    roles = resolve_all(models_config(s.models_file), s.sources, ROLES, like="source", option="--source")
+    roles = resolve_all(run_models(s.models_file), s.sources, ROLES, like="source", option="--source")
     return characters, tuple(roles[name] for name in s.sources)
 
 
@@ -59,7 +59,7 @@ def check_models(s: EvalSettings) -> list[System]:
     ids checked against the benchmark's items."""
     if BASE in s.models:
         raise InputError(f"--model: '{BASE}' is the reference every model is compared with, not a model under test")
-    config = models_config(s.models_file)
+    config = run_models(s.models_file)
     require_keys(config, ["judge"], "--models-file")  # the judge of every item: no run without its key
     roles = resolve_all(config, s.models, ROLES, like="test", option="--model")
     systems = read_systems({BASE: BASE, **roles}, s.answers, model_option="--model (or the base)")
@@ -88,6 +88,6 @@ def check_books(s: PoolSettings) -> None:
 
 def check_synthesis(s: SynthesisSettings) -> None:
     """The seed roles resolve and the pool (if given) has scenes."""
-    resolve_all(models_config(s.models_file), s.seed_roles, ROLES, like="synthesizer", option="--seed-role")
+    resolve_all(run_models(s.models_file), s.seed_roles, ROLES, like="synthesizer", option="--seed-role")
     if s.pool:
         read_scenes(run_table(s.pool, SCENES, "rpbench furina pool build"))

@@ -15,7 +15,7 @@ from typing import Any
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.front.registry import models_config
+from rpbench.flows.kit.front.registry import run_models
 from rpbench.flows.kit.running.finish import finish_run
 from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
@@ -111,7 +111,7 @@ def evaluate(s: EvalSettings, stages: Stages) -> dict:
               "checks": [c.path("checks") for c in hallucination],
               "item_scores": [x.path("item_scores") for x in scored], "failures": [x.path("failures") for x in scored]}
     done = stages.score("furina", {**files, **tables, "n_items": n_items,
-                                   "judge_model": models_config(s.models_file).for_role("judge").model,
+                                   "judge_model": run_models(s.models_file).for_role("judge").model,
                                    "base": systems[0].name, "run": Path(s.out).resolve().name},
                         systems=[x.name for x in systems[1:]])
     failures = failure_counts(read_records(done.path("failures"), FAILURES))

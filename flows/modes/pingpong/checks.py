@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rpbench.flows.kit.front.registry import builtin_roles, models_config
+from rpbench.flows.kit.front.registry import builtin_roles, run_models
 from rpbench.flows.kit.front.systems import System, evaluation_systems
 from rpbench.flows.modes.pingpong.settings import PingPongSettings, RejudgeSettings, Scoring
 from rpbench.prompts.releases import require
@@ -37,7 +37,7 @@ def select(settings: Settings, characters: list[str], situations: list[str], max
 
 
 def _judge_roles(s: Scoring, judges: list[str]) -> dict[str, str]:
-    roles = resolve_all(models_config(s.models_file), judges, builtin_roles(), like="pingpong-judge",
+    roles = resolve_all(run_models(s.models_file), judges, builtin_roles(), like="pingpong-judge",
                         option="--judge")
     unknown = sorted(set(s.judge_weight_map()) - set(roles))
     if unknown:

@@ -9,7 +9,7 @@ from pathlib import Path
 from prefect import flow
 
 from rpbench.flows.kit.front.checking import checked
-from rpbench.flows.kit.front.registry import models_config
+from rpbench.flows.kit.front.registry import run_models
 from rpbench.flows.kit.running.finish import finish_run
 from rpbench.flows.kit.running.run import flow_body
 from rpbench.flows.kit.running.stage import StageResult, StageRun, stage
@@ -68,7 +68,7 @@ def rpbench_auto(s: RpbenchAutoSettings, stages: Stages) -> dict:
     """RPBench-Auto: each candidate against the baseline on every character and scene, the judge playing the
     user; win rates, the arena's Elo with intervals, and the report."""
     got = checked(check_run, s)
-    config = models_config(s.models_file)
+    config = run_models(s.models_file)
     common = {"subsets": list(s.subsets), "character_data": s.character_data, "scene_data": s.scene_data,
               "limit": s.limit, "max_rounds": s.max_rounds, "judge_asks": s.judge_asks, "seed": s.seed,
               "baseline": s.baseline, "baseline_role": got.baseline, "judge": got.judge}
