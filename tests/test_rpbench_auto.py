@@ -59,6 +59,7 @@ def test_win_rates_are_counts_and_a_rerun_sends_nothing(loopback, tmp_path, monk
     assert len({(r.item_id, r.round) for r in rounds}) == len(rounds) and max(r.round for r in rounds) == 5
     assert "Arena: win rate and Elo against the baseline" in (tmp_path / "run" / "report.md").read_text()
     assert (tmp_path / "run" / "arena.parquet").is_file() and (tmp_path / "run" / "battles.parquet").is_file()
+    _check_viewer(tmp_path / "run", rounds)
     first = (tmp_path / "run" / "rounds.parquet").read_bytes()
     loopback.reset()
     again = _run(tmp_path, loopback, "run")
@@ -75,6 +76,29 @@ def test_win_rates_are_counts_and_a_rerun_sends_nothing(loopback, tmp_path, monk
     assert [r.model_a for r in _records(tmp_path / "other", "rounds")] != [r.model_a for r in rounds]
 
 
+def _check_viewer(folder: Path, rounds) -> None:
+    """One sample per dialogue; each round the user's turn, then both replies side by side in the slots the judge
+    saw them in, the winner's marked, then the judge's verdict; its score line the candidate's wins counted."""
+    from rpbench.tasks.reports.viewer import read_viewer
+
+    samples = {s["id"]: s for s in read_viewer(folder / "viewer.html")["samples"]}
+    assert set(samples) == {f"{r.model}/{r.dialogue_id}" for r in rounds}
+    for r in rounds:
+        parts = samples[f"{r.model}/{r.dialogue_id}"]["parts"]
+        at = next(i for i, p in enumerate(parts) if p["label"] == f"user, round {r.round}")
+        user, a, b, judge = parts[at:at + 4]
+        assert user["text"] == r.user and (a["kind"], b["kind"]) == ("pair", "pair")
+        assert (a["text"], b["text"]) == (r.reply_a, r.reply_b)
+        assert a["label"].startswith(f"A: {r.model_a} (") and b["label"].startswith(f"B: {r.model_b} (")
+        assert (a["label"].endswith(" - won"), b["label"].endswith(" - won")) == (r.outcome == "model_a",
+                                                                                   r.outcome == "model_b")
+        assert judge["kind"] == "note" and judge["label"] == f"judge, round {r.round}"
+    for key, s in samples.items():
+        mine = [r for r in rounds if f"{r.model}/{r.dialogue_id}" == key]
+        assert s["score"].startswith(f"won {sum(r.win == 1 for r in mine)} of "
+                                     f"{sum(r.win is not None for r in mine)} rounds")
+
+
 def test_an_unreadable_judge_is_asked_again_then_a_counted_failure_never_a_winner(loopback, tmp_path, monkeypatch):
     monkeypatch.setenv(TEST_KEY_ENV, "k")
     loopback.responder = lambda body: ("I prefer the first one." if body["model"].endswith("loop-judge")
@@ -87,6 +111,12 @@ def test_an_unreadable_judge_is_asked_again_then_a_counted_failure_never_a_winne
     assert [e.status for e in ends] == ["failed", "failed"] and all("judge, opening" in e.error for e in ends)
     assert _records(tmp_path / "run", "rounds") == []
     assert "failed" in ran.stderr
+    from rpbench.tasks.reports.viewer import read_viewer
+
+    # The viewer still shows each dialogue, and why it has no round.
+    shown = read_viewer(tmp_path / "run" / "viewer.html")["samples"]
+    assert len(shown) == 2 and all(s["score"] == "no round judged" for s in shown)
+    assert all(s["parts"][0]["text"].startswith("failed after 0 rounds: ") for s in shown)
 
 
 @pytest.mark.parametrize(("args", "says"), [

@@ -155,6 +155,17 @@ def test_the_viewer_finds_filters_links_and_escapes(mode, harness, loopback, tmp
         assert not browser.execute_script("return document.querySelector('main img, main script')")
         browser.save_screenshot(str(SHOTS / f"viewer-{mode}.png"))
 
+        # Replies given as a pair (two replies to one turn, as a judge compared them) sit side by side.
+        paired = next((s for s in samples if any(p["kind"] == "pair" for p in s["parts"])), None)
+        assert paired is not None or mode != "rpbench-auto"  # its battles: both replies of every round
+        if paired is not None:
+            _open(browser, f"{url}#sample={paired['id']}")
+            boxes = browser.execute_script("return [...document.querySelector('main .pair').children]"
+                                           ".map(b => [b.getBoundingClientRect().top, b.getBoundingClientRect().left,"
+                                           " b.querySelector('.label').textContent])")
+            first = [p["label"] for p in paired["parts"] if p["kind"] == "pair"][:2]
+            assert [b[2] for b in boxes] == first and boxes[0][0] == boxes[1][0] and boxes[0][1] < boxes[1][1]
+
         # Every model's answer to one item, side by side.
         _open(browser, f"{url}#item={target['item']}")
         side = browser.execute_script("return [...document.querySelectorAll('#side-by-side section.sample')]"

@@ -27,8 +27,9 @@ PAGE_SIZE = 50
 @dataclass(frozen=True)
 class Part:
     """One block of a sample as the viewer shows it. ``kind``: ``text`` (a labelled block, the model's answer
-    say), ``turn`` (one line of a dialogue: ``label`` is the speaker) or ``note`` (small print: a judge's
-    reasons, a status)."""
+    say), ``turn`` (one line of a dialogue: ``label`` is the speaker), ``pair`` (parts of this kind that follow
+    one another are shown side by side: two replies to the same turn, as a judge compared them) or ``note``
+    (small print: a judge's reasons, a status)."""
 
     label: str
     text: str

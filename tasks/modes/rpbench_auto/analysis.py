@@ -135,6 +135,7 @@ def scored(rounds: list[str], ends: list[str], failures: list[str], n_items: int
     """The report stage's hook: the rounds (the item table), the battles for the arena, the dialogues' ends."""
     from rpbench.storage.schemas import FAILURES
     from rpbench.storage.tables import read_records
+    from rpbench.tasks.modes.rpbench_auto.samples import samples
     from rpbench.tasks.modes.rpbench_auto.tables import DIALOGUE_ENDS, ROUNDS
     from rpbench.tasks.reports.arena import ARENA, BATTLES
 
@@ -144,6 +145,7 @@ def scored(rounds: list[str], ends: list[str], failures: list[str], n_items: int
     return Scored(rows, [f for p in failures for f in read_records(p, FAILURES)], n_items,
                   [(BATTLES, battles), (ARENA, arena := arena_rows(battles, resamples, seed)), (DIALOGUE_ENDS, made)],
                   {"arena": arena, "baseline": baseline, "judge": judge_model, "released": released},
+                  samples=samples(rows, made),
                   summary={"no_winner": sum(r.outcome == "none" for r in rows),
                            "judge_asked_again": sum(e.judge_asks for e in made),
                            "ended_by_scene": sum(bool(e.ended_by_scene) for e in made)})

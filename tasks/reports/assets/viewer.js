@@ -120,7 +120,13 @@
                           'all ' + others + ' answers to this item side by side'));
     }
     box.appendChild(meta);
-    s.parts.forEach(function (p) { box.appendChild(drawPart(p)); });
+    // Parts of kind 'pair' that follow one another sit side by side (two replies to one turn).
+    var pair = null;
+    s.parts.forEach(function (p) {
+      if (p.kind !== 'pair') { pair = null; box.appendChild(drawPart(p)); return; }
+      if (!pair) { pair = el('div', {'class': 'pair'}); box.appendChild(pair); }
+      pair.appendChild(drawPart(p));
+    });
     return box;
   }
 
