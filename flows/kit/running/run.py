@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from rpbench.flows.kit.front.registry import models_config, run_models
+from rpbench.flows.kit.front.registry import run_models
 from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings
 from rpbench.flows.kit.running import interrupts
 from rpbench.flows.kit.running.environment import start_temporary_server
@@ -104,8 +104,7 @@ def flow_body(fn: Callable[..., R]) -> Callable[..., R]:
             models_file = getattr(settings, "models_file", None)
             # The models file as the command read it; a run no command started (a deployment's, a trigger's)
             # reads it here, once. Only a settings without a models file (none of a run's) goes without.
-            models = (context.models_for(models_file) or models_config(models_file)
-                      if isinstance(settings, ModelsFileSettings) else None)
+            models = run_models(models_file) if isinstance(settings, ModelsFileSettings) else None
             context = RunContext(plan=context.plan, budget=Budget(getattr(settings, "max_cost", None)),
                                  batch_every_role=bool(getattr(settings, "batch", False)),
                                  models=models, models_file=models_file)
