@@ -18,8 +18,11 @@ def _slot(r: Round, slot: str) -> str:
 
 
 def _verdict(r: Round) -> str:
-    said = "no winner named" if r.outcome == "none" else f"winner {r.said_winner}"
-    if r.outcome == "none" and r.said_winner is not None:
+    if r.outcome != "none":
+        said = f"winner {r.said_winner}"
+    elif r.said_winner is None:
+        said = "no winner named"
+    else:
         said = f"said winner {r.said_winner!r}, which names neither reply"
     return said + (f": {r.reason}" if r.reason else "")
 
