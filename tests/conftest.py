@@ -53,6 +53,8 @@ from tests.shared_copies import SHARED  # noqa: E402
 # release file missing (prompts/releases.py builds the one line it says then) is noted, for the report hook below.
 _RELEASES_HERE = (SHARED / "releases").is_dir() or "RPBENCH_RELEASES" in os.environ
 _missing_release: list[str] = []
+# How that line ends (a command's output, which the failure shows cut in the middle, keeps its end).
+_RELEASE_NOT_THERE = "to a copy holding it)"
 if not _RELEASES_HERE:
     import rpbench.prompts.releases as _releases
 
@@ -73,7 +75,7 @@ def pytest_runtest_makereport(item, call):
     if call.when == "setup":
         _missing_release.clear()
     report = yield
-    if report.failed and not _RELEASES_HERE and (_missing_release or "releases fetch" in str(report.longrepr)):
+    if report.failed and not _RELEASES_HERE and (_missing_release or _RELEASE_NOT_THERE in str(report.longrepr)):
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0,
                            f"Skipped: the releases' code is not here: {SHARED / 'releases'} (see "
