@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import random
 import sys
 import types
 from collections.abc import Iterator, Mapping
@@ -32,6 +33,20 @@ def stub(name: str, **attributes: Any) -> types.ModuleType:
     """A stand-in module (for an import the release makes that this machine cannot satisfy)."""
     module = types.ModuleType(name)
     module.__dict__.update(attributes)
+    return module
+
+
+def own_random() -> types.ModuleType:
+    """A ``random`` module of the release's own, for ``imported``'s stubs: its functions drawn from a generator
+    no other code uses. A release that seeds Python's shared generator (``random.seed(42)``) and draws from it
+    while the test's process runs other threads (Prefect's services, an HTTP client's retries) would otherwise
+    see their draws between its own, and send something a run on its own would not."""
+    module = types.ModuleType("random")
+    module.__dict__.update(vars(random))
+    generator = random.Random()
+    shared = random.seed.__self__  # type: ignore[attr-defined]  # the instance behind the module's functions
+    module.__dict__.update({name: getattr(generator, name) for name, value in vars(random).items()
+                            if getattr(value, "__self__", None) is shared})
     return module
 
 

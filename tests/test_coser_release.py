@@ -10,19 +10,23 @@ temperature."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import random
 import re
 import runpy
 import shutil
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import TEST_KEY_ENV, released, rpbench
-from tests.release_code import imported, release_folder, stub
+from tests.release_code import imported, own_random, release_folder, stub
 
 pytestmark = pytest.mark.usefixtures("harness")
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "coser" / "example.json"
@@ -65,8 +69,9 @@ def _with_motivations(path: Path, into: Path) -> Path:
     return into
 
 
-def _langchain_stubs() -> dict:
-    """agent.py imports LangChain for its retrieval (never used without --retrieval): stand-ins."""
+def _stubs() -> dict:
+    """agent.py imports LangChain for its retrieval (never used without --retrieval): stand-ins. And a ``random``
+    of the release's own: main.py seeds the shared generator and draws each prompt's layout from it."""
     class Embeddings:
         pass
 
@@ -78,7 +83,26 @@ def _langchain_stubs() -> dict:
             "langchain.schema": stub("langchain.schema", Document=anything),
             "langchain.text_splitter": stub("langchain.text_splitter", RecursiveCharacterTextSplitter=anything,
                                             CharacterTextSplitter=anything),
-            "jsonlines": stub("jsonlines")}
+            "jsonlines": stub("jsonlines"), "random": own_random()}
+
+
+@contextlib.contextmanager
+def _another_thread_drawing() -> Iterator[None]:
+    """A thread drawing from Python's shared generator the whole time, as a service of this process may: what the
+    release sends must not depend on it (in CI it once did, one decorator in 30 asterisks instead of 20)."""
+    done = threading.Event()
+
+    def draw() -> None:
+        while not done.wait(0.0005):
+            random.random()
+
+    thread = threading.Thread(target=draw, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def release_requests(loopback, data: Path, work: Path) -> list[dict]:
@@ -95,7 +119,7 @@ def release_requests(loopback, data: Path, work: Path) -> list[dict]:
     sys.argv = ["main.py", "--test_file", str(data), "--actor_model", MODELS["actor"], "--judge_model",
                 MODELS["critic"], "--env_model", MODELS["environment"], "--nsp_model", MODELS["predictor"]]
     try:
-        with imported(code, ["utils"], _langchain_stubs()) as (utils,):
+        with _another_thread_drawing(), imported(code, ["utils"], _stubs()) as (utils,):
             # NLTK would download its English Punkt tables for word_tokenize: the same tables, from rpbench's wheel.
             utils.word_tokenize = word_tokens
             runpy.run_path(str(code / "main.py"), run_name="__main__")
