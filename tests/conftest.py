@@ -95,7 +95,16 @@ def harness():
     # run their own server and turn sharing on).
     os.environ["RPBENCH_SHARED_LIMITS"] = "0"
     with prefect_test_harness(server_startup_timeout=120):
-        yield
+        from prefect.settings import PREFECT_API_URL
+
+        from rpbench.flows.kit.scale.shared_limits import OWN_SERVER_ENV
+
+        # And it ends with the session: flow runs send it no heartbeats, as on a command's temporary server.
+        os.environ[OWN_SERVER_ENV] = str(PREFECT_API_URL.value())
+        try:
+            yield
+        finally:
+            os.environ.pop(OWN_SERVER_ENV, None)
 
 
 @pytest.fixture(scope="session")

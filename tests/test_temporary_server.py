@@ -36,6 +36,15 @@ def _servers_of(home: Path) -> list[int]:
     return found
 
 
+def _gone(home: Path) -> bool:
+    """No server of ``home`` is left within 10 s: the command tells it to stop and exits without waiting (it
+    takes a few tenths of a second to stop, more on a busy machine)."""
+    deadline = time.monotonic() + 10
+    while _servers_of(home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _servers_of(home) == []
+
+
 def test_a_run_uses_the_server_it_launched_as_it_started_and_stops_it(loopback, tmp_path):
     models = tmp_path / "models.toml"
     models.write_text(f'[default]\nmodel = "openai/loopback"\napi_base = "{loopback.base_url}"\n'
@@ -53,8 +62,7 @@ def test_a_run_uses_the_server_it_launched_as_it_started_and_stops_it(loopback, 
                            timeout=300)
     assert again.returncode == 0 and " cached)" in again.stdout and "(0 cached)" not in again.stdout, (
         again.stdout[-2000:])
-    time.sleep(0.5)
-    assert _servers_of(tmp_path / "home") == []
+    assert _gone(tmp_path / "home")
 
 
 def test_a_command_ending_on_an_input_error_leaves_no_server(tmp_path):
@@ -63,5 +71,35 @@ def test_a_command_ending_on_an_input_error_leaves_no_server(tmp_path):
                          env=_env(tmp_path / "home"), cwd=tmp_path, timeout=120)
     assert ran.returncode == 2 and ran.stderr.strip().splitlines() == [
         f"error: {tmp_path / 'missing.json'}: no such file"], ran.stderr
-    time.sleep(0.5)
-    assert _servers_of(tmp_path / "home") == []
+    assert _gone(tmp_path / "home")
+
+
+def test_flow_runs_send_heartbeats_only_where_a_server_outlives_them(monkeypatch):
+    """Prefect's heartbeats let an automation on a lasting server mark a killed run Crashed; on a temporary
+    server nothing is left to watch them, and each flow run's end waited for the heartbeat thread's second."""
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    from rpbench.flows.kit.running.environment import heartbeats_where_watched
+    from rpbench.flows.kit.scale.shared_limits import OWN_SERVER_ENV
+
+    default = get_current_settings().flows.heartbeat_frequency
+    assert default  # Prefect's own default: on
+    monkeypatch.setenv(OWN_SERVER_ENV, "http://127.0.0.1:9/api")
+    for url, expected in ((None, None), ("http://127.0.0.1:9/api", None), ("http://prefect.example:4200/api",
+                                                                           default)):
+        with temporary_settings(updates={PREFECT_API_URL: url}), heartbeats_where_watched():
+            assert get_current_settings().flows.heartbeat_frequency == expected, url
+    assert get_current_settings().flows.heartbeat_frequency == default
+
+
+def test_a_flow_run_on_the_sessions_own_server_runs_without_heartbeats(harness):
+    from prefect import flow
+    from prefect.settings import get_current_settings
+
+    from rpbench.flows.kit.running.run import run_flow
+
+    @flow
+    def heartbeat_setting() -> int | None:
+        return get_current_settings().flows.heartbeat_frequency
+
+    assert run_flow(heartbeat_setting) is None

@@ -54,7 +54,8 @@ def _found_elsewhere(name: str) -> Path | None:
     return Path(origin) if origin and origin.endswith(".py") else None
 
 
-def _imported(path: Path, root: Path, own: str) -> set[str]:
+@functools.cache  # each file parsed once per process: every stage's walk crosses the shared modules
+def _imported(path: Path, root: Path, own: str) -> frozenset[str]:
     """The ``rpbench`` modules a file imports (a ``from package import name`` counts the submodule if it is one)."""
     found: set[str] = set()
     for node in ast.walk(parse_python(path.read_bytes())):
@@ -70,7 +71,7 @@ def _imported(path: Path, root: Path, own: str) -> set[str]:
     for name in list(found):
         parts = name.split(".")
         found |= {".".join(parts[:k]) for k in range(2, len(parts))}
-    return found
+    return frozenset(found)
 
 
 @functools.cache

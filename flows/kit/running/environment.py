@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,8 @@ def _stop_launched(kill: bool = False) -> None:
         return
     with contextlib.suppress(OSError):
         process.kill() if kill else process.terminate()
+    if _in_command.is_set() and not kill:
+        return  # it ends by itself on SIGTERM (a few tenths of a second); the command need not wait to exit
     with contextlib.suppress(Exception):
         process.wait(timeout=5)
     if process.poll() is None:
@@ -189,6 +192,23 @@ def start_temporary_server() -> None:
 
     prefect_server.subprocess = server_process  # only this module's view changes
     prefect_server.SubprocessASGIServer().start()
+
+
+@contextlib.contextmanager
+def heartbeats_where_watched() -> Iterator[None]:
+    """Prefect's flow-run heartbeats only on a server that outlives the run (PREFECT_API_URL), where an
+    automation may watch them to mark a killed run Crashed. A temporary server ends with the command, so no one
+    is left to watch; and Prefect's heartbeat thread sleeps a second at a time, which the end of every flow run
+    waited out (half a second on average, benchmarks/startup.py)."""
+    from rpbench.flows.kit.scale.shared_limits import own_server
+
+    if not own_server():
+        yield
+        return
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
 
 
 def kill_prefect_server() -> None:

@@ -1,4 +1,5 @@
-"""The report's libraries (matplotlib, scipy) imported while a run waits on its models, not at its end.
+"""The report's libraries (matplotlib, scipy) and the table writer's (pyarrow's pandas) imported while a run
+waits on its models, not at its end.
 
 Imported by the report stage itself they cost about a second between the run's last answer and its exit. A
 thread of their own starts with the run's first flow and imports them once the first request is out (started
@@ -20,12 +21,14 @@ _thread: threading.Thread | None = None
 
 
 def _load() -> None:
+    from rpbench.storage.tables import load_table_libraries
     from rpbench.tasks.reports.render import load_chart_libraries
 
     while not requests_waiting.wait(timeout=0.1):
         if _report_begins.is_set():
             return
-    with contextlib.suppress(Exception):  # an import that fails fails again, with its message, in the report
+    with contextlib.suppress(Exception):  # an import that fails fails again, with its message, where it is used
+        load_table_libraries()
         load_chart_libraries()
 
 

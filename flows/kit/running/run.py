@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from rpbench.flows.kit.front.registry import run_models
 from rpbench.flows.kit.front.settings import ModelsFileSettings, RunSettings
 from rpbench.flows.kit.running import interrupts
-from rpbench.flows.kit.running.environment import start_temporary_server
+from rpbench.flows.kit.running.environment import heartbeats_where_watched, start_temporary_server
 from rpbench.flows.kit.running.finish import failed_state, stopped_by_budget, stopped_run
 from rpbench.flows.kit.running.notes import run_notes
 from rpbench.flows.kit.running.report_imports import load_report_libraries_soon
@@ -37,10 +37,11 @@ def _freeze_imports_once() -> None:
     """Put what the process has loaded by its first flow (Prefect, litellm, pydantic's schemas: hundreds of
     thousands of objects) out of the garbage collector's sight, once. Every full collection walked them all
     again, with every thread stopped, a few times in each stage of a large run (benchmarks/scale.py).
-    Freed objects still go by their reference counts; only a cycle that was already garbage stays (one
-    collection first sends those away)."""
+    Freed objects still go by their reference counts. Cycles that are garbage already stay: a collection of
+    the young generations sends the recent ones away first, and a full one, walking all of it, would hold up
+    the run's first request for a few hundred objects (benchmarks/startup.py)."""
     if gc.get_freeze_count() == 0:
-        gc.collect()
+        gc.collect(1)
         gc.freeze()
 
 
@@ -176,7 +177,8 @@ def run_flow(flow_fn: Any, **params: Any) -> Any:
     """Run a flow (sync or async) on the runner the environment chooses. The command line's entry point shuts
     Prefect down once the command is done (``environment.shutdown_prefect``)."""
     start_temporary_server()
-    result = with_chosen_runner(flow_fn)(**params)
-    if asyncio.iscoroutine(result):
-        result = run_coroutine(result)
+    with heartbeats_where_watched():
+        result = with_chosen_runner(flow_fn)(**params)
+        if asyncio.iscoroutine(result):
+            result = run_coroutine(result)
     return result

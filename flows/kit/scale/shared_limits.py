@@ -126,15 +126,21 @@ async def prefect_limit(endpoint: str, max_concurrency: int, rpm: int | None) ->
 OWN_SERVER_ENV = "RPBENCH_OWN_PREFECT_SERVER"
 
 
-def _server() -> str:
-    """The Prefect server shared with other processes (PREFECT_API_URL), or "" for none (a command's temporary
-    server is its own)."""
+def own_server() -> bool:
+    """Whether this process's Prefect server is a temporary one of its own, which ends with it: none is
+    configured (Prefect's own temporary server), or PREFECT_API_URL names the one a command launched as it
+    started (environment.launch_temporary_server), as much the command's own as Prefect's."""
     from prefect.settings import get_current_settings
 
     url = str(get_current_settings().api.url or "")
-    # The temporary server a command launched as it started is named in PREFECT_API_URL too, and is as much
-    # the command's own as Prefect's (environment.launch_temporary_server).
-    return "" if url and url == os.environ.get(OWN_SERVER_ENV) else url
+    return not url or url == os.environ.get(OWN_SERVER_ENV)
+
+
+def _server() -> str:
+    """The Prefect server shared with other processes (PREFECT_API_URL), or "" for none."""
+    from prefect.settings import get_current_settings
+
+    return "" if own_server() else str(get_current_settings().api.url)
 
 
 def install_shared_limits() -> bool:
@@ -145,4 +151,4 @@ def install_shared_limits() -> bool:
     return shared
 
 
-__all__ = ["install_shared_limits", "limit_name", "prefect_limit"]
+__all__ = ["install_shared_limits", "limit_name", "own_server", "prefect_limit"]
