@@ -66,8 +66,8 @@ def to_arrow(rows: Iterable[Mapping[str, Any]] | pa.Table, spec: TableSpec[Any])
 
 def load_table_libraries() -> None:
     """Build one small table, once: the first table pyarrow builds from Python values imports pandas (to tell
-    pandas objects apart) and its compute functions, half a second a run otherwise spends as its first stage
-    ends, after its last answer (a run calls this while it waits on its models)."""
+    pandas objects apart) and its compute functions, which a run otherwise spends as its first stage ends,
+    after its last answer (a run calls this while it waits on its models)."""
     pa.Table.from_pydict({"warm": [1]}, schema=pa.schema([("warm", pa.int64())]))
 
 

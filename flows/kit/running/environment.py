@@ -162,7 +162,7 @@ def _stop_launched(kill: bool = False) -> None:
     with contextlib.suppress(OSError):
         process.kill() if kill else process.terminate()
     if _in_command.is_set() and not kill:
-        return  # it ends by itself on SIGTERM (a few tenths of a second); the command need not wait to exit
+        return  # it ends by itself on SIGTERM; the command need not wait to exit
     with contextlib.suppress(Exception):
         process.wait(timeout=5)
     if process.poll() is None:
@@ -199,7 +199,7 @@ def heartbeats_where_watched() -> Iterator[None]:
     """Prefect's flow-run heartbeats only on a server that outlives the run (PREFECT_API_URL), where an
     automation may watch them to mark a killed run Crashed. A temporary server ends with the command, so no one
     is left to watch; and Prefect's heartbeat thread sleeps a second at a time, which the end of every flow run
-    waited out (half a second on average, benchmarks/startup.py)."""
+    waited out (benchmarks/startup.py measures the end of a run)."""
     from rpbench.flows.kit.scale.shared_limits import own_server
 
     if not own_server():

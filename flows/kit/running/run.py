@@ -39,7 +39,7 @@ def _freeze_imports_once() -> None:
     again, with every thread stopped, a few times in each stage of a large run (benchmarks/scale.py).
     Freed objects still go by their reference counts. Cycles that are garbage already stay: a collection of
     the young generations sends the recent ones away first, and a full one, walking all of it, would hold up
-    the run's first request for a few hundred objects (benchmarks/startup.py)."""
+    the run's first request for the few objects it finds (benchmarks/startup.py)."""
     if gc.get_freeze_count() == 0:
         gc.collect(1)
         gc.freeze()
